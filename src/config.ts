@@ -1,0 +1,116 @@
+import { resolve } from 'node:path';
+
+export type ScryptParams = { ln: number; r: number; p: number };
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+export type Config = {
+  port: number;
+  host: string;
+  databaseUrl: string | null;
+  dataDir: string;
+  smtpUrl: string | null;
+  mailFrom: string;
+  /** First signs, all verify. Null only in embedded mode, where main.ts supplies one. */
+  tokenSecrets: Buffer[] | null;
+  tokenTtlSeconds: number;
+  regCodeTtlSeconds: number;
+  scrypt: ScryptParams;
+  logLevel: LogLevel;
+  /** Human-readable reasons why the configuration is weaker than production defaults. */
+  warnings: string[];
+};
+
+/** Raised for a bad environment variable; its message is one line naming the variable. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export const defaultScrypt: ScryptParams = { ln: 15, r: 8, p: 3 };
+const minTokenSecretBytes = 32;
+
+export function parseConfig(env: NodeJS.ProcessEnv): Config {
+  const warnings: string[] = [];
+  const databaseUrl = optionalUrl(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
+  const tokenSecrets = parseTokenSecrets(env.TOKEN_SECRET);
+  if (databaseUrl !== null && tokenSecrets === null) {
+    throw new ConfigError('TOKEN_SECRET is required when DATABASE_URL is set (one or more comma-separated secrets of at least 32 bytes)');
+  }
+  const scrypt = parseScryptParams(env.SCRYPT_PARAMS);
+  if (scrypt.ln < defaultScrypt.ln || scrypt.r < defaultScrypt.r || scrypt.p < defaultScrypt.p) {
+    warnings.push(`SCRYPT_PARAMS ${formatScryptParams(scrypt)} is weaker than the default ${formatScryptParams(defaultScrypt)}; use it only for tests`);
+  }
+  return {
+    port: integer(env, 'PORT', 8080, 0, 65535),
+    host: env.HOST || '127.0.0.1',
+    databaseUrl,
+    dataDir: resolve(env.DATA_DIR || '.data'),
+    smtpUrl: optionalUrl(env, 'SMTP_URL', ['smtp:', 'smtps:']),
+    mailFrom: env.MAIL_FROM || 'Accounts <no-reply@localhost>',
+    tokenSecrets,
+    tokenTtlSeconds: integer(env, 'TOKEN_TTL', 3600, 60, 7 * 24 * 3600),
+    regCodeTtlSeconds: integer(env, 'REG_CODE_TTL', 1800, 60, 7 * 24 * 3600),
+    scrypt,
+    logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info'),
+    warnings,
+  };
+}
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^[0-9]{1,9}$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+  }
+  return Number(raw);
+}
+
+function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(raw)}`);
+  }
+  return raw as T;
+}
+
+function optionalUrl(env: NodeJS.ProcessEnv, name: string, protocols: string[]): string | null {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return null;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    // The value may hold a password, so it is never echoed.
+    throw new ConfigError(`${name} is not a valid URL`);
+  }
+  if (!protocols.includes(url.protocol) || url.hostname === '') {
+    throw new ConfigError(`${name} must be a URL of the form ${protocols[0]}//host:port/...`);
+  }
+  return raw;
+}
+
+function parseTokenSecrets(raw: string | undefined): Buffer[] | null {
+  if (raw === undefined || raw === '') return null;
+  const secrets = raw.split(',').map((secret) => Buffer.from(secret.trim(), 'utf8'));
+  secrets.forEach((secret, index) => {
+    if (secret.length < minTokenSecretBytes) {
+      // Say which entry is short, never what it holds.
+      throw new ConfigError(`TOKEN_SECRET entry ${index + 1} is shorter than ${minTokenSecretBytes} bytes`);
+    }
+  });
+  return secrets;
+}
+
+export function parseScryptParams(raw: string | undefined): ScryptParams {
+  if (raw === undefined || raw === '') return defaultScrypt;
+  const match = /^ln=([0-9]{1,2}),r=([0-9]{1,2}),p=([0-9]{1,2})$/.exec(raw);
+  const [ln, r, p] = match ? match.slice(1).map(Number) : [];
+  if (ln === undefined || r === undefined || p === undefined || ln < 1 || ln > 20 || r < 1 || p < 1) {
+    throw new ConfigError(`SCRYPT_PARAMS must look like ln=15,r=8,p=3 (ln 1-20, r and p at least 1), got ${JSON.stringify(raw)}`);
+  }
+  return { ln, r, p };
+}
+
+export function formatScryptParams(params: ScryptParams): string {
+  return `ln=${params.ln},r=${params.r},p=${params.p}`;
+}

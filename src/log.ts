@@ -1,0 +1,32 @@
+import type { LogLevel } from './config.ts';
+
+export type LogFields = Record<string, unknown>;
+export type Logger = {
+  debug(message: string, fields?: LogFields): void;
+  info(message: string, fields?: LogFields): void;
+  warn(message: string, fields?: LogFields): void;
+  error(message: string, fields?: LogFields): void;
+};
+
+const rank: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+/**
+ * One JSON object per line. Callers pass only fields that are safe to log: this module
+ * cannot know what is secret, so handlers never hand it bodies, headers or credentials.
+ */
+export function createLogger(level: LogLevel, write: (line: string) => void = (line) => process.stdout.write(line)): Logger {
+  const emit = (at: LogLevel) => (message: string, fields: LogFields = {}) => {
+    if (rank[at] < rank[level]) return;
+    write(`${JSON.stringify({ time: new Date().toISOString(), level: at, msg: message, ...fields })}\n`);
+  };
+  return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') };
+}
+
+/** The parts of an unexpected error that help an operator and hold no request data. */
+export function describeError(error: unknown): LogFields {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    return { error: error.message, ...(code === undefined ? {} : { code }), stack: error.stack };
+  }
+  return { error: String(error) };
+}

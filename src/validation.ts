@@ -1,0 +1,67 @@
+import type { InvalidParam } from './http/errors.ts';
+
+/**
+ * The spec's regexes, used as written (JavaScript, no `u` flag), except the password:
+ * the spec says "6 to 32 characters", so `u` makes `.` count code points, not UTF-16 units.
+ */
+export const patterns = {
+  name: /^[a-z0-9-]{2,32}$/,
+  email: /^[a-zA-Z0-9-._]{1,64}\@[a-zA-Z0-9\[]{1}[a-zA-Z0-9.-:]{1,61}[a-zA-Z0-9\]]{1}$/,
+  password: /^.{6,32}$/u,
+  phone: /^\+[0-9]{2}\s[0-9]{3}\s([0-9]{3}|[0-9]{4})\s[0-9]{4}$/,
+  code: /^([a-zA-Z]{4}-){3}[a-zA-Z]{4}$/,
+} as const;
+
+export type FieldRule = { pattern: RegExp; required: boolean; nullable: boolean };
+export type Schema = Record<string, FieldRule>;
+
+export function field(pattern: RegExp, options: { required?: boolean; nullable?: boolean } = {}): FieldRule {
+  return { pattern, required: options.required ?? true, nullable: options.nullable ?? false };
+}
+
+export const registrationSchema = {
+  name: field(patterns.name),
+  email: field(patterns.email),
+  pwd: field(patterns.password),
+  phone: field(patterns.phone, { required: false, nullable: true }),
+} satisfies Schema;
+
+export const activationSchema = { code: field(patterns.code) } satisfies Schema;
+
+export const passwordChangeSchema = {
+  old_pwd: field(patterns.password),
+  new_pwd: field(patterns.password),
+} satisfies Schema;
+
+type Valid<S extends Schema> = { [K in keyof S]: S[K]['nullable'] extends true ? string | null : string };
+
+/**
+ * Checks a parsed JSON object against a schema and reports every failing field at once.
+ * Unknown fields are refused so that a client can never set a column it should not
+ * (mass assignment); only own properties are read, so `__proto__` is just another name.
+ */
+export function validateFields<S extends Schema>(body: Record<string, unknown>, schema: S): { value: Valid<S>; invalid: InvalidParam[] } {
+  const invalid: InvalidParam[] = [];
+  const value: Record<string, string | null> = {};
+  for (const [name, rule] of Object.entries(schema)) {
+    const reason = checkField(body, name, rule);
+    if (reason === null) value[name] = Object.hasOwn(body, name) ? (body[name] as string | null) : null;
+    else invalid.push({ name, reason });
+  }
+  for (const name of Object.keys(body)) {
+    if (!Object.hasOwn(schema, name)) invalid.push({ name, reason: 'is not a known field' });
+  }
+  return { value: value as Valid<S>, invalid };
+}
+
+function checkField(body: Record<string, unknown>, name: string, rule: FieldRule): string | null {
+  if (!Object.hasOwn(body, name)) return rule.required ? 'is required' : null;
+  const value = body[name];
+  if (value === null) return rule.nullable ? null : 'must not be null';
+  if (typeof value !== 'string') return rule.nullable ? 'must be a string or null' : 'must be a string';
+  return rule.pattern.test(value) ? null : `must match ${rule.pattern.source}`;
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
