@@ -55,11 +55,11 @@ export class OAuthError extends Error {
   readonly code: 'invalid_request' | 'invalid_grant' | 'unsupported_grant_type';
   readonly status: number;
 
-  constructor(code: OAuthError['code'], description: string) {
+  constructor(code: OAuthError['code'], description: string, status = 400) {
     super(description);
     this.name = 'OAuthError';
     this.code = code;
-    this.status = 400;
+    this.status = status;
   }
 }
 
@@ -67,13 +67,12 @@ export function invalidFields(invalidParams: InvalidParam[]): HttpError {
   return new HttpError(problems.invalidFields, { invalidParams });
 }
 
-export function problemBody(error: HttpError, instance?: string): Record<string, unknown> {
+export function problemBody(error: HttpError): Record<string, unknown> {
   return {
     type: problemType(error.problem),
     title: error.problem.title,
     status: error.problem.status,
     ...(error.detail === undefined ? {} : { detail: error.detail }),
     ...(error.invalidParams === undefined ? {} : { 'invalid-params': error.invalidParams }),
-    ...(instance === undefined ? {} : { instance }),
   };
 }

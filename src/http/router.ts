@@ -1,0 +1,36 @@
+import type { IncomingMessage } from 'node:http';
+import type { Config } from '../config.ts';
+import type { Sql } from '../db.ts';
+import type { Logger } from '../log.ts';
+import type { Migration } from '../migrations.ts';
+import type { PasswordHasher } from '../passwords.ts';
+import type { Sealer } from '../sealing.ts';
+import type { TokenService } from '../tokens.ts';
+
+/** Everything a handler may use, handed in so that tests can supply their own clock or database. */
+export type Deps = {
+  sql: Sql;
+  config: Config;
+  clock: () => Date;
+  log: Logger;
+  passwords: PasswordHasher;
+  tokens: TokenService;
+  sealer: Sealer;
+  outbox: { wake(): void };
+  migrations: Migration[];
+};
+
+export type RequestContext = { req: IncomingMessage; requestId: string; clientAddress: string };
+export type Reply = { status: number; body?: unknown; headers?: Record<string, string> };
+export type Handler = (ctx: RequestContext, deps: Deps) => Promise<Reply>;
+export type Route = { method: 'GET' | 'POST' | 'PUT'; path: string; handler: Handler };
+
+export type RouteMatch = { route: Route } | { allow: string[] } | null;
+
+/** Exact path match: the service has no path parameters, so there is nothing to parse. */
+export function matchRoute(routes: readonly Route[], method: string, path: string): RouteMatch {
+  const candidates = routes.filter((route) => route.path === path);
+  if (candidates.length === 0) return null;
+  const route = candidates.find((candidate) => candidate.method === method);
+  return route === undefined ? { allow: candidates.map((candidate) => candidate.method) } : { route };
+}

@@ -1,0 +1,86 @@
+import { randomUUID } from 'node:crypto';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { isDatabaseUnavailable } from '../db.ts';
+import { describeError } from '../log.ts';
+import { HttpError, OAuthError, problemBody, problems } from './errors.ts';
+import { matchRoute, type Deps, type Reply, type Route } from './router.ts';
+
+const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Timeouts against slow clients: a client that trickles headers or a body cannot hold a socket for long. */
+export const serverTimeouts = { headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000 };
+
+export function createServer(deps: Deps, routes: readonly Route[]): Server {
+  const server = createHttpServer({ ...serverTimeouts }, (req, res) => {
+    void handleRequest(req, res, deps, routes);
+  });
+  server.keepAliveTimeout = serverTimeouts.keepAliveTimeout;
+  return server;
+}
+
+async function handleRequest(req: IncomingMessage, res: ServerResponse, deps: Deps, routes: readonly Route[]): Promise<void> {
+  const started = performance.now();
+  const header = req.headers['x-request-id'];
+  const requestId = typeof header === 'string' && requestIdPattern.test(header) ? header : randomUUID();
+  // Only the path is logged: a query string may carry something secret.
+  const path = (req.url ?? '/').split('?')[0]!.slice(0, 256);
+  let reply: Reply;
+  try {
+    const match = matchRoute(routes, req.method ?? '', path);
+    if (match === null) throw new HttpError(problems.notFound);
+    if ('allow' in match) throw new HttpError(problems.methodNotAllowed, { headers: { Allow: match.allow.join(', ') } });
+    reply = await match.route.handler({ req, requestId, clientAddress: req.socket.remoteAddress ?? 'unknown' }, deps);
+  } catch (error) {
+    reply = errorReply(error, deps, requestId);
+  }
+  send(req, res, requestId, reply);
+  deps.log.info('request', {
+    request_id: requestId,
+    method: req.method,
+    path,
+    status: reply.status,
+    ms: Math.round((performance.now() - started) * 10) / 10,
+  });
+}
+
+/** The one place where errors become responses, and the only place unknown errors are logged. */
+function errorReply(error: unknown, deps: Deps, requestId: string): Reply {
+  if (error instanceof OAuthError) {
+    return { status: error.status, body: { error: error.code, error_description: error.message } };
+  }
+  if (error instanceof HttpError) {
+    return problemReply(error);
+  }
+  if (isDatabaseUnavailable(error)) {
+    deps.log.warn('database unavailable', { request_id: requestId, ...describeError(error) });
+    return problemReply(new HttpError(problems.unavailable, { detail: 'The database is unavailable; try again shortly.', headers: { 'Retry-After': '5' } }));
+  }
+  // Logged with the request id so an operator can find it; the client learns nothing more.
+  deps.log.error('unexpected error', { request_id: requestId, ...describeError(error) });
+  return problemReply(new HttpError(problems.internal));
+}
+
+function problemReply(error: HttpError): Reply {
+  return { status: error.problem.status, body: problemBody(error), headers: { ...error.headers, 'Content-Type': 'application/problem+json' } };
+}
+
+function send(req: IncomingMessage, res: ServerResponse, requestId: string, reply: Reply): void {
+  if (res.headersSent || res.destroyed) return;
+  res.statusCode = reply.status;
+  res.setHeader('X-Request-Id', requestId);
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
+  // A body left unread (too large, or refused before reading) is not drained: the connection closes instead.
+  if (hasUnreadBody(req)) res.setHeader('Connection', 'close');
+  if (reply.body === undefined) {
+    res.end();
+    return;
+  }
+  if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', 'application/json');
+  res.end(JSON.stringify(reply.body));
+}
+
+function hasUnreadBody(req: IncomingMessage): boolean {
+  return !req.complete && (req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0);
+}

@@ -1,0 +1,136 @@
+import { randomUUID } from 'node:crypto';
+import type { Sql, Transaction } from '../db.ts';
+import { describeError, type Logger } from '../log.ts';
+import type { Sealer } from '../sealing.ts';
+import type { MailContent, OutgoingMail } from './messages.ts';
+import { isPermanentFailure, type MailTransport } from './transport.ts';
+
+export type OutboxWorker = {
+  /** Asks the worker to look for due messages now, such as right after a commit. */
+  wake(): void;
+  /** Resolves once no delivery is under way and none will start. */
+  stop(): Promise<void>;
+};
+
+export type OutboxOptions = {
+  sql: Sql;
+  transport: MailTransport;
+  sealer: Sealer;
+  clock: () => Date;
+  log: Logger;
+  from: string;
+  pollMs?: number;
+  maxAttempts?: number;
+  backoffBaseMs?: number;
+  backoffCapMs?: number;
+};
+
+/** Queues a message in the caller's transaction, so it exists exactly when the change that causes it does. */
+export async function enqueueMail(tx: Transaction, mail: OutgoingMail, sealer: Sealer, now: Date): Promise<void> {
+  // The content may hold a registration code, so it is stored only encrypted.
+  const sealed = sealer.seal(JSON.stringify(mail.content));
+  const messageId = `<${randomUUID()}@account-service>`;
+  await tx`
+    INSERT INTO outbox (message_id, kind, recipient, sealed_content, next_attempt_at, created_at)
+    VALUES (${messageId}, ${mail.kind}, ${mail.to}, ${sealed}, ${now}, ${now})`;
+}
+
+/**
+ * Delivers queued messages one at a time. Each is locked with FOR UPDATE SKIP LOCKED while
+ * it is sent, so several instances share one queue and each message is sent by one of them.
+ */
+export function createOutboxWorker(options: OutboxOptions): OutboxWorker {
+  const { sql, log, pollMs = 5_000 } = options;
+  let running: Promise<void> | null = null;
+  let wanted = false;
+  let stopped = false;
+
+  const run = (): void => {
+    if (stopped) return;
+    wanted = true;
+    running ??= (async () => {
+      while (wanted && !stopped) {
+        wanted = false;
+        try {
+          while (!stopped && (await deliverNext(options))) wanted = false;
+        } catch (error) {
+          // Most often the database is away; the next poll tries again.
+          log.warn('outbox worker failed', describeError(error));
+        }
+      }
+    })().finally(() => {
+      running = null;
+      // A wake that arrived while the loop was finishing must not wait for the next poll.
+      if (wanted) run();
+    });
+  };
+
+  const timer = setInterval(run, pollMs);
+  timer.unref();
+  return {
+    wake: run,
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
+
+async function deliverNext(options: OutboxOptions): Promise<boolean> {
+  const { sql, transport, sealer, clock, log, from } = options;
+  return sql.begin(async (tx) => {
+    const [row] = await tx`
+      SELECT id, message_id, kind, recipient, sealed_content, attempts
+      FROM outbox
+      WHERE state = 'pending' AND next_attempt_at <= ${clock()}
+      ORDER BY next_attempt_at, id
+      LIMIT 1
+      FOR UPDATE SKIP LOCKED`;
+    if (row === undefined) return false;
+    const attempts = (row.attempts as number) + 1;
+    const opened = sealer.open(row.sealed_content as Buffer);
+    if (opened === null) {
+      await markFailed(tx, row.id, attempts, 'content cannot be decrypted with the configured TOKEN_SECRET');
+      log.error('outbox message failed', { id: row.id, kind: row.kind, reason: 'undecryptable' });
+      return true;
+    }
+    const content = JSON.parse(opened) as MailContent;
+    try {
+      await transport.send({ ...content, messageId: row.message_id, from, to: row.recipient });
+    } catch (error) {
+      const reason = errorSummary(error);
+      if (isPermanentFailure(error) || attempts >= (options.maxAttempts ?? 12)) {
+        await markFailed(tx, row.id, attempts, reason);
+        log.error('outbox message failed', { id: row.id, kind: row.kind, attempts, reason });
+      } else {
+        const next = new Date(clock().getTime() + backoffMs(attempts, options));
+        await tx`UPDATE outbox SET attempts = ${attempts}, last_error = ${reason}, next_attempt_at = ${next} WHERE id = ${row.id}`;
+        log.warn('outbox message deferred', { id: row.id, kind: row.kind, attempts, reason, next_attempt_at: next.toISOString() });
+      }
+      return true;
+    }
+    // The content is erased once sent: a registration code must not outlive its delivery.
+    await tx`
+      UPDATE outbox SET state = 'sent', attempts = ${attempts}, sealed_content = NULL, last_error = NULL, sent_at = ${clock()}
+      WHERE id = ${row.id}`;
+    log.info('outbox message sent', { id: row.id, kind: row.kind, attempts });
+    return true;
+  });
+}
+
+async function markFailed(tx: Transaction, id: string, attempts: number, reason: string): Promise<void> {
+  await tx`UPDATE outbox SET state = 'failed', attempts = ${attempts}, last_error = ${reason} WHERE id = ${id}`;
+}
+
+/** Exponential backoff: base, 2×base, 4×base … up to the cap. */
+export function backoffMs(attempts: number, options: Pick<OutboxOptions, 'backoffBaseMs' | 'backoffCapMs'>): number {
+  const base = options.backoffBaseMs ?? 5_000;
+  const cap = options.backoffCapMs ?? 3_600_000;
+  return Math.min(cap, base * 2 ** (attempts - 1));
+}
+
+function errorSummary(error: unknown): string {
+  const { message, responseCode, code } = (error ?? {}) as { message?: unknown; responseCode?: unknown; code?: unknown };
+  return [code, responseCode, message].filter((part) => part !== undefined).join(' ').slice(0, 500);
+}

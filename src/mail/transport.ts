@@ -1,0 +1,41 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import nodemailer from 'nodemailer';
+import type { Logger } from '../log.ts';
+import type { MailContent } from './messages.ts';
+
+export type Envelope = MailContent & { messageId: string; from: string; to: string };
+export type MailTransport = { send(mail: Envelope): Promise<void>; close(): void };
+
+/** Delivers through an SMTP server given as `smtp://user:pass@host:port` or `smtps://…`. */
+export function createSmtpTransport(url: string): MailTransport {
+  // Short timeouts: the outbox holds a row lock while it sends, and retries anyway.
+  const transporter = nodemailer.createTransport({ url, connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 });
+  return {
+    async send(mail) {
+      await transporter.sendMail(mail);
+    },
+    close: () => transporter.close(),
+  };
+}
+
+/** Development stand-in for SMTP: each message becomes an `.eml` file in `dir`, whose path is logged. */
+export function createFileTransport(dir: string, log: Logger): MailTransport {
+  const transporter = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  return {
+    async send(mail) {
+      const info = await transporter.sendMail(mail);
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      const path = join(dir, `${Date.now()}-${mail.messageId.replace(/[^A-Za-z0-9.-]/g, '_')}.eml`);
+      await writeFile(path, info.message as Buffer, { mode: 0o600 });
+      log.info('mail written', { path });
+    },
+    close: () => transporter.close(),
+  };
+}
+
+/** True for an SMTP reply that will not change on retry (5xx), such as an unknown recipient. */
+export function isPermanentFailure(error: unknown): boolean {
+  const code = (error as { responseCode?: unknown } | null)?.responseCode;
+  return typeof code === 'number' && code >= 500 && code < 600;
+}

@@ -1,0 +1,81 @@
+import { ConfigError, parseConfig } from './config.ts';
+import { connectDatabase } from './db.ts';
+import { startEmbeddedDatabase, type EmbeddedDatabase } from './embedded-db.ts';
+import { loadOrCreateSecret } from './local-secrets.ts';
+import { createLogger, describeError, type Logger } from './log.ts';
+import { loadMigrations, migrate } from './migrations.ts';
+import { startService, type ServiceConfig } from './service.ts';
+
+const shutdownDeadlineMs = 10_000;
+
+/** The only place with process-wide effects: environment, signals, exit codes. */
+async function main(argv: string[]): Promise<void> {
+  let config;
+  try {
+    config = parseConfig(process.env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`account-service: ${error.message}\n`);
+    process.exit(2);
+  }
+  const log = createLogger(config.logLevel);
+  for (const warning of config.warnings) log.warn(warning);
+
+  let embedded: EmbeddedDatabase | null = null;
+  try {
+    if (config.databaseUrl === null) embedded = await startEmbeddedDatabase(config.dataDir, log);
+    const settled: ServiceConfig = {
+      ...config,
+      databaseUrl: config.databaseUrl ?? embedded!.url,
+      // Embedded (development) mode keeps a generated secret in DATA_DIR; production must pass TOKEN_SECRET.
+      tokenSecrets: config.tokenSecrets ?? [Buffer.from(await loadOrCreateSecret(config.dataDir, 'token-secret'))],
+    };
+    if (argv.includes('--migrate')) {
+      const sql = connectDatabase(settled.databaseUrl);
+      const applied = await migrate(sql, await loadMigrations()).finally(() => sql.end());
+      log.info('migrations applied', { applied });
+      await embedded?.stop();
+      return;
+    }
+    const service = await startService({ config: settled, log });
+    log.info('listening', { url: service.url, database: embedded === null ? 'external' : 'embedded', mail: settled.smtpUrl === null ? 'files' : 'smtp' });
+    onShutdownSignal(log, async () => {
+      await service.stop();
+      await embedded?.stop();
+    });
+  } catch (error) {
+    await embedded?.stop().catch(() => {});
+    throw error;
+  }
+}
+
+function onShutdownSignal(log: Logger, shutdown: () => Promise<void>): void {
+  let stopping = false;
+  const handle = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    log.info('shutting down', { signal });
+    setTimeout(() => {
+      log.error('shutdown took too long; exiting');
+      process.exit(1);
+    }, shutdownDeadlineMs).unref();
+    shutdown().then(
+      () => {
+        log.info('stopped');
+        process.exit(0);
+      },
+      (error: unknown) => {
+        log.error('shutdown failed', describeError(error));
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', handle);
+  process.on('SIGINT', handle);
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  const message = error instanceof Error ? error.message : String(error);
+  process.stderr.write(`account-service: ${message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,32 @@
+import { changePasswordHash } from '../accounts.ts';
+import { authenticate, invalidToken } from '../http/auth.ts';
+import { readJsonObject } from '../http/body.ts';
+import { HttpError, invalidFields, problems } from '../http/errors.ts';
+import type { Handler } from '../http/router.ts';
+import { passwordChangedMail } from '../mail/messages.ts';
+import { enqueueMail } from '../mail/outbox.ts';
+import { passwordChangeSchema, validateFields } from '../validation.ts';
+
+/** PUT /acc/me/pwd: change the password, revoke every earlier token, notify the owner. */
+export const changePassword: Handler = async (ctx, deps) => {
+  const account = await authenticate(ctx, deps);
+  const { value, invalid } = validateFields(await readJsonObject(ctx.req), passwordChangeSchema);
+  if (invalid.length > 0) throw invalidFields(invalid);
+  // Both values come from this request, so comparing them plainly leaks nothing stored.
+  if (value.old_pwd.normalize('NFC') === value.new_pwd.normalize('NFC')) {
+    throw invalidFields([{ name: 'new_pwd', reason: 'must differ from old_pwd' }]);
+  }
+  if (!(await deps.passwords.verify(value.old_pwd, account.passwordHash))) throw new HttpError(problems.wrongPassword);
+
+  const newHash = await deps.passwords.hash(value.new_pwd);
+  const now = deps.clock();
+  const changed = await deps.sql.begin(async (tx) => {
+    if (!(await changePasswordHash(tx, account.id, account.credentialVersion, newHash))) return false;
+    await enqueueMail(tx, passwordChangedMail(account.email, account.name, now, ctx.clientAddress), deps.sealer, now);
+    return true;
+  });
+  // A concurrent change raised the credential version first, which revoked this token.
+  if (!changed) throw invalidToken();
+  deps.outbox.wake();
+  return { status: 204 };
+};

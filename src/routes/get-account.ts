@@ -1,0 +1,12 @@
+import { authenticate } from '../http/auth.ts';
+import type { Handler } from '../http/router.ts';
+import { isoUtc } from '../mail/messages.ts';
+
+/** GET /acc/me: the signed-in account, without anything secret. */
+export const getAccount: Handler = async (ctx, deps) => {
+  const account = await authenticate(ctx, deps);
+  return {
+    status: 200,
+    body: { name: account.name, email: account.email, phone: account.phone, created_at: isoUtc(account.activatedAt) },
+  };
+};

@@ -1,0 +1,21 @@
+import { HttpError, problems } from '../http/errors.ts';
+import type { Handler } from '../http/router.ts';
+import { isSchemaCurrent } from '../migrations.ts';
+
+const readinessTimeoutMs = 2_000;
+
+/** GET /healthz: the process serves requests. It touches nothing else, so a slow database cannot fail it. */
+export const checkHealth: Handler = async () => ({ status: 200, body: { status: 'ok' } });
+
+/** GET /readyz: the database answers within two seconds and holds every migration of this build. */
+export const checkReadiness: Handler = async (_ctx, deps) => {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), readinessTimeoutMs);
+  });
+  const ready = await Promise.race([isSchemaCurrent(deps.sql, deps.migrations).catch(() => false), timeout]).finally(() => clearTimeout(timer));
+  if (!ready) {
+    throw new HttpError(problems.unavailable, { detail: 'The database is unreachable or not migrated.', headers: { 'Retry-After': '5' } });
+  }
+  return { status: 200, body: { status: 'ready' } };
+};

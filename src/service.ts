@@ -1,0 +1,109 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import type { Config } from './config.ts';
+import { connectDatabase, type Sql } from './db.ts';
+import type { Deps } from './http/router.ts';
+import { createServer } from './http/server.ts';
+import { describeError, type Logger } from './log.ts';
+import { createOutboxWorker, type OutboxOptions } from './mail/outbox.ts';
+import { createFileTransport, createSmtpTransport, type MailTransport } from './mail/transport.ts';
+import { loadMigrations, migrate } from './migrations.ts';
+import { createPasswordHasher, type PasswordHasher } from './passwords.ts';
+import { deleteExpiredRegistrations } from './registrations.ts';
+import { routes } from './routes/index.ts';
+import { createSealer } from './sealing.ts';
+import { createTokenService } from './tokens.ts';
+
+/** Configuration once main.ts has settled the database and the token secrets. */
+export type ServiceConfig = Config & { databaseUrl: string; tokenSecrets: Buffer[] };
+
+export type ServiceOptions = {
+  config: ServiceConfig;
+  log: Logger;
+  clock?: () => Date;
+  passwords?: PasswordHasher;
+  transport?: MailTransport;
+  outbox?: Pick<OutboxOptions, 'pollMs' | 'maxAttempts' | 'backoffBaseMs' | 'backoffCapMs'>;
+};
+
+export type Service = { url: string; server: Server; sql: Sql; stop(): Promise<void> };
+
+/** Expired registrations stay this long so that their code is answered 410, not 404. */
+export const expiredRegistrationGraceMs = 60 * 60 * 1000;
+const sweepIntervalMs = 60 * 1000;
+const shutdownGraceMs = 8_000;
+
+/** Connects, migrates, and starts the HTTP server, the outbox worker and the sweep. */
+export async function startService(options: ServiceOptions): Promise<Service> {
+  const { config, log } = options;
+  const clock = options.clock ?? (() => new Date());
+  const sql = connectDatabase(config.databaseUrl);
+  try {
+    const migrations = await loadMigrations();
+    const applied = await migrate(sql, migrations);
+    if (applied.length > 0) log.info('migrations applied', { applied });
+
+    const transport = options.transport ?? createTransport(config, log);
+    const sealer = createSealer(config.tokenSecrets);
+    const outbox = createOutboxWorker({ ...options.outbox, sql, transport, sealer, clock, log, from: config.mailFrom });
+    const deps: Deps = {
+      sql,
+      config,
+      clock,
+      log,
+      passwords: options.passwords ?? createPasswordHasher(config.scrypt),
+      tokens: createTokenService(config.tokenSecrets, config.tokenTtlSeconds),
+      sealer,
+      outbox,
+      migrations,
+    };
+    const sweep = setInterval(() => {
+      deleteExpiredRegistrations(sql, new Date(clock().getTime() - expiredRegistrationGraceMs))
+        .then((count) => count > 0 && log.info('expired registrations deleted', { count }))
+        .catch((error: unknown) => log.warn('sweep failed', describeError(error)));
+    }, sweepIntervalMs);
+    sweep.unref();
+
+    const server = createServer(deps, routes);
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, config.host, () => resolve());
+    });
+    const { port } = server.address() as AddressInfo;
+    const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+    outbox.wake();
+
+    return {
+      url: `http://${host}:${port}`,
+      server,
+      sql,
+      async stop() {
+        clearInterval(sweep);
+        await closeServer(server);
+        await outbox.stop();
+        transport.close();
+        await sql.end({ timeout: 5 });
+      },
+    };
+  } catch (error) {
+    await sql.end({ timeout: 1 });
+    throw error;
+  }
+}
+
+function createTransport(config: ServiceConfig, log: Logger): MailTransport {
+  return config.smtpUrl === null ? createFileTransport(join(config.dataDir, 'mail'), log) : createSmtpTransport(config.smtpUrl);
+}
+
+/** Stops accepting, lets requests in flight finish, then cuts whatever is still open after the grace. */
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    const force = setTimeout(() => server.closeAllConnections(), shutdownGraceMs);
+    server.close(() => {
+      clearTimeout(force);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}
