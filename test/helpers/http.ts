@@ -1,0 +1,34 @@
+import { request, type IncomingHttpHeaders } from 'node:http';
+
+export type HttpResult = { status: number; headers: IncomingHttpHeaders; text: string; json: any };
+export type CallOptions = { json?: unknown; body?: string | Buffer; headers?: Record<string, string>; token?: string };
+
+/** One HTTP request over a real socket; `json` sends a JSON body with its content type. */
+export function call(baseUrl: string, method: string, path: string, options: CallOptions = {}): Promise<HttpResult> {
+  const body = options.json !== undefined ? JSON.stringify(options.json) : options.body;
+  const headers: Record<string, string> = {
+    ...(options.json !== undefined ? { 'content-type': 'application/json' } : {}),
+    ...(options.token !== undefined ? { authorization: `Bearer ${options.token}` } : {}),
+    ...options.headers,
+  };
+  if (body !== undefined && headers['content-length'] === undefined) headers['content-length'] = String(Buffer.byteLength(body));
+  return new Promise((resolve, reject) => {
+    const req = request(new URL(path, baseUrl), { method, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let json: unknown = null;
+        try {
+          json = text === '' ? null : JSON.parse(text);
+        } catch {
+          json = null;
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+      });
+    });
+    req.on('error', reject);
+    if (body !== undefined) req.write(body);
+    req.end();
+  });
+}

@@ -1,0 +1,84 @@
+import type { AddressInfo } from 'node:net';
+import { simpleParser, type ParsedMail } from 'mailparser';
+import { SMTPServer } from 'smtp-server';
+
+export type ReceivedMail = { to: string; subject: string; text: string; html: string; messageId: string; raw: string };
+
+/**
+ * A real SMTP server in this process. `failNext(n, code)` makes the next n recipients fail
+ * with that reply code, to exercise the outbox's retries.
+ */
+export type TestSmtp = {
+  url: string;
+  messages: ReceivedMail[];
+  failNext(count: number, code: number): void;
+  waitFor(predicate: (mail: ReceivedMail) => boolean, timeoutMs?: number): Promise<ReceivedMail>;
+  stop(): Promise<void>;
+};
+
+export async function startTestSmtp(): Promise<TestSmtp> {
+  const messages: ReceivedMail[] = [];
+  const waiters = new Set<() => void>();
+  let failures: { count: number; code: number } = { count: 0, code: 0 };
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    onRcptTo(_address, _session, callback) {
+      if (failures.count > 0) {
+        failures.count -= 1;
+        const error = Object.assign(new Error(`test failure ${failures.code}`), { responseCode: failures.code });
+        callback(error);
+        return;
+      }
+      callback();
+    },
+    onData(stream, _session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      stream.on('end', () => {
+        const raw = Buffer.concat(chunks).toString('utf8');
+        simpleParser(raw).then((parsed: ParsedMail) => {
+          const to = Array.isArray(parsed.to) ? (parsed.to[0]?.text ?? '') : (parsed.to?.text ?? '');
+          messages.push({ to, subject: parsed.subject ?? '', text: parsed.text ?? '', html: String(parsed.html || ''), messageId: parsed.messageId ?? '', raw });
+          for (const wake of waiters) wake();
+          callback();
+        }, callback);
+      });
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.server.address() as AddressInfo;
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    messages,
+    failNext(count, code) {
+      failures = { count, code };
+    },
+    waitFor(predicate, timeoutMs = 10_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const found = messages.find(predicate);
+          if (found === undefined) return;
+          waiters.delete(check);
+          clearTimeout(timer);
+          resolve(found);
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`no matching mail within ${timeoutMs} ms; received: ${messages.map((mail) => `${mail.to} ${mail.subject}`).join('; ')}`));
+        }, timeoutMs);
+        waiters.add(check);
+        check();
+      });
+    },
+    stop: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** The registration code in a message, as the service wrote it. */
+export function codeIn(mail: ReceivedMail): string {
+  const match = /[A-Z]{4}-[A-Z]{4}-[A-Z]{4}-[A-Z]{4}/.exec(mail.text);
+  if (match === null) throw new Error(`no code in: ${mail.text}`);
+  return match[0];
+}
