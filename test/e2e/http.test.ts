@@ -1,0 +1,166 @@
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { registerAndSignIn, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
+
+let app: TestService;
+before(async () => {
+  app = await startTestService();
+});
+after(async () => {
+  await app.stop();
+});
+
+const problemType = (slug: string) => `urn:account-service:problem:${slug}`;
+
+describe('the HTTP edge', () => {
+  it('sets the safety headers and echoes a well-formed X-Request-Id', async () => {
+    const response = await app.call('GET', '/healthz', { headers: { 'x-request-id': 'abc-123' } });
+    assert.equal(response.status, 200);
+    assert.deepEqual(response.json, { status: 'ok' });
+    assert.equal(response.headers['x-request-id'], 'abc-123');
+    assert.equal(response.headers['cache-control'], 'no-store');
+    assert.equal(response.headers['x-content-type-options'], 'nosniff');
+    assert.equal(response.headers['x-powered-by'], undefined);
+
+    const generated = await app.call('GET', '/healthz', { headers: { 'x-request-id': 'bad id with spaces' } });
+    assert.match(String(generated.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+  });
+
+  it('answers /readyz once the database is migrated', async () => {
+    const response = await app.call('GET', '/readyz');
+    assert.equal(response.status, 200);
+    assert.deepEqual(response.json, { status: 'ready' });
+  });
+
+  it('answers 404 for an unknown path and 405 with Allow for a known path', async () => {
+    const missing = await app.call('GET', '/nope?x=1');
+    assert.equal(missing.status, 404);
+    assert.equal(missing.headers['content-type'], 'application/problem+json');
+    assert.deepEqual(missing.json, { type: problemType('not-found'), title: 'No such resource', status: 404 });
+
+    const wrongMethod = await app.call('DELETE', '/acc/reg/code');
+    assert.equal(wrongMethod.status, 405);
+    assert.equal(wrongMethod.headers.allow, 'POST');
+    assert.equal(wrongMethod.json.type, problemType('method-not-allowed'));
+    assert.equal((await app.call('GET', '/acc/me/pwd')).headers.allow, 'PUT');
+    assert.equal((await app.call('POST', '/acc/reg/code/')).status, 404, 'paths match exactly');
+  });
+
+  it('answers 415 for a missing or wrong content type or charset', async () => {
+    const body = JSON.stringify(uniqueUser());
+    for (const type of [undefined, 'text/plain', 'application/json; charset=latin1', 'application/jsonx']) {
+      const response = await app.call('POST', '/acc/reg/code', { body, headers: type === undefined ? {} : { 'content-type': type } });
+      assert.equal(response.status, 415, String(type));
+      assert.equal(response.json.type, problemType('unsupported-media-type'));
+    }
+    const withCharset = await app.call('POST', '/acc/reg/code', { body: JSON.stringify(uniqueUser()), headers: { 'content-type': 'Application/JSON; charset="UTF-8"' } });
+    assert.equal(withCharset.status, 204);
+  });
+
+  it('answers 400 for malformed JSON, invalid UTF-8 and non-objects', async () => {
+    const bodies: Array<string | Buffer> = ['{"name":', '', 'null', '[]', '"text"', '42', Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d])];
+    for (const body of bodies) {
+      const response = await app.call('POST', '/acc/reg/code', { body, headers: { 'content-type': 'application/json' } });
+      assert.equal(response.status, 400, String(body));
+      assert.equal(response.json.type, problemType('malformed-body'));
+    }
+  });
+
+  it('answers 413 for a body over 8 KiB, declared or streamed', async () => {
+    const declared = await app.call('POST', '/acc/reg/code', { json: { name: 'x'.repeat(9000) } });
+    assert.equal(declared.status, 413);
+    assert.equal(declared.json.type, problemType('body-too-large'));
+    assert.equal(declared.headers.connection, 'close');
+
+    const streamed = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(new URL(app.url).port), '127.0.0.1');
+      let answer = '';
+      socket.on('data', (chunk) => (answer += chunk.toString()));
+      socket.on('close', () => resolve(answer));
+      socket.on('error', () => resolve(answer));
+      socket.setTimeout(5000, () => reject(new Error('no answer')));
+      socket.write('POST /acc/reg/code HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n');
+      const chunk = 'a'.repeat(4096);
+      for (let i = 0; i < 4; i += 1) socket.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n`);
+    });
+    assert.match(streamed, /^HTTP\/1\.1 413 /);
+  });
+
+  it('checks every registration field with the spec patterns and lists every failure', async () => {
+    const good = { name: 'good-name', email: 'a@example.com', pwd: 'secret', phone: '+12 345 678 9012' };
+    const bad: Array<[string, unknown]> = [
+      ['name', 'a'],
+      ['name', 'a'.repeat(33)],
+      ['name', 'Upper'],
+      ['name', 'has space'],
+      ['name', 'good-name\n'],
+      ['name', 12],
+      ['name', null],
+      ['email', 'no-at-sign'],
+      ['email', `${'a'.repeat(65)}@example.com`],
+      ['email', 'a@b'],
+      ['email', 'a@-example.com'],
+      ['email', 'a+tag@example.com'],
+      ['email', 'a@example.com\n'],
+      ['email', ['a@example.com']],
+      ['pwd', 'short'],
+      ['pwd', 'x'.repeat(33)],
+      ['pwd', 'line\nbreak'],
+      ['pwd', 'secret\n'],
+      ['pwd', 123456],
+      ['phone', '+1 234 567 8901'],
+      ['phone', '+12 345 67 8901'],
+      ['phone', '12 345 678 9012'],
+      ['phone', '+12 345 678 9012\n'],
+      ['phone', 1234],
+    ];
+    for (const [field, value] of bad) {
+      const response = await app.call('POST', '/acc/reg/code', { json: { ...good, [field]: value } });
+      assert.equal(response.status, 400, `${field}=${JSON.stringify(value)}`);
+      assert.equal(response.json.type, problemType('invalid-fields'));
+      assert.deepEqual(response.json['invalid-params'].map((param: { name: string }) => param.name), [field], `${field}=${JSON.stringify(value)}`);
+    }
+    const all = await app.call('POST', '/acc/reg/code', { json: { constructor: 1, __proto__: 2 } as object });
+    assert.deepEqual(all.json['invalid-params'].map((param: { name: string }) => param.name), ['name', 'email', 'pwd', 'constructor']);
+    const proto = await app.call('POST', '/acc/reg/code', { body: '{"__proto__":{"admin":true}}', headers: { 'content-type': 'application/json' } });
+    assert.ok(proto.json['invalid-params'].some((param: { name: string }) => param.name === '__proto__'));
+    const [row] = await app.service.sql`SELECT count(*)::int AS n FROM accounts WHERE name = 'good-name'`;
+    assert.equal(row!.n, 0, 'nothing was stored');
+  });
+
+  it('accepts the edges the patterns allow', async () => {
+    const edges = [
+      { name: 'ab', email: `${'a'.repeat(64)}@[1.2.3.4]`, pwd: 'ü'.repeat(32), phone: null },
+      { name: 'a'.repeat(32), email: 'a.b-c_d@x.y', pwd: '😀😀😀😀😀😀' },
+      { name: '0-9', email: 'X@EXAMPLE.COM', pwd: '      ', phone: '+12 345 6789 0123' },
+    ];
+    for (const json of edges) {
+      const response = await app.call('POST', '/acc/reg/code', { json });
+      assert.equal(response.status, 204, `${JSON.stringify(json)}: ${response.text}`);
+    }
+  });
+
+  it('checks the code against the spec pattern', async () => {
+    for (const code of ['ABCD-EFGH-IJKL', 'ABCD-EFGH-IJKL-MNO1', 'ABCD-EFGH-IJKL-MNOP\n', 'ABCDEFGHIJKLMNOP', 7, null]) {
+      const response = await app.call('POST', '/acc/reg', { json: { code } });
+      assert.equal(response.status, 400, JSON.stringify(code));
+      assert.equal(response.json['invalid-params'][0].name, 'code');
+    }
+    const extra = await app.call('POST', '/acc/reg', { json: { code: 'ABCD-EFGH-IJKL-MNOP', admin: true } });
+    assert.deepEqual(extra.json['invalid-params'], [{ name: 'admin', reason: 'is not a known field' }]);
+  });
+
+  it('logs one line per request and never a password, code or token', async () => {
+    const { user, token } = await registerAndSignIn(app);
+    await app.call('PUT', '/acc/me/pwd', { token, json: { old_pwd: user.pwd, new_pwd: 'log-check-new' } });
+    const codes = app.smtp.messages.map((mail) => /[A-Z]{4}-[A-Z]{4}-[A-Z]{4}-[A-Z]{4}/.exec(mail.text)?.[0]).filter((code) => code !== undefined);
+    const log = app.logs.join('');
+    for (const secret of [user.pwd, 'log-check-new', token, token.split('.')[2]!, ...codes]) {
+      assert.equal(log.includes(secret), false, `the log holds a secret`);
+    }
+    const requests = app.logs.map((line) => JSON.parse(line)).filter((line) => line.msg === 'request');
+    assert.ok(requests.length > 5);
+    for (const line of requests) assert.deepEqual(Object.keys(line).sort(), ['level', 'method', 'ms', 'msg', 'path', 'request_id', 'status', 'time']);
+  });
+});
