@@ -5,13 +5,13 @@ import { SMTPServer } from 'smtp-server';
 export type ReceivedMail = { to: string; subject: string; text: string; html: string; messageId: string; raw: string };
 
 /**
- * A real SMTP server in this process. `failNext(n, code)` makes the next n recipients fail
- * with that reply code, to exercise the outbox's retries.
+ * A real SMTP server in this process. `failFor(address, n, code)` makes the next n deliveries
+ * to that address fail with that reply code, to exercise the outbox's retries.
  */
 export type TestSmtp = {
   url: string;
   messages: ReceivedMail[];
-  failNext(count: number, code: number): void;
+  failFor(address: string, count: number, code: number): void;
   waitFor(predicate: (mail: ReceivedMail) => boolean, timeoutMs?: number): Promise<ReceivedMail>;
   stop(): Promise<void>;
 };
@@ -19,15 +19,16 @@ export type TestSmtp = {
 export async function startTestSmtp(): Promise<TestSmtp> {
   const messages: ReceivedMail[] = [];
   const waiters = new Set<() => void>();
-  let failures: { count: number; code: number } = { count: 0, code: 0 };
+  const failures = new Map<string, { count: number; code: number }>();
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS'],
     logger: false,
-    onRcptTo(_address, _session, callback) {
-      if (failures.count > 0) {
-        failures.count -= 1;
-        const error = Object.assign(new Error(`test failure ${failures.code}`), { responseCode: failures.code });
+    onRcptTo(address, _session, callback) {
+      const failure = failures.get(address.address.toLowerCase());
+      if (failure !== undefined && failure.count > 0) {
+        failure.count -= 1;
+        const error = Object.assign(new Error(`test failure ${failure.code}`), { responseCode: failure.code });
         callback(error);
         return;
       }
@@ -52,8 +53,8 @@ export async function startTestSmtp(): Promise<TestSmtp> {
   return {
     url: `smtp://127.0.0.1:${port}`,
     messages,
-    failNext(count, code) {
-      failures = { count, code };
+    failFor(address, count, code) {
+      failures.set(address.toLowerCase(), { count, code });
     },
     waitFor(predicate, timeoutMs = 10_000) {
       return new Promise((resolve, reject) => {

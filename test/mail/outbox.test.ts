@@ -1,0 +1,177 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { connectDatabase, type Sql } from '../../src/db.ts';
+import { loadMigrations, migrate } from '../../src/migrations.ts';
+import { createLogger } from '../../src/log.ts';
+import { accountActiveMail } from '../../src/mail/messages.ts';
+import { backoffMs, createOutboxWorker, enqueueMail, type OutboxOptions } from '../../src/mail/outbox.ts';
+import { createFileTransport, createSmtpTransport, isPermanentFailure } from '../../src/mail/transport.ts';
+import { createSealer } from '../../src/sealing.ts';
+import { createTestDatabase } from '../helpers/database.ts';
+import { codeIn, startTestSmtp } from '../helpers/smtp.ts';
+import { requestCode, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
+
+let app: TestService;
+before(async () => {
+  app = await startTestService({ outbox: { pollMs: 50, backoffBaseMs: 50, backoffCapMs: 200, maxAttempts: 4 } });
+});
+after(async () => {
+  await app.stop();
+});
+
+const outboxRow = async (recipient: string) => {
+  const [row] = await app.service.sql`SELECT * FROM outbox WHERE recipient = ${recipient} ORDER BY id DESC LIMIT 1`;
+  return row!;
+};
+const waitUntil = async (check: () => Promise<boolean>, timeoutMs = 10_000) => {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+};
+
+describe('the outbox', () => {
+  it('retries while SMTP refuses temporarily, then delivers with the same Message-ID', async () => {
+    const user = uniqueUser();
+    app.smtp.failFor(user.email, 2, 451);
+    const response = await app.call('POST', '/acc/reg/code', { json: user });
+    assert.equal(response.status, 204, 'the request succeeds although mail is failing');
+    const mail = await app.smtp.waitFor((message) => message.to === user.email);
+    await waitUntil(async () => (await outboxRow(user.email)).state !== 'pending');
+    const row = await outboxRow(user.email);
+    assert.equal(row.state, 'sent');
+    assert.equal(row.attempts, 3);
+    assert.equal(row.last_error, null);
+    assert.equal(mail.messageId, row.message_id);
+    assert.equal((await app.call('POST', '/acc/reg', { json: { code: codeIn(mail) } })).status, 204, 'the delivered code works');
+  });
+
+  it('stops at once on a permanent refusal and keeps the reason', async () => {
+    const user = uniqueUser();
+    app.smtp.failFor(user.email, 1, 550);
+    await app.call('POST', '/acc/reg/code', { json: user });
+    await waitUntil(async () => (await outboxRow(user.email)).state !== 'pending');
+    const row = await outboxRow(user.email);
+    assert.equal(row.state, 'failed');
+    assert.equal(row.attempts, 1);
+    assert.match(row.last_error, /550/);
+  });
+
+  it('gives up after the bounded number of attempts', async () => {
+    const user = uniqueUser();
+    app.smtp.failFor(user.email, 10, 421);
+    await app.call('POST', '/acc/reg/code', { json: user });
+    await waitUntil(async () => (await outboxRow(user.email)).state !== 'pending');
+    const row = await outboxRow(user.email);
+    assert.equal(row.state, 'failed');
+    assert.equal(row.attempts, 4);
+  });
+
+  it('marks a message it cannot decrypt as failed instead of retrying it forever', async () => {
+    const recipient = `${uniqueUser().name}@example.com`;
+    const foreign = createSealer([Buffer.from('another-key-another-key-another-key')]);
+    await app.service.sql.begin((tx) => enqueueMail(tx, accountActiveMail(recipient, 'x'), foreign, new Date()));
+    await waitUntil(async () => (await outboxRow(recipient)).state !== 'pending');
+    assert.equal((await outboxRow(recipient)).state, 'failed');
+    assert.match((await outboxRow(recipient)).last_error, /decrypt/);
+  });
+
+  it('computes an exponential backoff with a cap', () => {
+    assert.deepEqual([1, 2, 3, 4, 5].map((attempt) => backoffMs(attempt, { backoffBaseMs: 100, backoffCapMs: 1000 })), [100, 200, 400, 800, 1000]);
+    assert.equal(backoffMs(1, {}), 5_000);
+    assert.equal(backoffMs(40, {}), 3_600_000);
+  });
+
+  it('tells permanent SMTP failures from temporary ones', () => {
+    assert.equal(isPermanentFailure({ responseCode: 550 }), true);
+    assert.equal(isPermanentFailure({ responseCode: 451 }), false);
+    assert.equal(isPermanentFailure(new Error('ECONNREFUSED')), false);
+    assert.equal(isPermanentFailure(null), false);
+  });
+});
+
+describe('outbox workers on a queue of their own', () => {
+  const sealer = createSealer([Buffer.from('x'.repeat(32))]);
+  const quiet = createLogger('error', () => {});
+  let queue: { sql: Sql; drop(): Promise<void> };
+  before(async () => {
+    const database = await createTestDatabase();
+    const sql = connectDatabase(database.url);
+    await migrate(sql, await loadMigrations());
+    queue = { sql, drop: async () => (await sql.end(), await database.drop()) };
+  });
+  after(async () => {
+    await queue.drop();
+  });
+  const enqueue = (recipients: string[]) =>
+    queue.sql.begin(async (tx) => {
+      for (const recipient of recipients) await enqueueMail(tx, accountActiveMail(recipient, 'x'), sealer, new Date());
+    });
+  const worker = (smtpUrl: string, options: Partial<OutboxOptions> = {}) =>
+    createOutboxWorker({ sql: queue.sql, transport: createSmtpTransport(smtpUrl), sealer, clock: () => new Date(), log: quiet, from: 'a@b.c', pollMs: 20, ...options });
+  const row = async (recipient: string) => (await queue.sql`SELECT * FROM outbox WHERE recipient = ${recipient}`)[0]!;
+
+  it('keeps messages while SMTP is unreachable and delivers them once it is back', async () => {
+    const probe = await startTestSmtp();
+    const port = new URL(probe.url).port;
+    await probe.stop();
+    const recipient = `${uniqueUser().name}@example.com`;
+    await enqueue([recipient]);
+    const down = worker(`smtp://127.0.0.1:${port}`, { backoffBaseMs: 20, backoffCapMs: 20 });
+    down.wake();
+    await waitUntil(async () => ((await row(recipient)).attempts as number) >= 2);
+    await down.stop();
+    assert.equal((await row(recipient)).state, 'pending');
+    assert.match((await row(recipient)).last_error, /ECONNREFUSED/);
+
+    const back = await startTestSmtp();
+    const up = worker(back.url);
+    up.wake();
+    const mail = await back.waitFor((message) => message.to === recipient);
+    assert.equal(mail.messageId, (await row(recipient)).message_id);
+    await up.stop();
+    await back.stop();
+  });
+
+  it('delivers each message once when several workers share the queue', async () => {
+    const smtp = await startTestSmtp();
+    const recipients = Array.from({ length: 8 }, () => uniqueUser().email);
+    await enqueue(recipients);
+    const workers = Array.from({ length: 3 }, () => worker(smtp.url));
+    for (const each of workers) each.wake();
+    await Promise.all(recipients.map((recipient) => smtp.waitFor((message) => message.to === recipient)));
+    await Promise.all(workers.map((each) => each.stop()));
+    for (const recipient of recipients) assert.equal(smtp.messages.filter((message) => message.to === recipient).length, 1);
+    await smtp.stop();
+  });
+});
+
+describe('the file transport', () => {
+  it('writes each message as an .eml file and logs its path', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'mail-'));
+    const lines: string[] = [];
+    const transport = createFileTransport(join(dir, 'mail'), createLogger('info', (line) => lines.push(line)));
+    await transport.send({ messageId: '<1@test>', from: 'a@b.c', to: 'x@y.z', subject: 'Hi', text: 'Hello there', html: '<p>Hello there</p>' });
+    transport.close();
+    const [file] = await readdir(join(dir, 'mail'));
+    assert.match(file!, /\.eml$/);
+    const raw = await readFile(join(dir, 'mail', file!), 'utf8');
+    assert.match(raw, /Subject: Hi/);
+    assert.match(raw, /Hello there/);
+    assert.equal(JSON.parse(lines[0]!).path, join(dir, 'mail', file!));
+    await rm(dir, { recursive: true });
+  });
+});
+
+describe('registration mail end to end', () => {
+  it('sends the code message to the address given, from MAIL_FROM', async () => {
+    const user = uniqueUser();
+    const code = await requestCode(app, user);
+    const mail = app.smtp.messages.find((message) => message.text.includes(code))!;
+    assert.match(mail.raw, /From: Accounts <no-reply@localhost>/);
+  });
+});
