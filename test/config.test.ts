@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ConfigError, defaultScrypt, formatScryptParams, parseConfig, parseScryptParams } from '../src/config.ts';
+
+const secret = 's'.repeat(32);
+
+describe('parseConfig', () => {
+  it('has defaults that need nothing from the environment', () => {
+    const config = parseConfig({});
+    assert.equal(config.port, 8080);
+    assert.equal(config.host, '127.0.0.1');
+    assert.equal(config.databaseUrl, null);
+    assert.equal(config.smtpUrl, null);
+    assert.equal(config.tokenSecrets, null);
+    assert.equal(config.mailFrom, 'Accounts <no-reply@localhost>');
+    assert.equal(config.tokenTtlSeconds, 3600);
+    assert.equal(config.regCodeTtlSeconds, 1800);
+    assert.deepEqual(config.scrypt, defaultScrypt);
+    assert.equal(config.logLevel, 'info');
+    assert.match(config.dataDir, /\.data$/);
+    assert.deepEqual(config.warnings, []);
+  });
+
+  it('reads every variable', () => {
+    const config = parseConfig({
+      PORT: '9000',
+      HOST: '0.0.0.0',
+      DATABASE_URL: 'postgres://u:p@db:5432/accounts',
+      DATA_DIR: '/tmp/x',
+      SMTP_URL: 'smtps://u:p@mail:465',
+      MAIL_FROM: 'Me <me@example.com>',
+      TOKEN_SECRET: `${secret},${'t'.repeat(40)}`,
+      TOKEN_TTL: '600',
+      REG_CODE_TTL: '900',
+      SCRYPT_PARAMS: 'ln=16,r=8,p=3',
+      LOG_LEVEL: 'debug',
+    });
+    assert.equal(config.port, 9000);
+    assert.equal(config.host, '0.0.0.0');
+    assert.equal(config.databaseUrl, 'postgres://u:p@db:5432/accounts');
+    assert.equal(config.dataDir, '/tmp/x');
+    assert.equal(config.smtpUrl, 'smtps://u:p@mail:465');
+    assert.equal(config.mailFrom, 'Me <me@example.com>');
+    assert.deepEqual(config.tokenSecrets?.map(String), [secret, 't'.repeat(40)]);
+    assert.equal(config.tokenTtlSeconds, 600);
+    assert.equal(config.regCodeTtlSeconds, 900);
+    assert.deepEqual(config.scrypt, { ln: 16, r: 8, p: 3 });
+    assert.equal(config.logLevel, 'debug');
+  });
+
+  it('refuses bad values with one line naming the variable', () => {
+    const cases: Array<[Record<string, string>, RegExp]> = [
+      [{ PORT: 'eighty' }, /^PORT must be a whole number from 0 to 65535/],
+      [{ PORT: '70000' }, /^PORT /],
+      [{ PORT: '-1' }, /^PORT /],
+      [{ TOKEN_TTL: '1.5' }, /^TOKEN_TTL /],
+      [{ TOKEN_TTL: '10' }, /^TOKEN_TTL /],
+      [{ REG_CODE_TTL: '0' }, /^REG_CODE_TTL /],
+      [{ LOG_LEVEL: 'loud' }, /^LOG_LEVEL must be one of debug, info, warn, error/],
+      [{ DATABASE_URL: 'not a url', TOKEN_SECRET: secret }, /^DATABASE_URL is not a valid URL$/],
+      [{ DATABASE_URL: 'mysql://db/x', TOKEN_SECRET: secret }, /^DATABASE_URL must be a URL/],
+      [{ DATABASE_URL: 'postgres://db/x' }, /^TOKEN_SECRET is required when DATABASE_URL is set/],
+      [{ SMTP_URL: 'http://mail' }, /^SMTP_URL must be a URL/],
+      [{ TOKEN_SECRET: 'short' }, /^TOKEN_SECRET entry 1 is shorter than 32 bytes$/],
+      [{ TOKEN_SECRET: `${secret},short` }, /^TOKEN_SECRET entry 2 /],
+      [{ SCRYPT_PARAMS: 'N=16384' }, /^SCRYPT_PARAMS must look like ln=15,r=8,p=3/],
+      [{ SCRYPT_PARAMS: 'ln=0,r=8,p=1' }, /^SCRYPT_PARAMS /],
+      [{ SCRYPT_PARAMS: 'ln=21,r=8,p=1' }, /^SCRYPT_PARAMS /],
+    ];
+    for (const [env, message] of cases) {
+      assert.throws(() => parseConfig(env), (error: unknown) => error instanceof ConfigError && message.test(error.message) && !error.message.includes('\n'), JSON.stringify(env));
+    }
+  });
+
+  it('never echoes a secret or a URL password in an error', () => {
+    assert.throws(() => parseConfig({ TOKEN_SECRET: 'hunter2' }), (error: Error) => !error.message.includes('hunter2'));
+    assert.throws(() => parseConfig({ SMTP_URL: 'ftp://user:hunter2@x' }), (error: Error) => !error.message.includes('hunter2'));
+  });
+
+  it('warns about scrypt parameters weaker than the default', () => {
+    assert.match(parseConfig({ SCRYPT_PARAMS: 'ln=4,r=8,p=1' }).warnings[0]!, /weaker than the default ln=15,r=8,p=3/);
+    assert.deepEqual(parseConfig({ SCRYPT_PARAMS: 'ln=16,r=8,p=3' }).warnings, []);
+  });
+
+  it('formats and parses scrypt parameters alike', () => {
+    assert.deepEqual(parseScryptParams(formatScryptParams({ ln: 12, r: 4, p: 2 })), { ln: 12, r: 4, p: 2 });
+  });
+});

@@ -1,0 +1,47 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { acceptedMediaType } from '../../src/http/body.ts';
+import { matchRoute, type Route } from '../../src/http/router.ts';
+import { routes } from '../../src/routes/index.ts';
+
+const handler: Route['handler'] = async () => ({ status: 204 });
+
+describe('matchRoute', () => {
+  const table: Route[] = [
+    { method: 'GET', path: '/a', handler },
+    { method: 'PUT', path: '/a', handler },
+    { method: 'POST', path: '/b', handler },
+  ];
+  it('finds the route for a path and method', () => {
+    const match = matchRoute(table, 'PUT', '/a');
+    assert.ok(match !== null && 'route' in match && match.route.method === 'PUT');
+  });
+  it('lists the allowed methods for a known path', () => {
+    assert.deepEqual(matchRoute(table, 'DELETE', '/a'), { allow: ['GET', 'PUT'] });
+  });
+  it('answers null for an unknown path, with no prefix or case folding', () => {
+    assert.equal(matchRoute(table, 'GET', '/A'), null);
+    assert.equal(matchRoute(table, 'GET', '/a/'), null);
+    assert.equal(matchRoute(table, 'GET', '/ab'), null);
+  });
+  it('serves the three spec endpoints', () => {
+    for (const [method, path] of [['POST', '/acc/reg/code'], ['POST', '/acc/reg'], ['PUT', '/acc/me/pwd']] as const) {
+      const match = matchRoute(routes, method, path);
+      assert.ok(match !== null && 'route' in match, `${method} ${path}`);
+    }
+  });
+});
+
+describe('acceptedMediaType', () => {
+  const json = ['application/json'] as const;
+  it('accepts the type with or without a UTF-8 charset, in any case', () => {
+    for (const header of ['application/json', 'application/json; charset=utf-8', 'APPLICATION/JSON;charset=UTF-8', 'application/json; charset="utf8"']) {
+      assert.equal(acceptedMediaType(header, [...json]), 'application/json', header);
+    }
+  });
+  it('refuses other types and charsets', () => {
+    for (const header of [undefined, '', 'text/json', 'application/json; charset=iso-8859-1', 'application/json-patch+json']) {
+      assert.equal(acceptedMediaType(header, [...json]), null, String(header));
+    }
+  });
+});

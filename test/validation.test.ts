@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { isPlainObject, patterns, registrationSchema, validateFields } from '../src/validation.ts';
+
+describe('patterns', () => {
+  it('are the spec regexes as written', () => {
+    assert.equal(patterns.name.source, '^[a-z0-9-]{2,32}$');
+    assert.equal(patterns.email.source, '^[a-zA-Z0-9-._]{1,64}\\@[a-zA-Z0-9\\[]{1}[a-zA-Z0-9.-:]{1,61}[a-zA-Z0-9\\]]{1}$');
+    assert.equal(patterns.password.source, '^.{6,32}$');
+    assert.equal(patterns.phone.source, '^\\+[0-9]{2}\\s[0-9]{3}\\s([0-9]{3}|[0-9]{4})\\s[0-9]{4}$');
+    assert.equal(patterns.code.source, '^([a-zA-Z]{4}-){3}[a-zA-Z]{4}$');
+    assert.equal(patterns.name.flags, '');
+    assert.equal(patterns.password.flags, 'u');
+  });
+
+  it('count password length in code points', () => {
+    assert.equal(patterns.password.test('😀'.repeat(6)), true, 'six astral characters are six characters');
+    assert.equal(patterns.password.test('😀'.repeat(32)), true);
+    assert.equal(patterns.password.test('😀'.repeat(33)), false);
+    assert.equal(patterns.password.test('12345'), false);
+    assert.equal(patterns.password.test('123456\n'), false);
+  });
+
+  it('take the email domain range .-: literally as the spec wrote it', () => {
+    assert.equal(patterns.email.test('a@b/:9c'), true, "'/' and ':' fall inside the range . to :");
+    assert.equal(patterns.email.test('a@b,c'), false);
+  });
+
+  it('take \\s in the phone pattern as any white space, as written', () => {
+    assert.equal(patterns.phone.test('+12\t345\u00a0678\n9012'), true);
+  });
+});
+
+describe('validateFields', () => {
+  it('returns the values when all fields are valid, with phone null when absent', () => {
+    const { value, invalid } = validateFields({ name: 'ab', email: 'a@b.c', pwd: 'secret' }, registrationSchema);
+    assert.deepEqual(invalid, []);
+    assert.deepEqual(value, { name: 'ab', email: 'a@b.c', pwd: 'secret', phone: null });
+  });
+
+  it('reports every failing field in schema order, then unknown fields', () => {
+    const { invalid } = validateFields({ zz: 1, pwd: 5, phone: false }, registrationSchema);
+    assert.deepEqual(invalid, [
+      { name: 'name', reason: 'is required' },
+      { name: 'email', reason: 'is required' },
+      { name: 'pwd', reason: 'must be a string' },
+      { name: 'phone', reason: 'must be a string or null' },
+      { name: 'zz', reason: 'is not a known field' },
+    ]);
+  });
+
+  it('reads only own properties, so inherited names do not count as present', () => {
+    const body = Object.create({ name: 'inherited' }) as Record<string, unknown>;
+    assert.deepEqual(validateFields(body, { name: registrationSchema.name }).invalid, [{ name: 'name', reason: 'is required' }]);
+    const parsed = JSON.parse('{"__proto__": "x", "name": "ab"}') as Record<string, unknown>;
+    assert.deepEqual(validateFields(parsed, { name: registrationSchema.name }).invalid, [{ name: '__proto__', reason: 'is not a known field' }]);
+  });
+
+  it('never repeats a field value in a reason', () => {
+    const { invalid } = validateFields({ name: 'SECRET-NAME', email: 'x', pwd: 'p' }, registrationSchema);
+    assert.equal(JSON.stringify(invalid).includes('SECRET-NAME'), false);
+  });
+});
+
+describe('isPlainObject', () => {
+  it('is true only for non-null, non-array objects', () => {
+    assert.deepEqual([{}, [], null, 1, 'x'].map(isPlainObject), [true, false, false, false, false]);
+  });
+});
