@@ -1,0 +1,143 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { chmod, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { createTestDatabase } from './helpers/database.ts';
+import { call } from './helpers/http.ts';
+import { codeIn, startTestSmtp, type TestSmtp } from './helpers/smtp.ts';
+import { testSecret } from './helpers/service.ts';
+
+const root = new URL('..', import.meta.url).pathname;
+
+type Running = { lines: string[]; stderr: () => string; waitFor(pattern: RegExp): Promise<Record<string, unknown>>; exit: Promise<number | null>; kill(signal: NodeJS.Signals): void };
+
+/** Runs `src/main.ts` as its own process, as `npm start` does, with only the given environment. */
+function runMain(env: Record<string, string>, args: string[] = []): Running {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', NODE_V8_COVERAGE: process.env.NODE_V8_COVERAGE ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  let stderr = '';
+  const waiters = new Set<() => void>();
+  let buffered = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString();
+    const parts = buffered.split('\n');
+    buffered = parts.pop() ?? '';
+    lines.push(...parts);
+    for (const wake of waiters) wake();
+  });
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    lines,
+    stderr: () => stderr,
+    exit,
+    kill: (signal) => child.kill(signal),
+    waitFor(pattern) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const line = lines.find((candidate) => pattern.test(candidate));
+          if (line === undefined) return;
+          waiters.delete(check);
+          resolve(JSON.parse(line) as Record<string, unknown>);
+        };
+        waiters.add(check);
+        void exit.then(() => reject(new Error(`exited before ${pattern}: ${stderr}${lines.join('\n')}`)));
+        check();
+      });
+    },
+  };
+}
+
+describe('main', () => {
+  let smtp: TestSmtp;
+  before(async () => {
+    smtp = await startTestSmtp();
+  });
+  after(async () => {
+    await smtp.stop();
+  });
+
+  it('stops with one clear line naming a bad variable', async () => {
+    for (const [env, pattern] of [
+      [{ PORT: 'x' }, /^account-service: PORT must be a whole number/],
+      [{ DATABASE_URL: 'postgres://127.0.0.1:1/x' }, /^account-service: TOKEN_SECRET is required when DATABASE_URL is set/],
+    ] as const) {
+      const running = runMain(env);
+      assert.equal(await running.exit, 2);
+      assert.match(running.stderr(), pattern);
+      assert.equal(running.stderr().trim().split('\n').length, 1);
+    }
+  });
+
+  it('fails clearly when the database cannot be reached', async () => {
+    const running = runMain({ DATABASE_URL: 'postgres://u:hunter2@127.0.0.1:1/x', TOKEN_SECRET: testSecret });
+    assert.equal(await running.exit, 1);
+    assert.match(running.stderr(), /^account-service: /);
+    assert.equal(running.stderr().includes('hunter2'), false);
+  });
+
+  it('serves against an external database and SMTP server, then stops cleanly on SIGTERM', async () => {
+    const database = await createTestDatabase();
+    try {
+      const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, SMTP_URL: smtp.url, PORT: '0', SCRYPT_PARAMS: 'ln=4,r=8,p=1' });
+      const { url } = (await running.waitFor(/"msg":"listening"/)) as { url: string };
+      assert.equal((await call(url, 'GET', '/readyz')).status, 200);
+      const email = `main-${process.pid}@example.com`;
+      assert.equal((await call(url, 'POST', '/acc/reg/code', { json: { name: `main-${process.pid}`, email, pwd: 'secret-1' } })).status, 204);
+      const mail = await smtp.waitFor((message) => message.to === email);
+      assert.equal((await call(url, 'POST', '/acc/reg', { json: { code: codeIn(mail) } })).status, 204);
+      running.kill('SIGTERM');
+      assert.equal(await running.exit, 0);
+      assert.ok(running.lines.some((line) => line.includes('"msg":"stopped"')));
+      assert.ok(running.lines.some((line) => line.includes('"msg":"SCRYPT_PARAMS ln=4,r=8,p=1 is weaker than the default')));
+    } finally {
+      await database.drop();
+    }
+  });
+
+  it('runs the migrations alone with --migrate', async () => {
+    const database = await createTestDatabase();
+    try {
+      const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret }, ['--migrate']);
+      assert.equal(await running.exit, 0);
+      assert.match(running.lines.join('\n'), /"msg":"migrations applied","applied":\["001_accounts_and_outbox.sql"\]/);
+    } finally {
+      await database.drop();
+    }
+  });
+
+  it('starts on embedded defaults with nothing configured, and keeps data and secrets across restarts', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'account-service-main-'));
+    await chmod(dataDir, 0o755);
+    try {
+      const env = { DATA_DIR: dataDir, PORT: '0', SCRYPT_PARAMS: 'ln=4,r=8,p=1' };
+      const first = runMain(env);
+      const { url } = (await first.waitFor(/"msg":"listening"/)) as { url: string };
+      assert.match(first.lines.join('\n'), /"database":"embedded","mail":"files"/);
+      assert.equal((await call(url, 'POST', '/acc/reg/code', { json: { name: 'embedded', email: 'embedded@example.com', pwd: 'secret-1' } })).status, 204);
+      const { path } = (await first.waitFor(/"msg":"mail written"/)) as { path: string };
+      assert.ok(path.startsWith(join(dataDir, 'mail')));
+      const code = codeIn({ text: (await readFile(path, 'utf8')).replace(/=\n/g, '') } as never);
+      first.kill('SIGINT');
+      assert.equal(await first.exit, 0);
+      assert.equal(((await stat(join(dataDir, 'token-secret'))).mode & 0o777).toString(8), '600');
+
+      const second = runMain(env);
+      const { url: again } = (await second.waitFor(/"msg":"listening"/)) as { url: string };
+      assert.equal((await call(again, 'POST', '/acc/reg', { json: { code } })).status, 204, 'the pending registration survived the restart');
+      const token = await call(again, 'POST', '/auth/token', { json: { grant_type: 'password', username: 'embedded', password: 'secret-1' } });
+      assert.equal(token.status, 200);
+      second.kill('SIGTERM');
+      assert.equal(await second.exit, 0);
+      assert.equal(second.lines.join('\n').includes('secret-1'), false);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
