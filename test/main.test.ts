@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { chmod, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,9 +13,11 @@ const root = new URL('..', import.meta.url).pathname;
 
 type Running = { lines: string[]; stderr: () => string; waitFor(pattern: RegExp): Promise<Record<string, unknown>>; exit: Promise<number | null>; kill(signal: NodeJS.Signals): void };
 
-/** Runs `src/main.ts` as its own process, as `npm start` does, with only the given environment. */
-function runMain(env: Record<string, string>, args: string[] = []): Running {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+const fromSource = ['--import', 'tsx', 'src/main.ts'];
+
+/** Runs the service as its own process, as `npm start` does, with only the given environment. */
+function runMain(env: Record<string, string>, args: string[] = [], entry = fromSource): Running {
+  const child = spawn(process.execPath, [...entry, ...args], {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', NODE_V8_COVERAGE: process.env.NODE_V8_COVERAGE ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -96,6 +98,24 @@ describe('main', () => {
       assert.equal(await running.exit, 0);
       assert.ok(running.lines.some((line) => line.includes('"msg":"stopped"')));
       assert.ok(running.lines.some((line) => line.includes('"msg":"SCRYPT_PARAMS ln=4,r=8,p=1 is weaker than the default')));
+    } finally {
+      await database.drop();
+    }
+  });
+
+  it('serves the same from the compiled build (node dist/main.js)', async () => {
+    execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root });
+    const database = await createTestDatabase();
+    try {
+      const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, SMTP_URL: smtp.url, PORT: '0', SCRYPT_PARAMS: 'ln=4,r=8,p=1' }, [], ['dist/main.js']);
+      const { url } = (await running.waitFor(/"msg":"listening"/)) as { url: string };
+      assert.equal((await call(url, 'GET', '/readyz')).status, 200);
+      const email = `dist-${process.pid}@example.com`;
+      assert.equal((await call(url, 'POST', '/acc/reg/code', { json: { name: `dist-${process.pid}`, email, pwd: 'secret-1' } })).status, 204);
+      const mail = await smtp.waitFor((message) => message.to === email);
+      assert.equal((await call(url, 'POST', '/acc/reg', { json: { code: codeIn(mail) } })).status, 204);
+      running.kill('SIGTERM');
+      assert.equal(await running.exit, 0);
     } finally {
       await database.drop();
     }
