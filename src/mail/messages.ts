@@ -7,7 +7,8 @@ export function registrationCodeMail(to: string, name: string, code: string, exp
   const minutes = Math.round(lifetimeSeconds / 60);
   return compose('registration-code', to, 'Your registration code', [
     `Hello ${name},`,
-    `your registration code is: ${code}`,
+    'your registration code is:',
+    code,
     `It is valid for ${minutes} minutes, until ${isoUtc(expiresAt)}. Send it to activate your account.`,
     'If you did not ask to register, ignore this message: without the code no account is created.',
   ]);
