@@ -26,7 +26,8 @@ export function createFileTransport(dir: string, log: Logger): MailTransport {
     async send(mail) {
       const info = await transporter.sendMail(mail);
       await mkdir(dir, { recursive: true, mode: 0o700 });
-      const path = join(dir, `${Date.now()}-${mail.messageId.replace(/[^A-Za-z0-9.-]/g, '_')}.eml`);
+      // Named by time, then by the Message-ID's local part, so a directory listing is in order.
+      const path = join(dir, `${Date.now()}-${mail.messageId.replace(/^<|@.*$/g, '').replace(/[^A-Za-z0-9-]/g, '_')}.eml`);
       await writeFile(path, info.message as Buffer, { mode: 0o600 });
       log.info('mail written', { path });
     },

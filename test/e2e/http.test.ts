@@ -104,16 +104,21 @@ describe('the HTTP edge', () => {
       ['email', 'a+tag@example.com'],
       ['email', 'a@example.com\n'],
       ['email', ['a@example.com']],
+      ['email', null],
       ['pwd', 'short'],
       ['pwd', 'x'.repeat(33)],
       ['pwd', 'line\nbreak'],
       ['pwd', 'secret\n'],
       ['pwd', 123456],
+      ['pwd', null],
+      ['pwd', { length: 6 }],
       ['phone', '+1 234 567 8901'],
       ['phone', '+12 345 67 8901'],
       ['phone', '12 345 678 9012'],
       ['phone', '+12 345 678 9012\n'],
       ['phone', 1234],
+      ['phone', ''],
+      ['phone', true],
     ];
     for (const [field, value] of bad) {
       const response = await app.call('POST', '/acc/reg/code', { json: { ...good, [field]: value } });
@@ -149,6 +154,26 @@ describe('the HTTP edge', () => {
     }
     const extra = await app.call('POST', '/acc/reg', { json: { code: 'ABCD-EFGH-IJKL-MNOP', admin: true } });
     assert.deepEqual(extra.json['invalid-params'], [{ name: 'admin', reason: 'is not a known field' }]);
+  });
+
+  it('finishes a request in flight when it stops, and refuses new connections', async () => {
+    const stopping = await (await import('../helpers/service.ts')).startTestService();
+    const { port } = new URL(stopping.url);
+    const socket = connect(Number(port), '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    const body = JSON.stringify({ code: 'ABCD-EFGH-IJKL-MNOP' });
+    socket.write(`POST /acc/reg HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+    socket.write(body.slice(0, 5));
+    let answer = '';
+    socket.on('data', (chunk) => (answer += chunk.toString()));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const stopped = stopping.stop();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    socket.write(body.slice(5));
+    await stopped;
+    assert.match(answer, /^HTTP\/1\.1 404 /, 'the request in flight got its answer');
+    await assert.rejects(fetch(stopping.url), 'no new connections once stopped');
+    socket.destroy();
   });
 
   it('logs one line per request and never a password, code or token', async () => {
