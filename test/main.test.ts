@@ -84,41 +84,35 @@ describe('main', () => {
     assert.equal(running.stderr().includes('hunter2'), false);
   });
 
-  it('serves against an external database and SMTP server, then stops cleanly on SIGTERM', async () => {
+  /** Starts `entry` on a fresh database with SMTP and a token secret, registers one account through it, and stops it with SIGTERM. */
+  async function serveExternally(entry: string[], prefix: string): Promise<Running> {
     const database = await createTestDatabase();
     try {
-      const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, SMTP_URL: smtp.url, PORT: '0', SCRYPT_PARAMS: 'ln=4,r=8,p=1' });
+      const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, SMTP_URL: smtp.url, PORT: '0', SCRYPT_PARAMS: 'ln=4,r=8,p=1' }, [], entry);
       const { url } = (await running.waitFor(/"msg":"listening"/)) as { url: string };
       assert.equal((await call(url, 'GET', '/readyz')).status, 200);
-      const email = `main-${process.pid}@example.com`;
-      assert.equal((await call(url, 'POST', '/acc/reg/code', { json: { name: `main-${process.pid}`, email, pwd: 'secret-1' } })).status, 204);
+      const email = `${prefix}-${process.pid}@example.com`;
+      assert.equal((await call(url, 'POST', '/acc/reg/code', { json: { name: `${prefix}-${process.pid}`, email, pwd: 'secret-1' } })).status, 204);
       const mail = await smtp.waitFor((message) => message.to === email);
       assert.equal((await call(url, 'POST', '/acc/reg', { json: { code: codeIn(mail) } })).status, 204);
       running.kill('SIGTERM');
       assert.equal(await running.exit, 0);
-      assert.ok(running.lines.some((line) => line.includes('"msg":"stopped"')));
-      assert.ok(running.lines.some((line) => line.includes('"msg":"SCRYPT_PARAMS ln=4,r=8,p=1 is weaker than the default')));
+      return running;
     } finally {
       await database.drop();
     }
+  }
+
+  it('serves against an external database and SMTP server, then stops cleanly on SIGTERM', async () => {
+    const running = await serveExternally(fromSource, 'main');
+    assert.ok(running.lines.some((line) => line.includes('"msg":"stopped"')));
+    assert.ok(running.lines.some((line) => line.includes('"msg":"SCRYPT_PARAMS ln=4,r=8,p=1 is weaker than the default')));
   });
 
   it('serves the same from the compiled build (node dist/main.js)', async () => {
     execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root });
-    const database = await createTestDatabase();
-    try {
-      const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, SMTP_URL: smtp.url, PORT: '0', SCRYPT_PARAMS: 'ln=4,r=8,p=1' }, [], ['dist/main.js']);
-      const { url } = (await running.waitFor(/"msg":"listening"/)) as { url: string };
-      assert.equal((await call(url, 'GET', '/readyz')).status, 200);
-      const email = `dist-${process.pid}@example.com`;
-      assert.equal((await call(url, 'POST', '/acc/reg/code', { json: { name: `dist-${process.pid}`, email, pwd: 'secret-1' } })).status, 204);
-      const mail = await smtp.waitFor((message) => message.to === email);
-      assert.equal((await call(url, 'POST', '/acc/reg', { json: { code: codeIn(mail) } })).status, 204);
-      running.kill('SIGTERM');
-      assert.equal(await running.exit, 0);
-    } finally {
-      await database.drop();
-    }
+    const running = await serveExternally(['dist/main.js'], 'dist');
+    assert.ok(running.lines.some((line) => line.includes('"msg":"stopped"')));
   });
 
   it('runs the migrations alone with --migrate', async () => {
