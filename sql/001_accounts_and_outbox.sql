@@ -12,6 +12,9 @@ CREATE TABLE accounts (
   code_hash          bytea CHECK (octet_length(code_hash) = 32),
   code_sent_at       timestamptz,
   code_expires_at    timestamptz,
+  -- When the owner of this active account was last told that someone tried to register
+  -- with the address; bounds how often an attacker can make the service mail the owner.
+  attempt_notified_at timestamptz,
   CONSTRAINT pending_rows_have_a_code CHECK (
     (activated_at IS NULL) = (code_hash IS NOT NULL AND code_sent_at IS NOT NULL AND code_expires_at IS NOT NULL)
   ),

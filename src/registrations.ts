@@ -11,7 +11,10 @@ export type RegistrationRequest = {
 };
 
 /** What holds the address: nothing, an active account, or a pending registration sent at `codeSentAt`. */
-export type AddressHolder = { active: true } | { active: false; id: string; codeSentAt: Date } | null;
+export type AddressHolder =
+  | { active: true; id: string; attemptNotifiedAt: Date | null }
+  | { active: false; id: string; codeSentAt: Date }
+  | null;
 
 export type PendingRegistration = { id: string; name: string; email: string; expiresAt: Date };
 
@@ -28,9 +31,16 @@ export async function releaseExpiredHolders(tx: Transaction, name: string, email
 /** Locks and returns what holds the address, so that concurrent requests for it queue up. */
 export async function lockAddressHolder(tx: Transaction, email: string): Promise<AddressHolder> {
   const [row] = await tx`
-    SELECT id, activated_at, code_sent_at FROM accounts WHERE lower(email) = lower(${email}) FOR UPDATE`;
+    SELECT id, activated_at, code_sent_at, attempt_notified_at FROM accounts WHERE lower(email) = lower(${email}) FOR UPDATE`;
   if (row === undefined) return null;
-  return row.activated_at === null ? { active: false, id: row.id, codeSentAt: row.code_sent_at } : { active: true };
+  return row.activated_at === null
+    ? { active: false, id: row.id, codeSentAt: row.code_sent_at }
+    : { active: true, id: row.id, attemptNotifiedAt: row.attempt_notified_at };
+}
+
+/** Records that the owner of an active account was told of a registration attempt. */
+export async function recordAttemptNotice(tx: Transaction, id: string, now: Date): Promise<void> {
+  await tx`UPDATE accounts SET attempt_notified_at = ${now} WHERE id = ${id}`;
 }
 
 /** Inserts a pending registration; a name held by any other row fails on `accounts_name_key`. */

@@ -89,7 +89,8 @@ function readLimited(req: IncomingMessage, limit: number): Promise<Buffer> {
       cleanup();
       reject(error);
     };
-    const onAborted = () => onError(new Error('client aborted the request'));
+    // No answer can reach a client that went away; this only ends the handler quietly.
+    const onAborted = () => onError(new HttpError(problems.malformedBody, { detail: 'The request body was cut off.' }));
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);

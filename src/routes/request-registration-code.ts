@@ -5,11 +5,13 @@ import { HttpError, invalidFields, problems } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
 import { registrationAttemptMail, registrationCodeMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
-import { insertRegistration, lockAddressHolder, releaseExpiredHolders, replaceRegistration } from '../registrations.ts';
+import { insertRegistration, lockAddressHolder, recordAttemptNotice, releaseExpiredHolders, replaceRegistration } from '../registrations.ts';
 import { registrationSchema, validateFields } from '../validation.ts';
 
 /** How long an address must wait before it may ask for another code. */
 export const resendCooldownSeconds = 60;
+/** At most one "someone tried to register" notice per account in this time, so nobody can flood its mailbox. */
+export const attemptNoticeIntervalMs = 60 * 60 * 1000;
 
 /** POST /acc/reg/code: store a pending registration and e-mail its code. */
 export const requestRegistrationCode: Handler = async (ctx, deps) => {
@@ -32,7 +34,11 @@ export const requestRegistrationCode: Handler = async (ctx, deps) => {
       const holder = await lockAddressHolder(tx, email);
       if (holder?.active === true) {
         // The caller sees 204 as for a new address; only the owner learns of the attempt.
-        await enqueueMail(tx, registrationAttemptMail(email), deps.sealer, now);
+        const notifiedAt = holder.attemptNotifiedAt?.getTime() ?? -Infinity;
+        if (now.getTime() - notifiedAt >= attemptNoticeIntervalMs) {
+          await recordAttemptNotice(tx, holder.id, now);
+          await enqueueMail(tx, registrationAttemptMail(email), deps.sealer, now);
+        }
         return 0;
       }
       if (holder !== null) {

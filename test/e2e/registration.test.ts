@@ -138,6 +138,14 @@ describe('POST /acc/reg/code and POST /acc/reg', () => {
     assert.equal(notice.to.toLowerCase(), owner.email.toLowerCase());
     assert.doesNotMatch(notice.text, /[A-Z]{4}-[A-Z]{4}-[A-Z]{4}-[A-Z]{4}/);
     assert.equal(await countRows(owner.email), 1, 'nothing new is stored for the known address');
+
+    const noticesBefore = app.smtp.messages.filter((message) => message.subject.startsWith('Someone tried')).length;
+    assert.equal((await app.call('POST', '/acc/reg/code', { json: { ...uniqueUser(), email: owner.email } })).status, 204);
+    app.clock.advance(3601);
+    assert.equal((await app.call('POST', '/acc/reg/code', { json: { ...uniqueUser(), email: owner.email } })).status, 204);
+    await app.smtp.waitFor((message) => message.subject.startsWith('Someone tried') && app.smtp.messages.filter((m) => m.subject.startsWith('Someone tried')).length > noticesBefore);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(app.smtp.messages.filter((message) => message.subject.startsWith('Someone tried')).length, noticesBefore + 1, 'at most one notice an hour');
     const token = await signIn(app, owner.name, owner.pwd);
     assert.equal((await app.call('GET', '/acc/me', { token })).json.name, owner.name, 'the owner account is untouched');
   });
