@@ -15,6 +15,10 @@ export type Config = {
   tokenTtlSeconds: number;
   regCodeTtlSeconds: number;
   scrypt: ScryptParams;
+  hashConcurrency: number;
+  /** Requests per minute per client address on each unauthenticated POST; 0 turns it off. */
+  rateLimit: number;
+  trustProxy: number;
   logLevel: LogLevel;
   /** Human-readable reasons why the configuration is weaker than production defaults. */
   warnings: string[];
@@ -50,6 +54,9 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
     tokenTtlSeconds: integer(env, 'TOKEN_TTL', 3600, 60, 7 * 24 * 3600),
     regCodeTtlSeconds: integer(env, 'REG_CODE_TTL', 1800, 60, 7 * 24 * 3600),
     scrypt,
+    hashConcurrency: integer(env, 'HASH_CONCURRENCY', 4, 1, 64),
+    rateLimit: integer(env, 'RATE_LIMIT', 20, 0, 1_000_000),
+    trustProxy: integer(env, 'TRUST_PROXY', 0, 0, 10),
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info'),
     warnings,
   };

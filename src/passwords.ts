@@ -1,4 +1,5 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import type { Limiter } from './concurrency.ts';
 import type { ScryptParams } from './config.ts';
 
 export type PasswordHasher = {
@@ -60,4 +61,13 @@ export function parseHash(stored: string): ParsedHash | null {
   if (match === null) return null;
   const [, ln, r, p, salt, hash] = match as unknown as [string, string, string, string, string, string];
   return { params: { ln: Number(ln), r: Number(r), p: Number(p) }, salt: Buffer.from(salt, 'base64'), hash: Buffer.from(hash, 'base64') };
+}
+
+/** The same hasher with every scrypt call passed through `limiter`, so that hashing is bounded. */
+export function limitPasswordHasher(hasher: PasswordHasher, limiter: Limiter): PasswordHasher {
+  return {
+    hash: (password) => limiter.run(() => hasher.hash(password)),
+    verify: (password, stored) => limiter.run(() => hasher.verify(password, stored)),
+    needsRehash: (stored) => hasher.needsRehash(stored),
+  };
 }

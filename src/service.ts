@@ -9,7 +9,10 @@ import { describeError, type Logger } from './log.ts';
 import { createOutboxWorker, type OutboxOptions } from './mail/outbox.ts';
 import { createFileTransport, createSmtpTransport, type MailTransport } from './mail/transport.ts';
 import { loadMigrations, migrate } from './migrations.ts';
-import { createPasswordHasher, type PasswordHasher } from './passwords.ts';
+import { createLimiter } from './concurrency.ts';
+import { createPasswordHasher, limitPasswordHasher, type PasswordHasher } from './passwords.ts';
+import { createRateLimiter } from './rate-limit.ts';
+import { deleteStaleFailures } from './login-throttle.ts';
 import { deleteExpiredRegistrations } from './registrations.ts';
 import { routes } from './routes/index.ts';
 import { createSealer } from './sealing.ts';
@@ -52,15 +55,18 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       config,
       clock,
       log,
-      passwords: options.passwords ?? createPasswordHasher(config.scrypt),
+      // Hashing is bounded: HASH_CONCURRENCY at once, eight times as many waiting, 503 past that.
+      passwords: limitPasswordHasher(options.passwords ?? createPasswordHasher(config.scrypt), createLimiter(config.hashConcurrency, config.hashConcurrency * 8)),
       tokens: createTokenService(config.tokenSecrets, config.tokenTtlSeconds),
       sealer,
       outbox,
       migrations,
+      rateLimiter: config.rateLimit === 0 ? null : createRateLimiter(config.rateLimit),
     };
     const sweep = setInterval(() => {
-      deleteExpiredRegistrations(sql, new Date(clock().getTime() - expiredRegistrationGraceMs))
-        .then((count) => count > 0 && log.info('expired registrations deleted', { count }))
+      const now = clock();
+      Promise.all([deleteExpiredRegistrations(sql, new Date(now.getTime() - expiredRegistrationGraceMs)), deleteStaleFailures(sql, now)])
+        .then(([registrations, failures]) => log.debug('sweep done', { registrations, failures }))
         .catch((error: unknown) => log.warn('sweep failed', describeError(error)));
     }, sweepIntervalMs);
     sweep.unref();

@@ -120,7 +120,7 @@ describe('main', () => {
     try {
       const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret }, ['--migrate']);
       assert.equal(await running.exit, 0);
-      assert.match(running.lines.join('\n'), /"msg":"migrations applied","applied":\["001_accounts_and_outbox.sql"\]/);
+      assert.match(running.lines.join('\n'), /"msg":"migrations applied","applied":\["001_accounts_and_outbox.sql","002_login_failures.sql"\]/);
     } finally {
       await database.drop();
     }

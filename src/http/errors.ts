@@ -18,7 +18,10 @@ export const problems = {
   bodyTooLarge: { status: 413, slug: 'body-too-large', title: 'The request body is too large' },
   unsupportedMediaType: { status: 415, slug: 'unsupported-media-type', title: 'The request body must be application/json' },
   tooSoon: { status: 429, slug: 'too-soon', title: 'A registration code was sent to this address moments ago' },
+  rateLimited: { status: 429, slug: 'rate-limited', title: 'Too many requests from this address' },
+  throttled: { status: 429, slug: 'throttled', title: 'Too many failed password attempts' },
   unavailable: { status: 503, slug: 'unavailable', title: 'The service is temporarily unavailable' },
+  overloaded: { status: 503, slug: 'overloaded', title: 'The service is overloaded' },
   internal: { status: 500, slug: 'internal', title: 'Internal server error' },
 } as const;
 
@@ -50,16 +53,16 @@ export class HttpError extends Error {
   }
 }
 
+export type OAuthErrorCode = 'invalid_request' | 'invalid_grant' | 'unsupported_grant_type' | 'temporarily_unavailable' | 'server_error';
+
 /** RFC 6749 §5.2 error, used only by the token endpoint. */
 export class OAuthError extends Error {
-  readonly code: 'invalid_request' | 'invalid_grant' | 'unsupported_grant_type';
-  readonly status: number;
+  readonly code: OAuthErrorCode;
 
-  constructor(code: OAuthError['code'], description: string, status = 400) {
+  constructor(code: OAuthErrorCode, description: string) {
     super(description);
     this.name = 'OAuthError';
     this.code = code;
-    this.status = status;
   }
 }
 
@@ -75,4 +78,9 @@ export function problemBody(error: HttpError): Record<string, unknown> {
     ...(error.detail === undefined ? {} : { detail: error.detail }),
     ...(error.invalidParams === undefined ? {} : { 'invalid-params': error.invalidParams }),
   };
+}
+
+/** 429 for a key whose failed password checks must now wait `seconds`. */
+export function throttled(seconds: number): HttpError {
+  return new HttpError(problems.throttled, { detail: `Try again in ${seconds} seconds.`, headers: { 'Retry-After': String(seconds) } });
 }

@@ -4,6 +4,7 @@ import type { Sql } from '../db.ts';
 import type { Logger } from '../log.ts';
 import type { Migration } from '../migrations.ts';
 import type { PasswordHasher } from '../passwords.ts';
+import type { RateLimiter } from '../rate-limit.ts';
 import type { Sealer } from '../sealing.ts';
 import type { TokenService } from '../tokens.ts';
 
@@ -18,12 +19,22 @@ export type Deps = {
   sealer: Sealer;
   outbox: { wake(): void };
   migrations: Migration[];
+  /** Null when RATE_LIMIT is 0. */
+  rateLimiter: RateLimiter | null;
 };
 
 export type RequestContext = { req: IncomingMessage; requestId: string; clientAddress: string };
 export type Reply = { status: number; body?: unknown; headers?: Record<string, string> };
 export type Handler = (ctx: RequestContext, deps: Deps) => Promise<Reply>;
-export type Route = { method: 'GET' | 'POST' | 'PUT'; path: string; handler: Handler };
+export type Route = {
+  method: 'GET' | 'POST' | 'PUT';
+  path: string;
+  handler: Handler;
+  /** Counted against the per-address rate limit (the unauthenticated POSTs). */
+  rateLimited?: boolean;
+  /** The token endpoint answers errors as RFC 6749 §5.2 JSON instead of RFC 9457 problems. */
+  errorFormat?: 'oauth';
+};
 
 export type RouteMatch = { route: Route } | { allow: string[] } | null;
 

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { OverloadedError } from '../concurrency.ts';
 import { isDatabaseUnavailable } from '../db.ts';
 import { describeError } from '../log.ts';
+import { clientAddress } from './client-address.ts';
 import { HttpError, OAuthError, problemBody, problems } from './errors.ts';
 import { matchRoute, type Deps, type Reply, type Route } from './router.ts';
 
@@ -24,14 +26,21 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, deps: De
   const requestId = typeof header === 'string' && requestIdPattern.test(header) ? header : randomUUID();
   // Only the path is logged: a query string may carry something secret.
   const path = (req.url ?? '/').split('?')[0]!.slice(0, 256);
+  const address = clientAddress(req, deps.config.trustProxy);
+  let route: Route | null = null;
   let reply: Reply;
   try {
     const match = matchRoute(routes, req.method ?? '', path);
     if (match === null) throw new HttpError(problems.notFound);
     if ('allow' in match) throw new HttpError(problems.methodNotAllowed, { headers: { Allow: match.allow.join(', ') } });
-    reply = await match.route.handler({ req, requestId, clientAddress: req.socket.remoteAddress ?? 'unknown' }, deps);
+    route = match.route;
+    if (route.rateLimited === true && deps.rateLimiter !== null) {
+      const wait = deps.rateLimiter.take(address, Date.now());
+      if (wait > 0) throw new HttpError(problems.rateLimited, { headers: { 'Retry-After': String(wait) } });
+    }
+    reply = await route.handler({ req, requestId, clientAddress: address }, deps);
   } catch (error) {
-    reply = errorReply(error, deps, requestId);
+    reply = errorReply(error, deps, requestId, route?.errorFormat ?? 'problem');
   }
   send(req, res, requestId, reply);
   deps.log.info('request', {
@@ -44,24 +53,37 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, deps: De
 }
 
 /** The one place where errors become responses, and the only place unknown errors are logged. */
-function errorReply(error: unknown, deps: Deps, requestId: string): Reply {
+function errorReply(error: unknown, deps: Deps, requestId: string, format: 'problem' | 'oauth'): Reply {
   if (error instanceof OAuthError) {
-    return { status: error.status, body: { error: error.code, error_description: error.message } };
+    return { status: 400, body: { error: error.code, error_description: error.message } };
   }
-  if (error instanceof HttpError) {
-    return problemReply(error);
+  const httpError = toHttpError(error, deps, requestId);
+  return format === 'oauth' ? oauthReply(httpError) : problemReply(httpError);
+}
+
+function toHttpError(error: unknown, deps: Deps, requestId: string): HttpError {
+  if (error instanceof HttpError) return error;
+  if (error instanceof OverloadedError) {
+    return new HttpError(problems.overloaded, { detail: 'Too many password operations are waiting; try again shortly.', headers: { 'Retry-After': '1' } });
   }
   if (isDatabaseUnavailable(error)) {
     deps.log.warn('database unavailable', { request_id: requestId, ...describeError(error) });
-    return problemReply(new HttpError(problems.unavailable, { detail: 'The database is unavailable; try again shortly.', headers: { 'Retry-After': '5' } }));
+    return new HttpError(problems.unavailable, { detail: 'The database is unavailable; try again shortly.', headers: { 'Retry-After': '5' } });
   }
   // Logged with the request id so an operator can find it; the client learns nothing more.
   deps.log.error('unexpected error', { request_id: requestId, ...describeError(error) });
-  return problemReply(new HttpError(problems.internal));
+  return new HttpError(problems.internal);
 }
 
 function problemReply(error: HttpError): Reply {
   return { status: error.problem.status, body: problemBody(error), headers: { ...error.headers, 'Content-Type': 'application/problem+json' } };
+}
+
+/** The token endpoint keeps the HTTP status but answers in the RFC 6749 §5.2 shape that OAuth clients parse. */
+function oauthReply(error: HttpError): Reply {
+  const { status } = error.problem;
+  const code = status === 429 || status === 503 ? 'temporarily_unavailable' : status >= 500 ? 'server_error' : 'invalid_request';
+  return { status, body: { error: code, error_description: error.detail ?? error.problem.title }, headers: error.headers };
 }
 
 function send(req: IncomingMessage, res: ServerResponse, requestId: string, reply: Reply): void {

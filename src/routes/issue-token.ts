@@ -1,6 +1,7 @@
 import { findAccountByLogin, upgradePasswordHash } from '../accounts.ts';
 import { parseJsonObject, readText } from '../http/body.ts';
-import { HttpError, OAuthError } from '../http/errors.ts';
+import { OAuthError, throttled } from '../http/errors.ts';
+import { clearFailures, recordFailure, throttleKey, throttleWaitSeconds } from '../login-throttle.ts';
 import type { Handler } from '../http/router.ts';
 
 const maxUsernameLength = 254;
@@ -12,16 +13,25 @@ const maxPasswordLength = 256;
  */
 export const issueToken: Handler = async (ctx, deps) => {
   const { username, password } = await readTokenRequest(ctx.req);
+  const now = deps.clock();
   const account = await findAccountByLogin(deps.sql, username);
+  const key = throttleKey(account?.id ?? null, username);
+  // Checked before the password, so a throttled guess costs no scrypt work and learns nothing.
+  const wait = await throttleWaitSeconds(deps.sql, key, now);
+  if (wait > 0) throw throttled(wait);
   // The same scrypt work and the same answer whether the account is unknown or the password
   // wrong, so that neither timing nor response tells which names exist.
   const valid = await deps.passwords.verify(password, account?.passwordHash ?? null);
-  if (account === null || !valid) throw new OAuthError('invalid_grant', 'The username or password is incorrect.');
+  if (account === null || !valid) {
+    await recordFailure(deps.sql, key, now);
+    throw new OAuthError('invalid_grant', 'The username or password is incorrect.');
+  }
+  await clearFailures(deps.sql, key);
 
   if (deps.passwords.needsRehash(account.passwordHash)) {
     await upgradePasswordHash(deps.sql, account.id, account.passwordHash, await deps.passwords.hash(password));
   }
-  const { token, expiresIn } = deps.tokens.issueToken(account.id, account.credentialVersion, deps.clock());
+  const { token, expiresIn } = deps.tokens.issueToken(account.id, account.credentialVersion, now);
   return {
     status: 200,
     body: { access_token: token, token_type: 'Bearer', expires_in: expiresIn },
@@ -30,14 +40,8 @@ export const issueToken: Handler = async (ctx, deps) => {
 };
 
 async function readTokenRequest(req: Parameters<Handler>[0]['req']): Promise<{ username: string; password: string }> {
-  let params: Record<string, unknown>;
-  try {
-    const { mediaType, text } = await readText(req, ['application/json', 'application/x-www-form-urlencoded']);
-    params = mediaType === 'application/json' ? parseJsonObject(text) : parseForm(text);
-  } catch (error) {
-    if (!(error instanceof HttpError)) throw error;
-    throw new OAuthError('invalid_request', error.detail ?? error.problem.title, error.problem.status);
-  }
+  const { mediaType, text } = await readText(req, ['application/json', 'application/x-www-form-urlencoded']);
+  const params = mediaType === 'application/json' ? parseJsonObject(text) : parseForm(text);
   // Unknown parameters are ignored, as RFC 6749 §3.2 requires of the server.
   const { grant_type, username, password } = params;
   if (grant_type === undefined) throw new OAuthError('invalid_request', 'grant_type is required.');

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { codeIn } from '../helpers/smtp.ts';
+import { waitUntil } from '../helpers/wait.ts';
 import { requestCode, signIn, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
 
 let app: TestService;
@@ -53,7 +54,9 @@ describe('POST /acc/reg/code and POST /acc/reg', () => {
     const dump = JSON.stringify(await app.service.sql`SELECT * FROM accounts`) + JSON.stringify(await app.service.sql`SELECT * FROM outbox`);
     assert.equal(dump.includes(user.pwd), false);
     assert.equal(dump.includes(code), false);
-    const [sent] = await app.service.sql`SELECT state, sealed_content FROM outbox WHERE recipient = ${user.email}`;
+    const outboxRow = async () => (await app.service.sql`SELECT state, sealed_content FROM outbox WHERE recipient = ${user.email}`)[0]!;
+    await waitUntil(async () => (await outboxRow()).state !== 'pending');
+    const sent = await outboxRow();
     assert.equal(sent!.state, 'sent');
     assert.equal(sent!.sealed_content, null);
   });

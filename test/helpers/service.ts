@@ -52,6 +52,8 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     SMTP_URL: smtp.url,
     SCRYPT_PARAMS: 'ln=4,r=8,p=1',
     PORT: '0',
+    // Every test calls from 127.0.0.1; the rate limit has tests of its own.
+    RATE_LIMIT: '0',
     ...options.env,
   });
   const settled = { ...config, databaseUrl: database.url, tokenSecrets: config.tokenSecrets! };

@@ -11,6 +11,7 @@ import { backoffMs, createOutboxWorker, enqueueMail, type OutboxOptions } from '
 import { createFileTransport, createSmtpTransport, isPermanentFailure } from '../../src/mail/transport.ts';
 import { createSealer } from '../../src/sealing.ts';
 import { createTestDatabase } from '../helpers/database.ts';
+import { waitUntil } from '../helpers/wait.ts';
 import { codeIn, startTestSmtp } from '../helpers/smtp.ts';
 import { requestCode, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
 
@@ -25,13 +26,6 @@ after(async () => {
 const outboxRow = async (recipient: string) => {
   const [row] = await app.service.sql`SELECT * FROM outbox WHERE recipient = ${recipient} ORDER BY id DESC LIMIT 1`;
   return row!;
-};
-const waitUntil = async (check: () => Promise<boolean>, timeoutMs = 10_000) => {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 };
 
 describe('the outbox', () => {

@@ -1,0 +1,18 @@
+import type { IncomingMessage } from 'node:http';
+
+/**
+ * The client's address: the TCP peer, or with `trustedProxies` = n, the address that the
+ * n-th proxy from us saw, read from the right of X-Forwarded-For. Entries further left are
+ * written by the client itself and could be anything, so they are never used.
+ */
+export function clientAddress(req: IncomingMessage, trustedProxies: number): string {
+  const peer = req.socket.remoteAddress ?? 'unknown';
+  if (trustedProxies === 0) return peer;
+  const header = req.headers['x-forwarded-for'];
+  const forwarded = (Array.isArray(header) ? header.join(',') : (header ?? ''))
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '');
+  const chain = [...forwarded, peer];
+  return chain[Math.max(0, chain.length - 1 - trustedProxies)]!;
+}

@@ -1,0 +1,45 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { createLimiter, OverloadedError } from '../src/concurrency.ts';
+
+const deferred = () => {
+  let resolve!: () => void;
+  const promise = new Promise<void>((done) => (resolve = done));
+  return { promise, resolve };
+};
+
+describe('createLimiter', () => {
+  it('runs at most `concurrency` tasks at once, the rest in arrival order', async () => {
+    const limiter = createLimiter(2, 10);
+    const gates = Array.from({ length: 4 }, deferred);
+    const started: number[] = [];
+    const runs = gates.map((gate, index) => limiter.run(async () => (started.push(index), await gate.promise, index)));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(started, [0, 1]);
+    assert.deepEqual(limiter.stats(), { running: 2, queued: 2 });
+    gates[1]!.resolve();
+    await runs[1];
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(started, [0, 1, 2]);
+    for (const gate of gates) gate.resolve();
+    assert.deepEqual(await Promise.all(runs), [0, 1, 2, 3]);
+    assert.deepEqual(limiter.stats(), { running: 0, queued: 0 });
+  });
+
+  it('refuses work past the queue bound with OverloadedError', async () => {
+    const limiter = createLimiter(1, 1);
+    const gate = deferred();
+    const first = limiter.run(() => gate.promise);
+    const second = limiter.run(async () => 'second');
+    await assert.rejects(limiter.run(async () => 'third'), OverloadedError);
+    gate.resolve();
+    await first;
+    assert.equal(await second, 'second');
+  });
+
+  it('frees its slot when a task fails', async () => {
+    const limiter = createLimiter(1, 0);
+    await assert.rejects(limiter.run(async () => Promise.reject(new Error('boom'))), /boom/);
+    assert.equal(await limiter.run(async () => 'next'), 'next');
+  });
+});

@@ -1,0 +1,24 @@
+import assert from 'node:assert/strict';
+import type { IncomingMessage } from 'node:http';
+import { describe, it } from 'node:test';
+import { clientAddress } from '../../src/http/client-address.ts';
+
+const request = (peer: string, forwarded?: string | string[]) =>
+  ({ socket: { remoteAddress: peer }, headers: forwarded === undefined ? {} : { 'x-forwarded-for': forwarded } }) as unknown as IncomingMessage;
+
+describe('clientAddress', () => {
+  it('is the TCP peer when no proxy is trusted, whatever the header says', () => {
+    assert.equal(clientAddress(request('10.0.0.1', '1.2.3.4'), 0), '10.0.0.1');
+  });
+
+  it('reads as many hops from the right as proxies are trusted', () => {
+    assert.equal(clientAddress(request('10.0.0.1', '6.6.6.6, 1.2.3.4'), 1), '1.2.3.4', 'a spoofed entry on the left is ignored');
+    assert.equal(clientAddress(request('10.0.0.1', '1.2.3.4, 10.0.0.2'), 2), '1.2.3.4');
+    assert.equal(clientAddress(request('10.0.0.1', ['1.2.3.4', '10.0.0.2']), 2), '1.2.3.4');
+  });
+
+  it('falls back to the leftmost address when the chain is shorter than the trusted hops', () => {
+    assert.equal(clientAddress(request('10.0.0.1'), 1), '10.0.0.1');
+    assert.equal(clientAddress(request('10.0.0.1', '1.2.3.4'), 3), '1.2.3.4');
+  });
+});
