@@ -3,6 +3,58 @@ import postgres from 'postgres';
 export type Sql = postgres.Sql;
 export type Transaction = postgres.TransactionSql;
 
+/** The pool behind a stable handle, so that a broken pool can be replaced without rewiring. */
+export type Database = {
+  sql: Sql;
+  /** Replaces the pool if `error` shows that it is broken (see isPoolBroken); at most once in 10 s. */
+  noteFailure(error: unknown): void;
+  end(): Promise<void>;
+};
+
+const recycleIntervalMs = 10_000;
+
+export function openDatabase(url: string, onRecycle: () => void = () => {}): Database {
+  let current = connectDatabase(url);
+  let recycledAt = 0;
+  const sql = new Proxy(function pool() {}, {
+    apply: (_target, _this, args: unknown[]) => (current as unknown as (...args: unknown[]) => unknown)(...args),
+    get: (_target, property) => {
+      const value = (current as unknown as Record<PropertyKey, unknown>)[property];
+      return typeof value === 'function' ? value.bind(current) : value;
+    },
+  }) as unknown as Sql;
+  return {
+    sql,
+    noteFailure(error) {
+      if (!isPoolBroken(error) || Date.now() - recycledAt < recycleIntervalMs) return;
+      recycledAt = Date.now();
+      const retired = current;
+      current = connectDatabase(url);
+      void retired.end({ timeout: 5 }).catch(() => {});
+      onRecycle();
+    },
+    end: () => current.end({ timeout: 5 }),
+  };
+}
+
+/**
+ * postgres 3.4.9 has two defects that break a connection for good when the database goes away
+ * while a write is queued (porsager/postgres#1154, #1208; both open). Either the queued write
+ * throws from a timer (uncatchable where the query was made), or the connection keeps a stale
+ * write buffer and never sends again, so every later use ends in CONNECT_TIMEOUT. In both
+ * cases the only repair from outside is a fresh pool.
+ */
+export function isPoolBroken(error: unknown): boolean {
+  return isDriverWriteDefect(error) || (error as { code?: unknown } | null)?.code === 'CONNECT_TIMEOUT';
+}
+
+/** The uncatchable throw of the first defect above: a queued write to a socket that is gone. */
+export function isDriverWriteDefect(error: unknown): boolean {
+  if (!(error instanceof TypeError) || !error.message.includes("reading 'write'")) return false;
+  const stack = error.stack ?? '';
+  return /\bnextWrite\b/.test(stack) && /postgres[\\/](?:cjs[\\/])?src[\\/]connection\.js/.test(stack);
+}
+
 export function connectDatabase(url: string): Sql {
   return postgres(url, {
     max: 10,

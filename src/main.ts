@@ -1,5 +1,5 @@
 import { ConfigError, parseConfig } from './config.ts';
-import { connectDatabase } from './db.ts';
+import { connectDatabase, isDriverWriteDefect } from './db.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './embedded-db.ts';
 import { loadOrCreateSecret } from './local-secrets.ts';
 import { createLogger, describeError, type Logger } from './log.ts';
@@ -38,6 +38,16 @@ async function main(argv: string[]): Promise<void> {
       return;
     }
     const service = await startService({ config: settled, log });
+    process.on('uncaughtException', (error) => {
+      // A known defect of the postgres driver, thrown from its own timer (see db.ts): the pool is
+      // replaced instead of the process crashing. Anything else is a bug: log it and exit.
+      if (isDriverWriteDefect(error)) {
+        service.noteDatabaseFailure(error);
+        return;
+      }
+      log.error('uncaught exception', describeError(error));
+      process.exit(1);
+    });
     log.info('listening', { url: service.url, database: embedded === null ? 'external' : 'embedded', mail: settled.smtpUrl === null ? 'files' : 'smtp' });
     onShutdownSignal(log, async () => {
       await service.stop();

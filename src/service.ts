@@ -2,9 +2,9 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Config } from './config.ts';
-import { connectDatabase, type Sql } from './db.ts';
+import { openDatabase, type Sql } from './db.ts';
 import type { Deps } from './http/router.ts';
-import { createServer } from './http/server.ts';
+import { createServer, type ServerTimeouts } from './http/server.ts';
 import { describeError, type Logger } from './log.ts';
 import { createOutboxWorker, type OutboxOptions } from './mail/outbox.ts';
 import { createFileTransport, createSmtpTransport, type MailTransport } from './mail/transport.ts';
@@ -28,9 +28,17 @@ export type ServiceOptions = {
   passwords?: PasswordHasher;
   transport?: MailTransport;
   outbox?: Pick<OutboxOptions, 'pollMs' | 'maxAttempts' | 'backoffBaseMs' | 'backoffCapMs'>;
+  httpTimeouts?: ServerTimeouts;
 };
 
-export type Service = { url: string; server: Server; sql: Sql; stop(): Promise<void> };
+export type Service = {
+  url: string;
+  server: Server;
+  sql: Sql;
+  /** Hands a database error to the pool, which replaces itself if the error shows it broken (db.ts). */
+  noteDatabaseFailure(error: unknown): void;
+  stop(): Promise<void>;
+};
 
 /** Expired registrations stay this long so that their code is answered 410, not 404. */
 export const expiredRegistrationGraceMs = 60 * 60 * 1000;
@@ -41,7 +49,8 @@ const shutdownGraceMs = 8_000;
 export async function startService(options: ServiceOptions): Promise<Service> {
   const { config, log } = options;
   const clock = options.clock ?? (() => new Date());
-  const sql = connectDatabase(config.databaseUrl);
+  const database = openDatabase(config.databaseUrl, () => log.warn('database connections were broken; replaced the connection pool'));
+  const { sql } = database;
   try {
     const migrations = await loadMigrations();
     const applied = await migrate(sql, migrations);
@@ -49,7 +58,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
 
     const transport = options.transport ?? createTransport(config, log);
     const sealer = createSealer(config.tokenSecrets);
-    const outbox = createOutboxWorker({ ...options.outbox, sql, transport, sealer, clock, log, from: config.mailFrom });
+    const outbox = createOutboxWorker({ ...options.outbox, sql, transport, sealer, clock, log, from: config.mailFrom, onError: database.noteFailure });
     const deps: Deps = {
       sql,
       config,
@@ -62,6 +71,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       outbox,
       migrations,
       rateLimiter: config.rateLimit === 0 ? null : createRateLimiter(config.rateLimit),
+      noteDatabaseFailure: database.noteFailure,
     };
     const sweep = setInterval(() => {
       const now = clock();
@@ -71,7 +81,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     }, sweepIntervalMs);
     sweep.unref();
 
-    const server = createServer(deps, routes);
+    const server = createServer(deps, routes, options.httpTimeouts);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(config.port, config.host, () => resolve());
@@ -84,16 +94,17 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       url: `http://${host}:${port}`,
       server,
       sql,
+      noteDatabaseFailure: database.noteFailure,
       async stop() {
         clearInterval(sweep);
         await closeServer(server);
         await outbox.stop();
         transport.close();
-        await sql.end({ timeout: 5 });
+        await database.end();
       },
     };
   } catch (error) {
-    await sql.end({ timeout: 1 });
+    await database.end();
     throw error;
   }
 }

@@ -1,60 +1,16 @@
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { chmod, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createTestDatabase } from './helpers/database.ts';
 import { call } from './helpers/http.ts';
+import { fromSource, runMain, type Running } from './helpers/process.ts';
 import { codeIn, startTestSmtp, type TestSmtp } from './helpers/smtp.ts';
 import { testSecret } from './helpers/service.ts';
 
 const root = new URL('..', import.meta.url).pathname;
-
-type Running = { lines: string[]; stderr: () => string; waitFor(pattern: RegExp): Promise<Record<string, unknown>>; exit: Promise<number | null>; kill(signal: NodeJS.Signals): void };
-
-const fromSource = ['--import', 'tsx', 'src/main.ts'];
-
-/** Runs the service as its own process, as `npm start` does, with only the given environment. */
-function runMain(env: Record<string, string>, args: string[] = [], entry = fromSource): Running {
-  const child = spawn(process.execPath, [...entry, ...args], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', NODE_V8_COVERAGE: process.env.NODE_V8_COVERAGE ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const lines: string[] = [];
-  let stderr = '';
-  const waiters = new Set<() => void>();
-  let buffered = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString();
-    const parts = buffered.split('\n');
-    buffered = parts.pop() ?? '';
-    lines.push(...parts);
-    for (const wake of waiters) wake();
-  });
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return {
-    lines,
-    stderr: () => stderr,
-    exit,
-    kill: (signal) => child.kill(signal),
-    waitFor(pattern) {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          const line = lines.find((candidate) => pattern.test(candidate));
-          if (line === undefined) return;
-          waiters.delete(check);
-          resolve(JSON.parse(line) as Record<string, unknown>);
-        };
-        waiters.add(check);
-        void exit.then(() => reject(new Error(`exited before ${pattern}: ${stderr}${lines.join('\n')}`)));
-        check();
-      });
-    },
-  };
-}
 
 describe('main', () => {
   let smtp: TestSmtp;

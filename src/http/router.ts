@@ -21,6 +21,8 @@ export type Deps = {
   migrations: Migration[];
   /** Null when RATE_LIMIT is 0. */
   rateLimiter: RateLimiter | null;
+  /** Told of every database error, so that a broken pool can replace itself. */
+  noteDatabaseFailure(error: unknown): void;
 };
 
 export type RequestContext = { req: IncomingMessage; requestId: string; clientAddress: string };

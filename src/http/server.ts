@@ -10,13 +10,16 @@ import { matchRoute, type Deps, type Reply, type Route } from './router.ts';
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Timeouts against slow clients: a client that trickles headers or a body cannot hold a socket for long. */
-export const serverTimeouts = { headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000 };
+export type ServerTimeouts = { headersTimeout: number; requestTimeout: number; keepAliveTimeout: number };
+export const defaultTimeouts: ServerTimeouts = { headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000 };
 
-export function createServer(deps: Deps, routes: readonly Route[]): Server {
-  const server = createHttpServer({ ...serverTimeouts }, (req, res) => {
+export function createServer(deps: Deps, routes: readonly Route[], timeouts: ServerTimeouts = defaultTimeouts): Server {
+  // Node checks the header and request timeouts on this interval; its default of 30 s would let them overrun.
+  const connectionsCheckingInterval = Math.min(1_000, timeouts.headersTimeout);
+  const server = createHttpServer({ ...timeouts, connectionsCheckingInterval }, (req, res) => {
     void handleRequest(req, res, deps, routes);
   });
-  server.keepAliveTimeout = serverTimeouts.keepAliveTimeout;
+  server.keepAliveTimeout = timeouts.keepAliveTimeout;
   return server;
 }
 
@@ -68,6 +71,7 @@ function toHttpError(error: unknown, deps: Deps, requestId: string): HttpError {
   }
   if (isDatabaseUnavailable(error)) {
     deps.log.warn('database unavailable', { request_id: requestId, ...describeError(error) });
+    deps.noteDatabaseFailure(error);
     return new HttpError(problems.unavailable, { detail: 'The database is unavailable; try again shortly.', headers: { 'Retry-After': '5' } });
   }
   // Logged with the request id so an operator can find it; the client learns nothing more.

@@ -23,6 +23,8 @@ export type OutboxOptions = {
   maxAttempts?: number;
   backoffBaseMs?: number;
   backoffCapMs?: number;
+  /** Told of errors that stopped a round, such as a database that went away. */
+  onError?: (error: unknown) => void;
 };
 
 /** Queues a message in the caller's transaction, so it exists exactly when the change that causes it does. */
@@ -56,6 +58,7 @@ export function createOutboxWorker(options: OutboxOptions): OutboxWorker {
         } catch (error) {
           // Most often the database is away; the next poll tries again.
           log.warn('outbox worker failed', describeError(error));
+          options.onError?.(error);
         }
       }
     })().finally(() => {

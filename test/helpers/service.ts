@@ -37,11 +37,14 @@ export type TestServiceOptions = {
   env?: Record<string, string>;
   outbox?: ServiceOptions['outbox'];
   passwords?: ServiceOptions['passwords'];
+  httpTimeouts?: ServiceOptions['httpTimeouts'];
+  /** A database of the test's own (for fault tests) instead of a fresh one on the shared server. */
+  databaseUrl?: string;
 };
 
 /** The whole service over real HTTP, on a fresh PostgreSQL database, mailing a real SMTP server. */
 export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
-  const database = await createTestDatabase();
+  const database = options.databaseUrl === undefined ? await createTestDatabase() : { url: options.databaseUrl, drop: async () => {} };
   const smtp = await startTestSmtp();
   const clock = createTestClock();
   const logs: string[] = [];
@@ -57,7 +60,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     ...options.env,
   });
   const settled = { ...config, databaseUrl: database.url, tokenSecrets: config.tokenSecrets! };
-  const start = () => startService({ config: settled, log, clock: clock.now, outbox: { pollMs: 200, backoffBaseMs: 100, ...options.outbox }, passwords: options.passwords });
+  const start = () => startService({ config: settled, log, clock: clock.now, outbox: { pollMs: 200, backoffBaseMs: 100, ...options.outbox }, passwords: options.passwords, httpTimeouts: options.httpTimeouts });
   let service = await start();
   const handle: TestService = {
     get url() {

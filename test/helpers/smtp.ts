@@ -12,6 +12,8 @@ export type TestSmtp = {
   url: string;
   messages: ReceivedMail[];
   failFor(address: string, count: number, code: number): void;
+  /** Holds the answer to the next message's data for `ms`, as a slow server would. */
+  delayNext(ms: number): void;
   waitFor(predicate: (mail: ReceivedMail) => boolean, timeoutMs?: number): Promise<ReceivedMail>;
   stop(): Promise<void>;
 };
@@ -20,6 +22,7 @@ export async function startTestSmtp(): Promise<TestSmtp> {
   const messages: ReceivedMail[] = [];
   const waiters = new Set<() => void>();
   const failures = new Map<string, { count: number; code: number }>();
+  let nextDelayMs = 0;
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS'],
@@ -37,7 +40,10 @@ export async function startTestSmtp(): Promise<TestSmtp> {
     onData(stream, _session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-      stream.on('end', () => {
+      stream.on('end', async () => {
+        const delay = nextDelayMs;
+        nextDelayMs = 0;
+        if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
         const raw = Buffer.concat(chunks).toString('utf8');
         simpleParser(raw).then((parsed: ParsedMail) => {
           const to = Array.isArray(parsed.to) ? (parsed.to[0]?.text ?? '') : (parsed.to?.text ?? '');
@@ -53,6 +59,9 @@ export async function startTestSmtp(): Promise<TestSmtp> {
   return {
     url: `smtp://127.0.0.1:${port}`,
     messages,
+    delayNext(ms) {
+      nextDelayMs = ms;
+    },
     failFor(address, count, code) {
       failures.set(address.toLowerCase(), { count, code });
     },

@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { isDatabaseUnavailable, isDriverWriteDefect, isPoolBroken, isUniqueViolation, openDatabase, type Database } from '../src/db.ts';
+import { createTestDatabase } from './helpers/database.ts';
+
+describe('openDatabase', () => {
+  let test: Awaited<ReturnType<typeof createTestDatabase>>;
+  let database: Database;
+  let recycled = 0;
+  before(async () => {
+    test = await createTestDatabase();
+    database = openDatabase(test.url, () => (recycled += 1));
+  });
+  after(async () => {
+    await database.end();
+    await test.drop();
+  });
+
+  it('forwards tagged queries, helpers and transactions to the pool', async () => {
+    const { sql } = database;
+    assert.deepEqual([...(await sql`SELECT ${41}::int + 1 AS n`)], [{ n: 42 }]);
+    assert.equal(await sql.begin(async (tx) => (await tx`SELECT 'in a transaction' AS s`)[0]!.s), 'in a transaction');
+    assert.deepEqual([...(await sql.unsafe('SELECT 1 AS one; SELECT 2 AS two'))].length, 2);
+    assert.equal(typeof sql.options, 'object');
+  });
+
+  it('replaces a broken pool under the same handle, at most once in 10 s', async () => {
+    const { sql } = database;
+    const [before] = await sql`SELECT pg_backend_pid() AS pid`;
+    database.noteFailure({ code: 'ECONNREFUSED' });
+    assert.equal(recycled, 0, 'an unreachable database is not a broken pool');
+    database.noteFailure({ code: 'CONNECT_TIMEOUT' });
+    assert.equal(recycled, 1);
+    const [after] = await sql`SELECT pg_backend_pid() AS pid`;
+    assert.notEqual(after!.pid, before!.pid, 'a new connection answers');
+    database.noteFailure({ code: 'CONNECT_TIMEOUT' });
+    assert.equal(recycled, 1, 'not again within 10 s');
+  });
+});
+
+describe('error classification', () => {
+  it('recognises only the driver defect of writing to a closed connection', () => {
+    const defect = new TypeError("Cannot read properties of null (reading 'write')");
+    defect.stack = `${defect.message}\n    at Immediate.nextWrite (file:///app/node_modules/postgres/src/connection.js:255:22)\n    at process.processImmediate (node:internal/timers:483:21)`;
+    assert.equal(isDriverWriteDefect(defect), true);
+    const elsewhere = new TypeError("Cannot read properties of null (reading 'write')");
+    elsewhere.stack = `${elsewhere.message}\n    at nextWrite (file:///app/src/mine.js:1:1)`;
+    assert.equal(isDriverWriteDefect(elsewhere), false);
+    assert.equal(isDriverWriteDefect(new Error("Cannot read properties of null (reading 'write')")), false);
+    assert.equal(isDriverWriteDefect('text'), false);
+    assert.equal(isPoolBroken(defect), true);
+    assert.equal(isPoolBroken({ code: 'CONNECT_TIMEOUT' }), true);
+    assert.equal(isPoolBroken({ code: 'ECONNREFUSED' }), false);
+  });
+
+  it('tells an unreachable database from a bad query', () => {
+    for (const code of ['ECONNREFUSED', 'CONNECTION_CLOSED', 'CONNECT_TIMEOUT', '57P01', '08006']) assert.equal(isDatabaseUnavailable({ code }), true, code);
+    for (const value of [{ code: '23505' }, { code: 42 }, null, new Error('x')]) assert.equal(isDatabaseUnavailable(value), false);
+  });
+
+  it('names the index of a unique violation', () => {
+    assert.equal(isUniqueViolation({ code: '23505', constraint_name: 'accounts_name_key' }, 'accounts_name_key'), true);
+    assert.equal(isUniqueViolation({ code: '23505', constraint_name: 'other' }, 'accounts_name_key'), false);
+    assert.equal(isUniqueViolation(null, 'accounts_name_key'), false);
+  });
+});

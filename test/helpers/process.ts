@@ -1,0 +1,49 @@
+import { spawn } from 'node:child_process';
+
+const root = new URL('../..', import.meta.url).pathname;
+
+export type Running = { lines: string[]; stderr: () => string; waitFor(pattern: RegExp): Promise<Record<string, unknown>>; exit: Promise<number | null>; kill(signal: NodeJS.Signals): void };
+
+export const fromSource = ['--import', 'tsx', 'src/main.ts'];
+
+/** Runs the service as its own process, as `npm start` does, with only the given environment. */
+export function runMain(env: Record<string, string>, args: string[] = [], entry = fromSource): Running {
+  const child = spawn(process.execPath, [...entry, ...args], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', NODE_V8_COVERAGE: process.env.NODE_V8_COVERAGE ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  let stderr = '';
+  const waiters = new Set<() => void>();
+  let buffered = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString();
+    const parts = buffered.split('\n');
+    buffered = parts.pop() ?? '';
+    lines.push(...parts);
+    for (const wake of waiters) wake();
+  });
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    lines,
+    stderr: () => stderr,
+    exit,
+    kill: (signal) => child.kill(signal),
+    waitFor(pattern) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const line = lines.find((candidate) => pattern.test(candidate));
+          if (line === undefined) return;
+          waiters.delete(check);
+          resolve(JSON.parse(line) as Record<string, unknown>);
+        };
+        waiters.add(check);
+        void exit.then(() => reject(new Error(`exited before ${pattern}: ${stderr}${lines.join('\n')}`)));
+        check();
+      });
+    },
+  };
+}
+
