@@ -153,6 +153,28 @@ describe('POST /acc/reg/code and POST /acc/reg', () => {
     assert.equal((await app.call('GET', '/acc/me', { token })).json.name, owner.name, 'the owner account is untouched');
   });
 
+  it('does the same scrypt work for an address with an account as for a new one', async () => {
+    const { createPasswordHasher } = await import('../../src/passwords.ts');
+    const real = createPasswordHasher({ ln: 4, r: 8, p: 1 });
+    let hashes = 0;
+    const counted = await startTestService({ passwords: { ...real, hash: (password) => ((hashes += 1), real.hash(password)) } });
+    try {
+      const owner = uniqueUser();
+      await counted.call('POST', '/acc/reg', { json: { code: await requestCode(counted, owner) } });
+      hashes = 0;
+      const known = await counted.call('POST', '/acc/reg/code', { json: { ...uniqueUser(), email: owner.email } });
+      const knownHashes = hashes;
+      hashes = 0;
+      const unknown = await counted.call('POST', '/acc/reg/code', { json: uniqueUser() });
+      assert.equal(knownHashes, 1);
+      assert.equal(hashes, knownHashes);
+      assert.equal(known.status, unknown.status);
+      assert.equal(known.text, unknown.text);
+    } finally {
+      await counted.stop();
+    }
+  });
+
   it('lets exactly one of many concurrent requests for one name win', async () => {
     const name = uniqueUser('race').name;
     const attempts = Array.from({ length: 12 }, (_, index) => ({ name, email: `race-${index}-${name}@example.com`, pwd: 'password-1' }));
