@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { ConfigError, parseConfig } from './config.ts';
 import { connectDatabase, isDriverWriteDefect } from './db.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './embedded-db.ts';
@@ -8,8 +9,34 @@ import { startService, type ServiceConfig } from './service.ts';
 
 const shutdownDeadlineMs = 10_000;
 
+const usage = `Usage: account-service [--migrate | --help | --version]
+
+Serves the account API over HTTP. Configuration comes from environment variables only
+(PORT, HOST, DATABASE_URL, DATA_DIR, SMTP_URL, MAIL_FROM, TOKEN_SECRET, TOKEN_TTL,
+REG_CODE_TTL, SCRYPT_PARAMS, HASH_CONCURRENCY, RATE_LIMIT, TRUST_PROXY, CORS_ORIGINS,
+LOG_LEVEL); see README.md. To read them from a file: node --env-file=FILE dist/main.js.
+
+  --migrate   apply the database migrations and exit
+  --help      print this text and exit
+  --version   print the version and exit
+`;
+
 /** The only place with process-wide effects: environment, signals, exit codes. */
 async function main(argv: string[]): Promise<void> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(usage);
+    return;
+  }
+  if (argv.includes('--version')) {
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+    process.stdout.write(`${version}\n`);
+    return;
+  }
+  const unknown = argv.filter((arg) => arg !== '--migrate');
+  if (unknown.length > 0) {
+    process.stderr.write(`account-service: unknown argument ${unknown[0]}\n${usage}`);
+    process.exit(2);
+  }
   let config;
   try {
     config = parseConfig(process.env);

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { chmod, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -33,6 +32,28 @@ describe('main', () => {
     }
   });
 
+  it('prints usage with --help and the version with --version, and refuses unknown arguments', async () => {
+    const help = runMain({}, ['--help']);
+    assert.equal(await help.exit, 0);
+    assert.match(help.lines.join('\n'), /^Usage: account-service/);
+    assert.match(help.lines.join('\n'), /--env-file/);
+    const version = runMain({}, ['--version']);
+    assert.equal(await version.exit, 0);
+    assert.deepEqual(version.lines, [JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')).version]);
+    const unknown = runMain({}, ['--frobnicate']);
+    assert.equal(await unknown.exit, 2);
+    assert.match(unknown.stderr(), /^account-service: unknown argument --frobnicate/);
+  });
+
+  it('reads its configuration from a file with node --env-file', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'env-file-'));
+    await writeFile(join(dir, 'service.env'), 'PORT=not-a-port\n');
+    const running = runMain({}, [], ['--env-file', join(dir, 'service.env'), '--import', 'tsx', 'src/main.ts']);
+    assert.equal(await running.exit, 2);
+    assert.match(running.stderr(), /PORT must be a whole number/);
+    await rm(dir, { recursive: true });
+  });
+
   it('fails clearly when the database cannot be reached', async () => {
     const running = runMain({ DATABASE_URL: 'postgres://u:hunter2@127.0.0.1:1/x', TOKEN_SECRET: testSecret });
     assert.equal(await running.exit, 1);
@@ -63,12 +84,6 @@ describe('main', () => {
     const running = await serveExternally(fromSource, 'main');
     assert.ok(running.lines.some((line) => line.includes('"msg":"stopped"')));
     assert.ok(running.lines.some((line) => line.includes('"msg":"SCRYPT_PARAMS ln=4,r=8,p=1 is weaker than the default')));
-  });
-
-  it('serves the same from the compiled build (node dist/main.js)', async () => {
-    execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root });
-    const running = await serveExternally(['dist/main.js'], 'dist');
-    assert.ok(running.lines.some((line) => line.includes('"msg":"stopped"')));
   });
 
   it('runs the migrations alone with --migrate', async () => {

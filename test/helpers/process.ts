@@ -7,9 +7,9 @@ export type Running = { lines: string[]; stderr: () => string; waitFor(pattern: 
 export const fromSource = ['--import', 'tsx', 'src/main.ts'];
 
 /** Runs the service as its own process, as `npm start` does, with only the given environment. */
-export function runMain(env: Record<string, string>, args: string[] = [], entry = fromSource): Running {
+export function runMain(env: Record<string, string>, args: string[] = [], entry = fromSource, cwd = root): Running {
   const child = spawn(process.execPath, [...entry, ...args], {
-    cwd: root,
+    cwd,
     env: { PATH: process.env.PATH ?? '', NODE_V8_COVERAGE: process.env.NODE_V8_COVERAGE ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

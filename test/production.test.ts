@@ -1,0 +1,65 @@
+// What the container image runs, checked without Docker: the compiled build with production
+// dependencies only, in a directory of its own, against a real PostgreSQL and SMTP server.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { cp, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { createTestDatabase } from './helpers/database.ts';
+import { call } from './helpers/http.ts';
+import { runMain } from './helpers/process.ts';
+import { testSecret } from './helpers/service.ts';
+import { codeIn, startTestSmtp, type TestSmtp } from './helpers/smtp.ts';
+
+const root = new URL('..', import.meta.url).pathname;
+
+describe('the production install (what the image runs)', () => {
+  let dir: string;
+  let smtp: TestSmtp;
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'account-service-production-'));
+    execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', join(dir, 'dist')], { cwd: root });
+    for (const entry of ['package.json', 'package-lock.json', 'sql']) await cp(join(root, entry), join(dir, entry), { recursive: true });
+    execFileSync('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: dir, stdio: 'ignore' });
+    smtp = await startTestSmtp();
+  });
+  after(async () => {
+    await smtp.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('holds only the two runtime dependencies', async () => {
+    assert.deepEqual((await readdir(join(dir, 'node_modules'))).filter((name) => !name.startsWith('.')).sort(), ['nodemailer', 'postgres']);
+  });
+
+  it('serves a registration end to end with node dist/main.js', async () => {
+    const database = await createTestDatabase();
+    try {
+      const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, SMTP_URL: smtp.url, PORT: '0', HOST: '0.0.0.0' }, [], ['dist/main.js'], dir);
+      const { url } = (await running.waitFor(/"msg":"listening"/)) as { url: string };
+      const local = url.replace('0.0.0.0', '127.0.0.1');
+      assert.equal((await call(local, 'GET', '/readyz')).status, 200);
+      const email = `production-${process.pid}@example.com`;
+      assert.equal((await call(local, 'POST', '/acc/reg/code', { json: { name: `production-${process.pid}`, email, pwd: 'secret-1' } })).status, 204);
+      const code = codeIn(await smtp.waitFor((message) => message.to === email));
+      assert.equal((await call(local, 'POST', '/acc/reg', { json: { code } })).status, 204);
+      running.kill('SIGTERM');
+      assert.equal(await running.exit, 0);
+    } finally {
+      await database.drop();
+    }
+  });
+
+  it('stops with a clear line, not a crash, when DATABASE_URL is missing (no embedded database in production)', async () => {
+    const running = runMain({}, [], ['dist/main.js'], dir);
+    assert.equal(await running.exit, 1);
+    assert.equal(running.stderr(), 'account-service: DATABASE_URL is not set, and the embedded PostgreSQL (a development dependency) is not installed\n');
+  });
+
+  it('prints its version from the package', async () => {
+    const running = runMain({}, ['--version'], ['dist/main.js'], dir);
+    assert.equal(await running.exit, 0);
+    assert.deepEqual(running.lines, [JSON.parse(await readFile(join(dir, 'package.json'), 'utf8')).version]);
+  });
+});
