@@ -19,6 +19,8 @@ export type Config = {
   /** Requests per minute per client address on each unauthenticated POST; 0 turns it off. */
   rateLimit: number;
   trustProxy: number;
+  /** Exact origins allowed to call from a browser; empty means no CORS at all. */
+  corsOrigins: string[];
   logLevel: LogLevel;
   /** Human-readable reasons why the configuration is weaker than production defaults. */
   warnings: string[];
@@ -57,6 +59,7 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
     hashConcurrency: integer(env, 'HASH_CONCURRENCY', 4, 1, 64),
     rateLimit: integer(env, 'RATE_LIMIT', 20, 0, 1_000_000),
     trustProxy: integer(env, 'TRUST_PROXY', 0, 0, 10),
+    corsOrigins: parseOrigins(env.CORS_ORIGINS),
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info'),
     warnings,
   };
@@ -96,6 +99,14 @@ function optionalUrl(env: NodeJS.ProcessEnv, name: string, protocols: string[]):
   return raw;
 }
 
+function parseOrigins(raw: string | undefined): string[] {
+  if (raw === undefined || raw.trim() === '') return [];
+  const origins = raw.split(',').map((origin) => origin.trim());
+  const bad = origins.find((origin) => !isOrigin(origin));
+  if (bad !== undefined) throw new ConfigError(`CORS_ORIGINS must be a comma-separated list of origins such as https://app.example.com, got ${JSON.stringify(bad)}`);
+  return origins;
+}
+
 function parseTokenSecrets(raw: string | undefined): Buffer[] | null {
   if (raw === undefined || raw === '') return null;
   const secrets = raw.split(',').map((secret) => Buffer.from(secret.trim(), 'utf8'));
@@ -120,4 +131,14 @@ export function parseScryptParams(raw: string | undefined): ScryptParams {
 
 export function formatScryptParams(params: ScryptParams): string {
   return `ln=${params.ln},r=${params.r},p=${params.p}`;
+}
+
+/** True for `scheme://host[:port]` with nothing after it, as browsers send in Origin. */
+function isOrigin(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'https:' || url.protocol === 'http:') && url.origin === value;
+  } catch {
+    return false;
+  }
 }

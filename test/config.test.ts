@@ -17,6 +17,10 @@ describe('parseConfig', () => {
     assert.equal(config.regCodeTtlSeconds, 1800);
     assert.deepEqual(config.scrypt, defaultScrypt);
     assert.equal(config.logLevel, 'info');
+    assert.equal(config.hashConcurrency, 4);
+    assert.equal(config.rateLimit, 20);
+    assert.equal(config.trustProxy, 0);
+    assert.deepEqual(config.corsOrigins, []);
     assert.match(config.dataDir, /\.data$/);
     assert.deepEqual(config.warnings, []);
   });
@@ -34,7 +38,15 @@ describe('parseConfig', () => {
       REG_CODE_TTL: '900',
       SCRYPT_PARAMS: 'ln=16,r=8,p=3',
       LOG_LEVEL: 'debug',
+      HASH_CONCURRENCY: '2',
+      RATE_LIMIT: '0',
+      TRUST_PROXY: '1',
+      CORS_ORIGINS: 'https://a.example, http://localhost:3000',
     });
+    assert.equal(config.hashConcurrency, 2);
+    assert.equal(config.rateLimit, 0);
+    assert.equal(config.trustProxy, 1);
+    assert.deepEqual(config.corsOrigins, ['https://a.example', 'http://localhost:3000']);
     assert.equal(config.port, 9000);
     assert.equal(config.host, '0.0.0.0');
     assert.equal(config.databaseUrl, 'postgres://u:p@db:5432/accounts');
@@ -66,6 +78,12 @@ describe('parseConfig', () => {
       [{ SCRYPT_PARAMS: 'N=16384' }, /^SCRYPT_PARAMS must look like ln=15,r=8,p=3/],
       [{ SCRYPT_PARAMS: 'ln=0,r=8,p=1' }, /^SCRYPT_PARAMS /],
       [{ SCRYPT_PARAMS: 'ln=21,r=8,p=1' }, /^SCRYPT_PARAMS /],
+      [{ HASH_CONCURRENCY: '0' }, /^HASH_CONCURRENCY /],
+      [{ RATE_LIMIT: '-5' }, /^RATE_LIMIT /],
+      [{ TRUST_PROXY: '11' }, /^TRUST_PROXY /],
+      [{ CORS_ORIGINS: 'https://app.example.com/' }, /^CORS_ORIGINS must be a comma-separated list of origins/],
+      [{ CORS_ORIGINS: 'app.example.com' }, /^CORS_ORIGINS /],
+      [{ CORS_ORIGINS: 'ftp://x.y' }, /^CORS_ORIGINS /],
     ];
     for (const [env, message] of cases) {
       assert.throws(() => parseConfig(env), (error: unknown) => error instanceof ConfigError && message.test(error.message) && !error.message.includes('\n'), JSON.stringify(env));

@@ -4,6 +4,7 @@ import { OverloadedError } from '../concurrency.ts';
 import { isDatabaseUnavailable } from '../db.ts';
 import { describeError } from '../log.ts';
 import { clientAddress } from './client-address.ts';
+import { corsHeaders, preflightReply } from './cors.ts';
 import { HttpError, OAuthError, problemBody, problems } from './errors.ts';
 import { matchRoute, type Deps, type Reply, type Route } from './router.ts';
 
@@ -35,7 +36,11 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, deps: De
   try {
     const match = matchRoute(routes, req.method ?? '', path);
     if (match === null) throw new HttpError(problems.notFound);
-    if ('allow' in match) throw new HttpError(problems.methodNotAllowed, { headers: { Allow: match.allow.join(', ') } });
+    if ('allow' in match) {
+      const preflight = preflightReply(req, deps.config.corsOrigins, match.allow);
+      if (preflight !== null) return finish(preflight);
+      throw new HttpError(problems.methodNotAllowed, { headers: { Allow: match.allow.join(', ') } });
+    }
     route = match.route;
     if (route.rateLimited === true && deps.rateLimiter !== null) {
       const wait = deps.rateLimiter.take(address, Date.now());
@@ -45,14 +50,18 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, deps: De
   } catch (error) {
     reply = errorReply(error, deps, requestId, route?.errorFormat ?? 'problem');
   }
-  send(req, res, requestId, reply);
-  deps.log.info('request', {
-    request_id: requestId,
-    method: req.method,
-    path,
-    status: reply.status,
-    ms: Math.round((performance.now() - started) * 10) / 10,
-  });
+  finish({ ...reply, headers: { ...corsHeaders(req, deps.config.corsOrigins), ...reply.headers } });
+
+  function finish(final: Reply): void {
+    send(req, res, requestId, final);
+    deps.log.info('request', {
+      request_id: requestId,
+      method: req.method,
+      path,
+      status: final.status,
+      ms: Math.round((performance.now() - started) * 10) / 10,
+    });
+  }
 }
 
 /** The one place where errors become responses, and the only place unknown errors are logged. */
