@@ -13,8 +13,8 @@ export type Database = {
 
 const recycleIntervalMs = 10_000;
 
-export function openDatabase(url: string, onRecycle: () => void = () => {}): Database {
-  let current = connectDatabase(url);
+export function openDatabase(url: string, onRecycle: () => void = () => {}, applicationName = 'account-service'): Database {
+  let current = connectDatabase(url, applicationName);
   let recycledAt = 0;
   const sql = new Proxy(function pool() {}, {
     apply: (_target, _this, args: unknown[]) => (current as unknown as (...args: unknown[]) => unknown)(...args),
@@ -29,7 +29,7 @@ export function openDatabase(url: string, onRecycle: () => void = () => {}): Dat
       if (!isPoolBroken(error) || Date.now() - recycledAt < recycleIntervalMs) return;
       recycledAt = Date.now();
       const retired = current;
-      current = connectDatabase(url);
+      current = connectDatabase(url, applicationName);
       void retired.end({ timeout: 5 }).catch(() => {});
       onRecycle();
     },
@@ -55,14 +55,14 @@ export function isDriverWriteDefect(error: unknown): boolean {
   return /\bnextWrite\b/.test(stack) && /postgres[\\/](?:cjs[\\/])?src[\\/]connection\.js/.test(stack);
 }
 
-export function connectDatabase(url: string): Sql {
+export function connectDatabase(url: string, applicationName = 'account-service'): Sql {
   return postgres(url, {
     max: 10,
     connect_timeout: 5,
     idle_timeout: 60,
     max_lifetime: 30 * 60,
     onnotice: () => {},
-    connection: { application_name: 'account-service' },
+    connection: { application_name: applicationName },
   });
 }
 

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { ConfigError, parseConfig } from './config.ts';
 import { connectDatabase, isDriverWriteDefect } from './db.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './embedded-db.ts';
@@ -6,6 +5,7 @@ import { loadOrCreateSecret } from './local-secrets.ts';
 import { createLogger, describeError, type Logger } from './log.ts';
 import { loadMigrations, migrate } from './migrations.ts';
 import { startService, type ServiceConfig } from './service.ts';
+import { version } from './version.ts';
 
 const shutdownDeadlineMs = 10_000;
 
@@ -28,7 +28,6 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   if (argv.includes('--version')) {
-    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
     process.stdout.write(`${version}\n`);
     return;
   }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -15,7 +16,10 @@ import { createRateLimiter } from './rate-limit.ts';
 import { deleteStaleFailures } from './login-throttle.ts';
 import { deleteExpiredRegistrations } from './registrations.ts';
 import { routes } from './routes/index.ts';
+import { createMetrics } from './metrics.ts';
+import { buildOpenApiDocument } from './openapi.ts';
 import { createSealer } from './sealing.ts';
+import { version } from './version.ts';
 import { createTokenService } from './tokens.ts';
 
 /** Configuration once main.ts has settled the database and the token secrets. */
@@ -49,7 +53,9 @@ const shutdownGraceMs = 8_000;
 export async function startService(options: ServiceOptions): Promise<Service> {
   const { config, log } = options;
   const clock = options.clock ?? (() => new Date());
-  const database = openDatabase(config.databaseUrl, () => log.warn('database connections were broken; replaced the connection pool'));
+  // Unique per instance, so that /metrics can count this instance's own connections.
+  const applicationName = `account-service/${randomUUID().slice(0, 8)}`;
+  const database = openDatabase(config.databaseUrl, () => log.warn('database connections were broken; replaced the connection pool'), applicationName);
   const { sql } = database;
   try {
     const migrations = await loadMigrations();
@@ -59,19 +65,24 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     const transport = options.transport ?? createTransport(config, log);
     const sealer = createSealer(config.tokenSecrets);
     const outbox = createOutboxWorker({ ...options.outbox, sql, transport, sealer, clock, log, from: config.mailFrom, onError: database.noteFailure });
+    // Hashing is bounded: HASH_CONCURRENCY at once, eight times as many waiting, 503 past that.
+    const passwordLimiter = createLimiter(config.hashConcurrency, config.hashConcurrency * 8);
     const deps: Deps = {
       sql,
       config,
       clock,
       log,
-      // Hashing is bounded: HASH_CONCURRENCY at once, eight times as many waiting, 503 past that.
-      passwords: limitPasswordHasher(options.passwords ?? createPasswordHasher(config.scrypt), createLimiter(config.hashConcurrency, config.hashConcurrency * 8)),
+      passwords: limitPasswordHasher(options.passwords ?? createPasswordHasher(config.scrypt), passwordLimiter),
       tokens: createTokenService(config.tokenSecrets, config.tokenTtlSeconds),
       sealer,
       outbox,
       migrations,
       rateLimiter: config.rateLimit === 0 ? null : createRateLimiter(config.rateLimit),
       noteDatabaseFailure: database.noteFailure,
+      apiDocument: buildOpenApiDocument(routes, version),
+      metrics: createMetrics(),
+      passwordLimiter,
+      applicationName,
     };
     const sweep = setInterval(() => {
       const now = clock();

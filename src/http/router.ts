@@ -1,7 +1,9 @@
 import type { IncomingMessage } from 'node:http';
+import type { Limiter } from '../concurrency.ts';
 import type { Config } from '../config.ts';
 import type { Sql } from '../db.ts';
 import type { Logger } from '../log.ts';
+import type { Metrics } from '../metrics.ts';
 import type { Migration } from '../migrations.ts';
 import type { PasswordHasher } from '../passwords.ts';
 import type { RateLimiter } from '../rate-limit.ts';
@@ -23,6 +25,12 @@ export type Deps = {
   rateLimiter: RateLimiter | null;
   /** Told of every database error, so that a broken pool can replace itself. */
   noteDatabaseFailure(error: unknown): void;
+  /** The OpenAPI document, made once at start-up. */
+  apiDocument: unknown;
+  metrics: Metrics;
+  passwordLimiter: Limiter;
+  /** This instance's `application_name` in PostgreSQL, to count its own connections. */
+  applicationName: string;
 };
 
 export type RequestContext = { req: IncomingMessage; requestId: string; clientAddress: string };
@@ -36,6 +44,17 @@ export type Route = {
   rateLimited?: boolean;
   /** The token endpoint answers errors as RFC 6749 §5.2 JSON instead of RFC 9457 problems. */
   errorFormat?: 'oauth';
+  /** What the API document says; the server warns in its log of any status not listed here. */
+  doc: RouteDoc;
+};
+
+export type RouteDoc = {
+  summary: string;
+  auth?: true;
+  /** A request schema of openapi.ts. */
+  request?: 'RegistrationRequest' | 'ActivationRequest' | 'PasswordChangeRequest' | 'TokenRequest';
+  success: { status: 200 | 204; schema?: string; contentType?: string };
+  errors: number[];
 };
 
 export type RouteMatch = { route: Route } | { allow: string[] } | null;

@@ -50,17 +50,17 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, deps: De
   } catch (error) {
     reply = errorReply(error, deps, requestId, route?.errorFormat ?? 'problem');
   }
+  // The API document lists every status a route answers; a gap is a documentation bug worth a warning.
+  if (route !== null && reply.status !== route.doc.success.status && !route.doc.errors.includes(reply.status)) {
+    deps.log.warn('undocumented status', { request_id: requestId, method: req.method, path, status: reply.status });
+  }
   finish({ ...reply, headers: { ...corsHeaders(req, deps.config.corsOrigins), ...reply.headers } });
 
   function finish(final: Reply): void {
     send(req, res, requestId, final);
-    deps.log.info('request', {
-      request_id: requestId,
-      method: req.method,
-      path,
-      status: final.status,
-      ms: Math.round((performance.now() - started) * 10) / 10,
-    });
+    const ms = performance.now() - started;
+    deps.metrics.observe(req.method ?? '', route?.path ?? 'unmatched', final.status, ms / 1000);
+    deps.log.info('request', { request_id: requestId, method: req.method, path, status: final.status, ms: Math.round(ms * 10) / 10 });
   }
 }
 
@@ -110,6 +110,10 @@ function send(req: IncomingMessage, res: ServerResponse, requestId: string, repl
   if (hasUnreadBody(req)) res.setHeader('Connection', 'close');
   if (reply.body === undefined) {
     res.end();
+    return;
+  }
+  if (typeof reply.body === 'string') {
+    res.end(reply.body);
     return;
   }
   if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', 'application/json');

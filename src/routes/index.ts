@@ -4,14 +4,58 @@ import { changePassword } from './change-password.ts';
 import { getAccount } from './get-account.ts';
 import { checkHealth, checkReadiness } from './health.ts';
 import { issueToken } from './issue-token.ts';
+import { getMetrics } from './metrics.ts';
+import { getApiDocument } from './openapi.ts';
 import { requestRegistrationCode } from './request-registration-code.ts';
 
+/** Every route, with what the API document says of it. Error statuses are all those the route can answer. */
 export const routes: readonly Route[] = [
-  { method: 'POST', path: '/acc/reg/code', handler: requestRegistrationCode, rateLimited: true },
-  { method: 'POST', path: '/acc/reg', handler: activateAccount, rateLimited: true },
-  { method: 'PUT', path: '/acc/me/pwd', handler: changePassword },
-  { method: 'GET', path: '/acc/me', handler: getAccount },
-  { method: 'POST', path: '/auth/token', handler: issueToken, rateLimited: true, errorFormat: 'oauth' },
-  { method: 'GET', path: '/healthz', handler: checkHealth },
-  { method: 'GET', path: '/readyz', handler: checkReadiness },
+  {
+    method: 'POST',
+    path: '/acc/reg/code',
+    handler: requestRegistrationCode,
+    rateLimited: true,
+    doc: { summary: 'Request a registration code by e-mail', request: 'RegistrationRequest', success: { status: 204 }, errors: [400, 409, 413, 415, 429, 500, 503] },
+  },
+  {
+    method: 'POST',
+    path: '/acc/reg',
+    handler: activateAccount,
+    rateLimited: true,
+    doc: { summary: 'Activate the account with its registration code', request: 'ActivationRequest', success: { status: 204 }, errors: [400, 404, 410, 413, 415, 429, 500, 503] },
+  },
+  {
+    method: 'PUT',
+    path: '/acc/me/pwd',
+    handler: changePassword,
+    doc: { summary: 'Change the password of the signed-in account', auth: true, request: 'PasswordChangeRequest', success: { status: 204 }, errors: [400, 401, 403, 413, 415, 429, 500, 503] },
+  },
+  {
+    method: 'GET',
+    path: '/acc/me',
+    handler: getAccount,
+    doc: { summary: 'Read the signed-in account', auth: true, success: { status: 200, schema: 'Account' }, errors: [401, 500, 503] },
+  },
+  {
+    method: 'POST',
+    path: '/auth/token',
+    handler: issueToken,
+    rateLimited: true,
+    errorFormat: 'oauth',
+    doc: { summary: 'Get a bearer token (OAuth 2.0 password grant)', request: 'TokenRequest', success: { status: 200, schema: 'Token' }, errors: [400, 413, 415, 429, 500, 503] },
+  },
+  { method: 'GET', path: '/healthz', handler: checkHealth, doc: { summary: 'Liveness: the process serves', success: { status: 200, schema: 'Status' }, errors: [500] } },
+  {
+    method: 'GET',
+    path: '/readyz',
+    handler: checkReadiness,
+    doc: { summary: 'Readiness: the database answers and is migrated', success: { status: 200, schema: 'Status' }, errors: [500, 503] },
+  },
+  { method: 'GET', path: '/openapi.json', handler: getApiDocument, doc: { summary: 'This document', success: { status: 200, schema: 'any' }, errors: [500] } },
+  {
+    method: 'GET',
+    path: '/metrics',
+    handler: getMetrics,
+    doc: { summary: 'Metrics in the Prometheus text format', success: { status: 200, schema: 'any', contentType: 'text/plain' }, errors: [500] },
+  },
 ];

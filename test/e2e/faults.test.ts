@@ -116,6 +116,9 @@ describe('database faults, in the service process as deployed', () => {
     assert.equal((await call(url, 'GET', '/acc/me', { token })).status, 503);
     assert.equal((await call(url, 'GET', '/readyz')).status, 503);
     assert.equal((await call(url, 'GET', '/healthz')).status, 200, 'the process itself is fine');
+    const metrics = await call(url, 'GET', '/metrics');
+    assert.equal(metrics.status, 200, 'a scrape does not fail with the database');
+    assert.match(metrics.text, /^database_up 0$/m);
 
     database = await startEmbeddedDatabase(dataDir, log, port);
     await waitUntil(async () => (await call(url, 'GET', '/readyz')).status === 200, 15_000);

@@ -81,6 +81,10 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       await service.stop();
       await smtp.stop();
       await database.drop();
+      // Every test that uses the service also checks the API document: no answer may carry a
+      // status that the document does not list for its route.
+      const undocumented = logs.filter((line) => line.includes('"msg":"undocumented status"'));
+      if (undocumented.length > 0) throw new Error(`statuses missing from the API document: ${undocumented.join('')}`);
     },
   };
   return handle;

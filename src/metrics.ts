@@ -1,0 +1,56 @@
+/** Request counts and latencies, kept in memory and rendered in the Prometheus text format. */
+export type Metrics = {
+  observe(method: string, route: string, status: number, seconds: number): void;
+  /** The text exposition: what was observed, then the given gauges. */
+  render(gauges: Gauge[]): string;
+};
+
+export type Gauge = { name: string; help: string; samples: Array<{ labels?: Record<string, string>; value: number }> };
+
+const buckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const knownMethods = new Set(['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS']);
+
+type Histogram = { counts: number[]; sum: number; count: number };
+
+export function createMetrics(): Metrics {
+  const requests = new Map<string, number>();
+  const latencies = new Map<string, Histogram>();
+  return {
+    observe(method, route, status, seconds) {
+      // Only bounded label values: an attacker's made-up methods and paths must not grow memory.
+      const methodLabel = knownMethods.has(method) ? method : 'OTHER';
+      const key = labels({ method: methodLabel, route, status: String(status) });
+      requests.set(key, (requests.get(key) ?? 0) + 1);
+      const latencyKey = labels({ method: methodLabel, route });
+      const histogram = latencies.get(latencyKey) ?? { counts: buckets.map(() => 0), sum: 0, count: 0 };
+      buckets.forEach((bound, index) => {
+        if (seconds <= bound) histogram.counts[index]! += 1;
+      });
+      histogram.sum += seconds;
+      histogram.count += 1;
+      latencies.set(latencyKey, histogram);
+    },
+    render(gauges) {
+      const lines = ['# HELP http_requests_total Requests answered, by method, route and status.', '# TYPE http_requests_total counter'];
+      for (const [key, value] of requests) lines.push(`http_requests_total{${key}} ${value}`);
+      lines.push('# HELP http_request_duration_seconds Time to answer, by method and route.', '# TYPE http_request_duration_seconds histogram');
+      for (const [key, histogram] of latencies) {
+        buckets.forEach((bound, index) => lines.push(`http_request_duration_seconds_bucket{${key},le="${bound}"} ${histogram.counts[index]}`));
+        lines.push(`http_request_duration_seconds_bucket{${key},le="+Inf"} ${histogram.count}`);
+        lines.push(`http_request_duration_seconds_sum{${key}} ${histogram.sum}`);
+        lines.push(`http_request_duration_seconds_count{${key}} ${histogram.count}`);
+      }
+      for (const gauge of gauges) {
+        lines.push(`# HELP ${gauge.name} ${gauge.help}`, `# TYPE ${gauge.name} gauge`);
+        for (const sample of gauge.samples) lines.push(`${gauge.name}${sample.labels === undefined ? '' : `{${labels(sample.labels)}}`} ${sample.value}`);
+      }
+      return `${lines.join('\n')}\n`;
+    },
+  };
+}
+
+function labels(values: Record<string, string>): string {
+  return Object.entries(values)
+    .map(([name, value]) => `${name}="${value.replace(/[\\"\n]/g, (char) => (char === '\n' ? '\\n' : `\\${char}`))}"`)
+    .join(',');
+}

@@ -1,0 +1,125 @@
+import { problems, problemTypePrefix } from './http/errors.ts';
+import type { Route } from './http/router.ts';
+import { activationSchema, passwordChangeSchema, registrationSchema, type Schema } from './validation.ts';
+
+type JsonObject = Record<string, unknown>;
+
+/** Request bodies by the name a route's `doc.request` gives. */
+const requestSchemas: Record<string, JsonObject> = {
+  RegistrationRequest: objectSchema(registrationSchema),
+  ActivationRequest: objectSchema(activationSchema),
+  PasswordChangeRequest: objectSchema(passwordChangeSchema),
+  TokenRequest: {
+    type: 'object',
+    required: ['grant_type', 'username', 'password'],
+    properties: {
+      grant_type: { const: 'password' },
+      username: { type: 'string', minLength: 1, maxLength: 254, description: "The account's name or e-mail address." },
+      password: { type: 'string', minLength: 1, maxLength: 256 },
+    },
+  },
+};
+
+const responseSchemas: Record<string, JsonObject> = {
+  Token: {
+    type: 'object',
+    required: ['access_token', 'token_type', 'expires_in'],
+    properties: { access_token: { type: 'string' }, token_type: { const: 'Bearer' }, expires_in: { type: 'integer' } },
+  },
+  Account: {
+    type: 'object',
+    required: ['name', 'email', 'phone', 'created_at'],
+    properties: { name: { type: 'string' }, email: { type: 'string' }, phone: { type: ['string', 'null'] }, created_at: { type: 'string', format: 'date-time' } },
+  },
+  Status: { type: 'object', required: ['status'], properties: { status: { type: 'string' } } },
+  Problem: {
+    type: 'object',
+    required: ['type', 'title', 'status'],
+    properties: {
+      type: { type: 'string', enum: Object.values(problems).map((problem) => problemTypePrefix + problem.slug) },
+      title: { type: 'string' },
+      status: { type: 'integer' },
+      detail: { type: 'string' },
+      'invalid-params': { type: 'array', items: { type: 'object', required: ['name', 'reason'], properties: { name: { type: 'string' }, reason: { type: 'string' } } } },
+    },
+  },
+  OAuthError: {
+    type: 'object',
+    required: ['error', 'error_description'],
+    properties: {
+      error: { enum: ['invalid_request', 'invalid_grant', 'unsupported_grant_type', 'temporarily_unavailable', 'server_error'] },
+      error_description: { type: 'string' },
+    },
+  },
+};
+
+/** An OpenAPI 3.1 document made from the route table itself, so that the two cannot drift apart. */
+export function buildOpenApiDocument(routes: readonly Route[], version: string): JsonObject {
+  const paths: Record<string, JsonObject> = {};
+  for (const route of routes) {
+    paths[route.path] = { ...paths[route.path], [route.method.toLowerCase()]: operation(route) };
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Account service',
+      version,
+      description: 'Two-step registration, bearer tokens and password change. Unknown paths answer 404 and known paths with another method 405, both as problems.',
+    },
+    paths,
+    components: {
+      schemas: { ...requestSchemas, ...responseSchemas },
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+    },
+  };
+}
+
+function operation(route: Route): JsonObject {
+  const { doc } = route;
+  const responses: Record<string, JsonObject> = { [doc.success.status]: successResponse(route) };
+  for (const status of doc.errors) responses[status] = errorResponse(route, status);
+  return {
+    operationId: route.handler.name,
+    summary: doc.summary,
+    security: doc.auth === true ? [{ bearer: [] }] : [],
+    ...(doc.request === undefined ? {} : { requestBody: requestBody(doc.request) }),
+    responses,
+  };
+}
+
+function requestBody(name: string): JsonObject {
+  const schema = { $ref: `#/components/schemas/${name}` };
+  const content: JsonObject = { 'application/json': { schema } };
+  if (name === 'TokenRequest') content['application/x-www-form-urlencoded'] = { schema };
+  return { required: true, content };
+}
+
+function successResponse(route: Route): JsonObject {
+  const { status, schema, contentType = 'application/json' } = route.doc.success;
+  if (schema === undefined) return { description: status === 204 ? 'Done; no body.' : 'OK' };
+  return { description: 'OK', content: { [contentType]: { schema: schema === 'any' ? {} : { $ref: `#/components/schemas/${schema}` } } } };
+}
+
+function errorResponse(route: Route, status: number): JsonObject {
+  const retryAfter = status === 429 || status === 503 ? { headers: { 'Retry-After': { schema: { type: 'integer' }, description: 'Seconds to wait.' } } } : {};
+  const auth = status === 401 ? { headers: { 'WWW-Authenticate': { schema: { type: 'string' }, description: 'Bearer realm="accounts" (RFC 6750).' } } } : {};
+  if (route.errorFormat === 'oauth') {
+    return { description: `RFC 6749 §5.2 error (${status}).`, ...retryAfter, content: { 'application/json': { schema: { $ref: '#/components/schemas/OAuthError' } } } };
+  }
+  const types = Object.values(problems).filter((problem) => problem.status === status).map((problem) => problemTypePrefix + problem.slug);
+  return {
+    description: `RFC 9457 problem: ${types.join(', ')}.`,
+    ...retryAfter,
+    ...auth,
+    content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+  };
+}
+
+/** A JSON Schema for a validation schema: the spec's patterns, required fields, no others. */
+function objectSchema(schema: Schema): JsonObject {
+  const properties = Object.fromEntries(
+    Object.entries(schema).map(([name, rule]) => [name, { type: rule.nullable ? ['string', 'null'] : 'string', pattern: rule.pattern.source }]),
+  );
+  const required = Object.entries(schema).filter(([, rule]) => rule.required).map(([name]) => name);
+  return { type: 'object', additionalProperties: false, required, properties };
+}

@@ -1,0 +1,32 @@
+import type { Handler } from '../http/router.ts';
+import type { Gauge } from '../metrics.ts';
+
+/**
+ * GET /metrics: Prometheus text format. The database gauges are read at scrape time; when the
+ * database does not answer they are left out and `database_up` is 0, so a scrape never fails.
+ */
+export const getMetrics: Handler = async (_ctx, deps) => {
+  const hashing = deps.passwordLimiter.stats();
+  const gauges: Gauge[] = [
+    { name: 'password_hash_running', help: 'scrypt computations running now.', samples: [{ value: hashing.running }] },
+    { name: 'password_hash_queued', help: 'scrypt computations waiting for a slot.', samples: [{ value: hashing.queued }] },
+    { name: 'rate_limit_tracked_addresses', help: 'Client addresses the rate limiter remembers.', samples: [{ value: deps.rateLimiter?.size() ?? 0 }] },
+    { name: 'process_resident_memory_bytes', help: 'Resident memory of this process.', samples: [{ value: process.memoryUsage.rss() }] },
+  ];
+  try {
+    const outbox = await deps.sql`SELECT state, count(*)::int AS n FROM outbox GROUP BY state`;
+    const connections = await deps.sql`
+      SELECT coalesce(state, 'unknown') AS state, count(*)::int AS n FROM pg_stat_activity
+      WHERE application_name = ${deps.applicationName} GROUP BY 1`;
+    const counts = (rows: typeof outbox, names: string[]) => names.map((name) => ({ labels: { state: name }, value: rows.find((row) => row.state === name)?.n ?? 0 }));
+    gauges.push(
+      { name: 'outbox_messages', help: 'E-mail messages in the outbox, by state.', samples: counts(outbox, ['pending', 'sent', 'failed']) },
+      { name: 'database_pool_connections', help: "This instance's database connections, by state (the scrape's own is active).", samples: counts(connections, ['active', 'idle', 'idle in transaction']) },
+      { name: 'database_pool_max', help: 'Most database connections this instance opens.', samples: [{ value: deps.sql.options.max }] },
+      { name: 'database_up', help: '1 when the database answered this scrape.', samples: [{ value: 1 }] },
+    );
+  } catch {
+    gauges.push({ name: 'database_up', help: '1 when the database answered this scrape.', samples: [{ value: 0 }] });
+  }
+  return { status: 200, body: deps.metrics.render(gauges), headers: { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8' } };
+};
