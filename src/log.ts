@@ -30,3 +30,30 @@ export function describeError(error: unknown): LogFields {
   }
   return { error: String(error) };
 }
+
+/**
+ * Collects log lines and writes them together once per turn of the event loop: one write
+ * call for many lines, instead of one blocking write each (stdout to a file or pipe is
+ * synchronous). `flush()` writes what is left, for exit.
+ */
+export function createBufferedWriter(write: (chunk: string) => void): { write(line: string): void; flush(): void } {
+  let pending: string[] = [];
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    if (pending.length === 0) return;
+    const chunk = pending.join('');
+    pending = [];
+    write(chunk);
+  };
+  return {
+    write(line) {
+      pending.push(line);
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    },
+    flush,
+  };
+}

@@ -2,12 +2,19 @@ import { ConfigError, parseConfig } from './config.ts';
 import { connectDatabase, isDriverWriteDefect } from './db.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './embedded-db.ts';
 import { loadOrCreateSecret } from './local-secrets.ts';
-import { createLogger, describeError, type Logger } from './log.ts';
+import { createBufferedWriter, createLogger, describeError, type Logger } from './log.ts';
 import { loadMigrations, migrate } from './migrations.ts';
 import { startService, type ServiceConfig } from './service.ts';
 import { version } from './version.ts';
 
 const shutdownDeadlineMs = 10_000;
+/** Log output, batched per event-loop turn; flushed before every exit. */
+let output: ReturnType<typeof createBufferedWriter> | null = null;
+
+function exit(code: number): never {
+  output?.flush();
+  process.exit(code);
+}
 
 const usage = `Usage: account-service [--migrate | --help | --version]
 
@@ -44,7 +51,8 @@ async function main(argv: string[]): Promise<void> {
     process.stderr.write(`account-service: ${error.message}\n`);
     process.exit(2);
   }
-  const log = createLogger(config.logLevel);
+  output = createBufferedWriter((chunk) => process.stdout.write(chunk));
+  const log = createLogger(config.logLevel, output.write);
   for (const warning of config.warnings) log.warn(warning);
 
   let embedded: EmbeddedDatabase | null = null;
@@ -72,7 +80,7 @@ async function main(argv: string[]): Promise<void> {
         return;
       }
       log.error('uncaught exception', describeError(error));
-      process.exit(1);
+      exit(1);
     });
     log.info('listening', { url: service.url, database: embedded === null ? 'external' : 'embedded', mail: settled.smtpUrl === null ? 'files' : 'smtp' });
     onShutdownSignal(log, async () => {
@@ -93,16 +101,16 @@ function onShutdownSignal(log: Logger, shutdown: () => Promise<void>): void {
     log.info('shutting down', { signal });
     setTimeout(() => {
       log.error('shutdown took too long; exiting');
-      process.exit(1);
+      exit(1);
     }, shutdownDeadlineMs).unref();
     shutdown().then(
       () => {
         log.info('stopped');
-        process.exit(0);
+        exit(0);
       },
       (error: unknown) => {
         log.error('shutdown failed', describeError(error));
-        process.exit(1);
+        exit(1);
       },
     );
   };
@@ -110,8 +118,12 @@ function onShutdownSignal(log: Logger, shutdown: () => Promise<void>): void {
   process.on('SIGINT', handle);
 }
 
-main(process.argv.slice(2)).catch((error: unknown) => {
-  const message = error instanceof Error ? error.message : String(error);
-  process.stderr.write(`account-service: ${message}\n`);
-  process.exit(1);
-});
+main(process.argv.slice(2)).then(
+  () => output?.flush(),
+  (error: unknown) => {
+    const message = error instanceof Error ? error.message : String(error);
+    output?.flush();
+    process.stderr.write(`account-service: ${message}\n`);
+    process.exit(1);
+  },
+);

@@ -59,6 +59,12 @@ export async function replaceRegistration(tx: Transaction, id: string, request: 
     WHERE id = ${id} AND activated_at IS NULL`;
 }
 
+/** When the pending registration with this code hash expires, or null if there is none. Reads without a lock. */
+export async function findCodeExpiry(sql: Sql, codeHash: Buffer): Promise<Date | null> {
+  const [row] = await sql`SELECT code_expires_at FROM accounts WHERE code_hash = ${codeHash} AND activated_at IS NULL`;
+  return (row?.code_expires_at as Date | undefined) ?? null;
+}
+
 /** Locks the pending registration with this code hash, expired or not. */
 export async function lockRegistrationByCode(tx: Transaction, codeHash: Buffer): Promise<PendingRegistration | null> {
   const [row] = await tx<PendingRegistration[]>`

@@ -15,7 +15,7 @@ import { createLogger } from '../../src/log.ts';
 import { accountActiveMail } from '../../src/mail/messages.ts';
 import { enqueueMail } from '../../src/mail/outbox.ts';
 import { createPasswordHasher } from '../../src/passwords.ts';
-import { activateRegistration, lockRegistrationByCode } from '../../src/registrations.ts';
+import { activateRegistration, findCodeExpiry, lockRegistrationByCode } from '../../src/registrations.ts';
 import { createSealer } from '../../src/sealing.ts';
 import { createTokenService } from '../../src/tokens.ts';
 import type { LoadResult, Plan } from './load.ts';
@@ -50,7 +50,8 @@ const smtpUrl = `smtp://127.0.0.1:${(smtp.server.address() as { port: number }).
 async function startService(): Promise<{ url: string; child: ChildProcess }> {
   const logFile = join(work, `service-${Date.now()}.log`);
   const { openSync } = await import('node:fs');
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  // The compiled build, as production runs it (npm run bench builds first).
+  const child = spawn(process.execPath, ['dist/main.js'], {
     cwd: root,
     env: { PATH: process.env.PATH, DATABASE_URL: databaseUrl, TOKEN_SECRET: secret, SMTP_URL: smtpUrl, PORT: '0', RATE_LIMIT: '0', HASH_CONCURRENCY: String(hashConcurrency) },
     stdio: ['ignore', openSync(logFile, 'w'), 'inherit'],
@@ -171,6 +172,7 @@ const rawScrypt = await timed(hashConcurrency, async () => {
 const sealer = createSealer([Buffer.from(secret)]);
 const rawDatabase = await timed(fastConnections, async (index) => {
   const code = pendingForRaw[index % pendingForRaw.length]!;
+  await findCodeExpiry(sql, createHash('sha256').update(code).digest());
   await sql.begin(async (tx) => {
     const pending = await lockRegistrationByCode(tx, createHash('sha256').update(code).digest());
     if (pending === null) return;

@@ -1,0 +1,43 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { createBufferedWriter, createLogger, describeError } from '../src/log.ts';
+
+describe('createLogger', () => {
+  it('writes one JSON line per entry at or above its level', () => {
+    const lines: string[] = [];
+    const log = createLogger('warn', (line) => lines.push(line));
+    log.debug('no');
+    log.info('no');
+    log.warn('yes', { a: 1 });
+    log.error('also');
+    assert.equal(lines.length, 2);
+    const entry = JSON.parse(lines[0]!);
+    assert.deepEqual({ ...entry, time: 'x' }, { time: 'x', level: 'warn', msg: 'yes', a: 1 });
+    assert.ok(lines.every((line) => line.endsWith('\n')));
+  });
+
+  it('describes errors with their code and stack, and anything else as text', () => {
+    const described = describeError(Object.assign(new Error('boom'), { code: 'E1' }));
+    assert.equal(described.error, 'boom');
+    assert.equal(described.code, 'E1');
+    assert.match(String(described.stack), /boom/);
+    assert.deepEqual(describeError('plain'), { error: 'plain' });
+  });
+});
+
+describe('createBufferedWriter', () => {
+  it('writes the lines of one event-loop turn together, and flushes on demand', async () => {
+    const chunks: string[] = [];
+    const writer = createBufferedWriter((chunk) => chunks.push(chunk));
+    writer.write('a\n');
+    writer.write('b\n');
+    assert.deepEqual(chunks, []);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(chunks, ['a\nb\n']);
+    writer.write('c\n');
+    writer.flush();
+    assert.deepEqual(chunks, ['a\nb\n', 'c\n']);
+    writer.flush();
+    assert.equal(chunks.length, 2, 'nothing left to write');
+  });
+});
