@@ -13,23 +13,29 @@ export type Limiter = {
 /**
  * At most `concurrency` tasks at once and at most `maxQueued` waiting behind them, in arrival
  * order. Bounding both keeps memory bounded under any load: scrypt takes 32 MiB per call.
+ * A task that waited longer than `maxWaitMs` is refused when its turn comes, because under
+ * a flood its client would wait longer still; the flood slows every hash on a busy machine.
  */
-export function createLimiter(concurrency: number, maxQueued: number): Limiter {
+export function createLimiter(concurrency: number, maxQueued: number, maxWaitMs = Infinity, now: () => number = () => performance.now()): Limiter {
   let running = 0;
-  const waiting: Array<() => void> = [];
+  const waiting: Array<{ since: number; resolve: () => void; reject: (error: Error) => void }> = [];
   const release = () => {
     running -= 1;
-    const next = waiting.shift();
-    if (next !== undefined) {
+    for (let next = waiting.shift(); next !== undefined; next = waiting.shift()) {
+      if (now() - next.since > maxWaitMs) {
+        next.reject(new OverloadedError('waited too long for a password hashing slot'));
+        continue;
+      }
       running += 1;
-      next();
+      next.resolve();
+      return;
     }
   };
   return {
     async run(task) {
       if (running >= concurrency) {
         if (waiting.length >= maxQueued) throw new OverloadedError('the password hashing queue is full');
-        await new Promise<void>((resolve) => waiting.push(resolve));
+        await new Promise<void>((resolve, reject) => waiting.push({ since: now(), resolve, reject }));
       } else {
         running += 1;
       }

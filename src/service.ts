@@ -65,10 +65,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     const transport = options.transport ?? createTransport(config, log);
     const sealer = createSealer(config.tokenSecrets);
     const outbox = createOutboxWorker({ ...options.outbox, sql, transport, sealer, clock, log, from: config.mailFrom, onError: database.noteFailure });
-    // Hashing is bounded: HASH_CONCURRENCY at once, four times as many waiting, 503 past that.
-    // The queue is short on purpose: at production cost a waiting hash costs ~0.1-0.5 s, and
-    // a longer queue would only make clients wait past any useful timeout (see Performance).
-    const passwordLimiter = createLimiter(config.hashConcurrency, config.hashConcurrency * 4);
+    // Hashing is bounded: HASH_CONCURRENCY at once, four times as many waiting for at most 2 s,
+    // 503 past that. The queue is short on purpose: at production cost a hash takes ~0.1-0.5 s,
+    // and a longer queue would only make clients wait past any useful timeout (see Performance).
+    const passwordLimiter = createLimiter(config.hashConcurrency, config.hashConcurrency * 4, 2_000);
     const deps: Deps = {
       sql,
       config,

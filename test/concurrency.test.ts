@@ -37,6 +37,22 @@ describe('createLimiter', () => {
     assert.equal(await second, 'second');
   });
 
+  it('refuses a task that waited too long when its turn comes', async () => {
+    let clock = 0;
+    const limiter = createLimiter(1, 5, 1_000, () => clock);
+    const gate = deferred();
+    const first = limiter.run(() => gate.promise);
+    const stale = limiter.run(async () => 'stale');
+    clock = 500;
+    const fresh = limiter.run(async () => 'fresh');
+    clock = 1_200;
+    gate.resolve();
+    await first;
+    await assert.rejects(stale, OverloadedError);
+    assert.equal(await fresh, 'fresh', 'waited 700 ms, under the bound');
+    assert.deepEqual(limiter.stats(), { running: 0, queued: 0 });
+  });
+
   it('frees its slot when a task fails', async () => {
     const limiter = createLimiter(1, 0);
     await assert.rejects(limiter.run(async () => Promise.reject(new Error('boom'))), /boom/);

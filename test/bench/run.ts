@@ -208,6 +208,27 @@ rows.push({ workload: 'POST /acc/reg activation (204)', ...summarise(await load(
 rows.push({ workload: 'POST /acc/reg/code registration (204)', ...summarise(await load({ url, method: 'POST', path: '/acc/reg/code', connections: hashConnections, bodiesFile: registrations }), '204'), limit: 'raw scrypt', limitRps: rawScrypt.rps, target: 0.9 });
 const login = JSON.stringify({ grant_type: 'password', username: 'reader-0', password: 'bench-password' });
 rows.push({ workload: 'POST /auth/token login (200)', ...summarise(await load({ url, method: 'POST', path: '/auth/token', connections: hashConnections, body: login }), '200'), limit: 'raw scrypt', limitRps: rawScrypt.rps, target: 0.9 });
+// --- enumeration pairs: one request at a time, alternating, so that only the path differs ---
+const pairs = quick ? 6 : 20;
+await seedAccounts('victim', pairs);
+const median = (values: number[]) => percentile(values, 50);
+const timeOne = async (path: string, body: object) => {
+  const sent = performance.now();
+  const response = await fetch(new URL(path, url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  await response.arrayBuffer();
+  return performance.now() - sent;
+};
+const enumeration: Array<{ pair: string; a: number[]; b: number[] }> = [
+  { pair: 'POST /acc/reg/code: address with an account / new address', a: [], b: [] },
+  { pair: 'POST /auth/token: wrong password / unknown user', a: [], b: [] },
+];
+for (let index = 0; index < pairs; index += 1) {
+  enumeration[0]!.a.push(await timeOne('/acc/reg/code', { name: `taken-${index}`, email: 'reader-0@bench.example', pwd: 'bench-password' }));
+  enumeration[0]!.b.push(await timeOne('/acc/reg/code', { name: `fresh-${index}`, email: `fresh-${index}@bench.example`, pwd: 'bench-password' }));
+  enumeration[1]!.a.push(await timeOne('/auth/token', { grant_type: 'password', username: `victim-${index}`, password: 'wrong-password' }));
+  enumeration[1]!.b.push(await timeOne('/auth/token', { grant_type: 'password', username: `nobody-${index}`, password: 'wrong-password' }));
+}
+
 const changes = await bodiesFile('changes', changers.map((id) => ({ body: JSON.stringify({ old_pwd: 'bench-password', new_pwd: 'bench-password-2' }), token: tokens.issueToken(id, 1, new Date()).token })));
 rows.push({ workload: 'PUT /acc/me/pwd change (204)', ...summarise(await load({ url, method: 'PUT', path: '/acc/me/pwd', connections: hashConnections, bodiesFile: changes }), '204'), limit: 'raw scrypt', limitRps: rawScrypt.rps, target: 0.45 });
 await stop(service);
@@ -232,6 +253,10 @@ const lines = [
   }),
   '',
   `Limits: bare node:http ${format(bare400.rps, 0)} / ${format(bare404.rps, 0)} / ${format(bareGet.rps, 0)} req/s (p99 ${format(bare400.p99)} ms); raw scrypt ${format(rawScrypt.rps, 1)}/s at concurrency ${hashConcurrency} (p50 ${format(rawScrypt.p50)} ms); raw database activation ${format(rawDatabase.rps, 0)} tx/s with pool 10 (p99 ${format(rawDatabase.p99)} ms); raw database reads: code ${format(rawCodeRead.rps, 0)}/s, account ${format(rawAccountRead.rps, 0)}/s.`,
+  ...enumeration.map(({ pair, a, b }) => {
+    const ratio = median(a) / median(b);
+    return `Enumeration, ${pair}: median ${format(median(a))} / ${format(median(b))} ms over ${pairs} pairs, ratio ${format(ratio, 3)} (${Math.abs(ratio - 1) <= 0.1 ? 'within' : 'outside'} 10 %).`;
+  }),
   (() => {
     const served = overload.latenciesMs['204'] ?? [];
     const shed = overload.statuses['503'] ?? 0;
