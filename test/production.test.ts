@@ -51,6 +51,29 @@ describe('the production install (what the image runs)', () => {
     }
   });
 
+  it('keeps memory bounded and /healthz answered under a flood of registrations at production scrypt cost', async () => {
+    const database = await createTestDatabase();
+    try {
+      // Production scrypt parameters (32 MiB a hash) and the default HASH_CONCURRENCY of 4.
+      const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, SMTP_URL: smtp.url, PORT: '0', RATE_LIMIT: '0' }, [], ['dist/main.js'], dir);
+      const { url } = (await running.waitFor(/"msg":"listening"/)) as { url: string };
+      const flood = Array.from({ length: 300 }, (_, index) =>
+        call(url, 'POST', '/acc/reg/code', { json: { name: `flood-${index}`, email: `flood-${index}@example.com`, pwd: 'secret-1' } }).then((response) => response.status),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.equal((await call(url, 'GET', '/healthz')).status, 200, 'answered while the flood is in flight');
+      const statuses = await Promise.all(flood);
+      assert.deepEqual([...new Set(statuses)].sort(), [204, 503], `statuses: ${statuses}`);
+      const peakKiB = Number(/VmHWM:\s+(\d+)/.exec(await readFile(`/proc/${running.pid}/status`, 'utf8'))![1]);
+      const boundMiB = 4 * 32 + 150;
+      assert.ok(peakKiB / 1024 < boundMiB, `peak resident memory ${Math.round(peakKiB / 1024)} MiB, bound ${boundMiB} MiB`);
+      running.kill('SIGTERM');
+      assert.equal(await running.exit, 0);
+    } finally {
+      await database.drop();
+    }
+  });
+
   it('stops with a clear line, not a crash, when DATABASE_URL is missing (no embedded database in production)', async () => {
     const running = runMain({}, [], ['dist/main.js'], dir);
     assert.equal(await running.exit, 1);

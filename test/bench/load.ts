@@ -14,6 +14,12 @@ export type Plan = {
   /** One body for every request, or a file of JSON lines, one body (and token) a request. */
   body?: string;
   bodiesFile?: string;
+  /**
+   * Open loop: start this many requests a second whatever the answers, instead of keeping
+   * `connections` busy. An overload is an offered rate, not a closed loop that speeds up as
+   * fast as refusals come back.
+   */
+  ratePerSecond?: number;
 };
 
 export type LoadResult = { requests: number; seconds: number; statuses: Record<string, number>; latenciesMs: Record<string, number[]> };
@@ -59,7 +65,18 @@ async function worker(): Promise<void> {
   while (performance.now() < deadline) await once();
 }
 
-await Promise.all(Array.from({ length: plan.connections }, worker));
+async function openLoop(rate: number): Promise<void> {
+  const inFlight: Array<Promise<void>> = [];
+  for (let sent = 0; performance.now() < deadline; sent += 1) {
+    const due = started + (sent * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    inFlight.push(once());
+  }
+  await Promise.all(inFlight);
+}
+
+await (plan.ratePerSecond === undefined ? Promise.all(Array.from({ length: plan.connections }, worker)) : openLoop(plan.ratePerSecond));
 const result: LoadResult = { requests: Object.values(statuses).reduce((a, b) => a + b, 0), seconds: (performance.now() - started) / 1000, statuses, latenciesMs };
 process.stdout.write(`${JSON.stringify(result)}\n`);
 agent.destroy();

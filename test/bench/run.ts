@@ -233,11 +233,12 @@ const changes = await bodiesFile('changes', changers.map((id) => ({ body: JSON.s
 rows.push({ workload: 'PUT /acc/me/pwd change (204)', ...summarise(await load({ url, method: 'PUT', path: '/acc/me/pwd', connections: hashConnections, bodiesFile: changes }), '204'), limit: 'raw scrypt', limitRps: rawScrypt.rps, target: 0.45 });
 await stop(service);
 
-// --- overload: ten times the hashing capacity, on a fresh process to read its peak memory ---
-const overloadConnections = 10 * hashConcurrency * 9;
+// --- overload: registrations offered at ten times the hashing capacity (the raw scrypt rate),
+// on a fresh process so that its peak memory is this run's alone ---
+const overloadRate = Math.ceil(10 * rawScrypt.rps);
 const fresh = await startService();
 const overloadBodies = await bodiesFile('overload', Array.from({ length: 20_000 }, (_, index) => ({ body: JSON.stringify({ name: `flood-${index}`, email: `flood-${index}@bench.example`, pwd: 'bench-password' }) })));
-const overload = await load({ url: fresh.url, method: 'POST', path: '/acc/reg/code', connections: overloadConnections, bodiesFile: overloadBodies });
+const overload = await load({ url: fresh.url, method: 'POST', path: '/acc/reg/code', connections: 1_000, ratePerSecond: overloadRate, bodiesFile: overloadBodies });
 const peakKiB = Number(/VmHWM:\s+(\d+)/.exec(await readFile(`/proc/${fresh.child.pid}/status`, 'utf8'))?.[1] ?? NaN);
 await stop(fresh.child);
 
@@ -261,7 +262,7 @@ const lines = [
     const served = overload.latenciesMs['204'] ?? [];
     const shed = overload.statuses['503'] ?? 0;
     const bound = hashConcurrency * 32 + 150;
-    return `Overload (${overloadConnections} connections of registrations): ${overload.requests} requests, ${format((100 * shed) / overload.requests)} % answered 503, served p99 ${format(percentile(served, 99))} ms and max ${format(Math.max(...served, 0))} ms, peak resident memory ${format(peakKiB / 1024, 0)} MiB (bound ${bound} MiB: ${peakKiB / 1024 <= bound ? 'within' : 'OVER'}).`;
+    return `Overload (registrations offered at ${overloadRate}/s, ten times the raw scrypt rate): ${overload.requests} requests, ${format((100 * shed) / overload.requests)} % answered 503, served p99 ${format(percentile(served, 99))} ms and max ${format(Math.max(...served, 0))} ms, peak resident memory ${format(peakKiB / 1024, 0)} MiB (bound ${bound} MiB: ${peakKiB / 1024 <= bound ? 'within' : 'OVER'}).`;
   })(),
 ];
 process.stdout.write(`${lines.join('\n')}\n`);

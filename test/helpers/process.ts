@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 
 const root = new URL('../..', import.meta.url).pathname;
 
-export type Running = { lines: string[]; stderr: () => string; waitFor(pattern: RegExp): Promise<Record<string, unknown>>; exit: Promise<number | null>; kill(signal: NodeJS.Signals): void };
+export type Running = { pid: number; lines: string[]; stderr: () => string; waitFor(pattern: RegExp): Promise<Record<string, unknown>>; exit: Promise<number | null>; kill(signal: NodeJS.Signals): void };
 
 export const fromSource = ['--import', 'tsx', 'src/main.ts'];
 
@@ -27,6 +27,7 @@ export function runMain(env: Record<string, string>, args: string[] = [], entry 
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return {
+    pid: child.pid ?? 0,
     lines,
     stderr: () => stderr,
     exit,
