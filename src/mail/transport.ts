@@ -7,10 +7,12 @@ import type { MailContent } from './messages.ts';
 export type Envelope = MailContent & { messageId: string; from: string; to: string };
 export type MailTransport = { send(mail: Envelope): Promise<void>; close(): void };
 
+/** Short timeouts: the outbox holds a row lock while it sends, and a slow server is retried anyway. */
+export const smtpTimeouts = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 };
+
 /** Delivers through an SMTP server given as `smtp://user:pass@host:port` or `smtps://…`. */
-export function createSmtpTransport(url: string): MailTransport {
-  // Short timeouts: the outbox holds a row lock while it sends, and retries anyway.
-  const transporter = nodemailer.createTransport({ url, connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 });
+export function createSmtpTransport(url: string, timeouts: typeof smtpTimeouts = smtpTimeouts): MailTransport {
+  const transporter = nodemailer.createTransport({ url, ...timeouts });
   return {
     async send(mail) {
       await transporter.sendMail(mail);

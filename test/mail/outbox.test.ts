@@ -131,6 +131,40 @@ describe('outbox workers on a queue of their own', () => {
     await back.stop();
   });
 
+  it('gives up on an SMTP server that never answers, and retries the message later', async () => {
+    const { createServer } = await import('node:net');
+    const silent = createServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const port = (silent.address() as { port: number }).port;
+    const recipient = `${uniqueUser().name}@example.com`;
+    await enqueue([recipient]);
+    const stalled = createOutboxWorker({
+      sql: queue.sql,
+      transport: createSmtpTransport(`smtp://127.0.0.1:${port}`, { connectionTimeout: 200, greetingTimeout: 200, socketTimeout: 200 }),
+      sealer,
+      clock: () => new Date(),
+      log: quiet,
+      from: 'a@b.c',
+      pollMs: 20,
+      backoffBaseMs: 20,
+      backoffCapMs: 20,
+    });
+    stalled.wake();
+    await waitUntil(async () => ((await row(recipient)).attempts as number) >= 1);
+    await stalled.stop();
+    silent.close();
+    const deferred = await row(recipient);
+    assert.equal(deferred.state, 'pending', 'a slow server is a temporary failure');
+    assert.match(deferred.last_error, /ETIMEDOUT|timeout/i);
+
+    const smtp = await startTestSmtp();
+    const healthy = worker(smtp.url);
+    healthy.wake();
+    await smtp.waitFor((message) => message.to === recipient);
+    await healthy.stop();
+    await smtp.stop();
+  });
+
   it('delivers each message once when several workers share the queue', async () => {
     const smtp = await startTestSmtp();
     const recipients = Array.from({ length: 8 }, () => uniqueUser().email);
