@@ -13,8 +13,11 @@ export type Database = {
 
 const recycleIntervalMs = 10_000;
 
-export function openDatabase(url: string, onRecycle: () => void = () => {}, applicationName = 'account-service'): Database {
-  let current = connectDatabase(url, applicationName);
+export type PoolOptions = { applicationName?: string; onRecycle?: () => void; onQuery?: (text: string) => void };
+
+export function openDatabase(url: string, options: PoolOptions = {}): Database {
+  const { onRecycle = () => {} } = options;
+  let current = connectDatabase(url, options);
   let recycledAt = 0;
   const sql = new Proxy(function pool() {}, {
     apply: (_target, _this, args: unknown[]) => (current as unknown as (...args: unknown[]) => unknown)(...args),
@@ -29,7 +32,7 @@ export function openDatabase(url: string, onRecycle: () => void = () => {}, appl
       if (!isPoolBroken(error) || Date.now() - recycledAt < recycleIntervalMs) return;
       recycledAt = Date.now();
       const retired = current;
-      current = connectDatabase(url, applicationName);
+      current = connectDatabase(url, options);
       void retired.end({ timeout: 5 }).catch(() => {});
       onRecycle();
     },
@@ -55,8 +58,10 @@ export function isDriverWriteDefect(error: unknown): boolean {
   return /\bnextWrite\b/.test(stack) && /postgres[\\/](?:cjs[\\/])?src[\\/]connection\.js/.test(stack);
 }
 
-export function connectDatabase(url: string, applicationName = 'account-service'): Sql {
+/** `onQuery` sees the text of every statement (never its parameters), for tests that compare paths. */
+export function connectDatabase(url: string, { applicationName = 'account-service', onQuery }: PoolOptions = {}): Sql {
   return postgres(url, {
+    ...(onQuery === undefined ? {} : { debug: (_connection: number, text: string) => onQuery(text) }),
     max: 10,
     connect_timeout: 5,
     idle_timeout: 60,

@@ -33,6 +33,8 @@ export type ServiceOptions = {
   transport?: MailTransport;
   outbox?: Pick<OutboxOptions, 'pollMs' | 'maxAttempts' | 'backoffBaseMs' | 'backoffCapMs'>;
   httpTimeouts?: ServerTimeouts;
+  /** Sees the text of every SQL statement, for tests that compare the work of two paths. */
+  onQuery?: (text: string) => void;
 };
 
 export type Service = {
@@ -55,7 +57,11 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const clock = options.clock ?? (() => new Date());
   // Unique per instance, so that /metrics can count this instance's own connections.
   const applicationName = `account-service/${randomUUID().slice(0, 8)}`;
-  const database = openDatabase(config.databaseUrl, () => log.warn('database connections were broken; replaced the connection pool'), applicationName);
+  const database = openDatabase(config.databaseUrl, {
+    applicationName,
+    onRecycle: () => log.warn('database connections were broken; replaced the connection pool'),
+    ...(options.onQuery === undefined ? {} : { onQuery: options.onQuery }),
+  });
   const { sql } = database;
   try {
     const migrations = await loadMigrations();

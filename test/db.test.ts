@@ -9,7 +9,7 @@ describe('openDatabase', () => {
   let recycled = 0;
   before(async () => {
     test = await createTestDatabase();
-    database = openDatabase(test.url, () => (recycled += 1));
+    database = openDatabase(test.url, { onRecycle: () => (recycled += 1) });
   });
   after(async () => {
     await database.end();

@@ -41,20 +41,28 @@ describe('POST /auth/token', () => {
     assert.equal(wrong.status, unknown.status);
   });
 
-  it('does the same scrypt work for an unknown user as for a wrong password', async () => {
+  it('does the same scrypt work and the same SQL statements for an unknown user as for a wrong password', async () => {
     const calls: string[] = [];
+    const statements: string[] = [];
     const real = createPasswordHasher({ ln: 4, r: 8, p: 1 });
     const counting = { ...real, verify: async (password: string, stored: string | null) => (calls.push('verify'), real.verify(password, stored)) };
-    const counted = await startTestService({ passwords: counting });
+    const counted = await startTestService({ passwords: counting, onQuery: (text) => statements.push(text.replace(/\s+/g, ' ').trim()) });
+    const attempt = async (username: string) => {
+      calls.length = 0;
+      statements.length = 0;
+      const response = await counted.call('POST', '/auth/token', { json: { grant_type: 'password', username, password: 'whatever1' } });
+      // The outbox worker polls the same pool; its statements are not the request's.
+      return { response, calls: [...calls], statements: statements.filter((text) => !/outbox|^(begin|commit)$/i.test(text)) };
+    };
     try {
       const { user } = await registerAndSignIn(counted);
-      calls.length = 0;
-      await counted.call('POST', '/auth/token', { json: { grant_type: 'password', username: 'nobody-here', password: 'whatever1' } });
-      const unknownCalls = calls.length;
-      calls.length = 0;
-      await counted.call('POST', '/auth/token', { json: { grant_type: 'password', username: user.name, password: 'whatever1' } });
-      assert.equal(unknownCalls, 1);
-      assert.equal(calls.length, unknownCalls);
+      const unknown = await attempt('nobody-here');
+      const wrong = await attempt(user.name);
+      assert.deepEqual(unknown.calls, ['verify']);
+      assert.deepEqual(wrong.calls, unknown.calls);
+      assert.ok(unknown.statements.length >= 3, unknown.statements.join('\n'));
+      assert.deepEqual(wrong.statements, unknown.statements, 'the same statements in the same order');
+      assert.equal(wrong.response.text, unknown.response.text);
     } finally {
       await counted.stop();
     }

@@ -38,6 +38,7 @@ export type TestServiceOptions = {
   outbox?: ServiceOptions['outbox'];
   passwords?: ServiceOptions['passwords'];
   httpTimeouts?: ServiceOptions['httpTimeouts'];
+  onQuery?: ServiceOptions['onQuery'];
   /** A database of the test's own (for fault tests) instead of a fresh one on the shared server. */
   databaseUrl?: string;
 };
@@ -60,7 +61,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     ...options.env,
   });
   const settled = { ...config, databaseUrl: database.url, tokenSecrets: config.tokenSecrets! };
-  const start = () => startService({ config: settled, log, clock: clock.now, outbox: { pollMs: 200, backoffBaseMs: 100, ...options.outbox }, passwords: options.passwords, httpTimeouts: options.httpTimeouts });
+  const start = () => startService({ config: settled, log, clock: clock.now, outbox: { pollMs: 200, backoffBaseMs: 100, ...options.outbox }, passwords: options.passwords, httpTimeouts: options.httpTimeouts, onQuery: options.onQuery });
   let service = await start();
   const handle: TestService = {
     get url() {
