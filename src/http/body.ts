@@ -69,7 +69,7 @@ function readLimited(req: IncomingMessage, limit: number): Promise<Buffer> {
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
-      req.off('aborted', onAborted);
+      req.off('close', onClose);
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
@@ -85,16 +85,18 @@ function readLimited(req: IncomingMessage, limit: number): Promise<Buffer> {
       cleanup();
       resolve(Buffer.concat(chunks, size));
     };
-    const onError = (error: Error) => {
+    // An error on the request stream, or a close before its end, means the client went away
+    // mid-body. No answer can reach it; this only ends the handler, so that nothing waits
+    // for a body that will never come and nothing is logged as a fault of the service.
+    const onError = () => {
       cleanup();
-      reject(error);
+      reject(new HttpError(problems.malformedBody, { detail: 'The request body was cut off.' }));
     };
-    // No answer can reach a client that went away; this only ends the handler quietly.
-    const onAborted = () => onError(new HttpError(problems.malformedBody, { detail: 'The request body was cut off.' }));
+    const onClose = onError;
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);
-    req.on('aborted', onAborted);
+    req.on('close', onClose);
   });
 }
 

@@ -156,6 +156,19 @@ describe('the HTTP edge', () => {
     assert.deepEqual(extra.json['invalid-params'], [{ name: 'admin', reason: 'is not a known field' }]);
   });
 
+  it('ends the handler of a client that hangs up in the middle of its body', async () => {
+    const socket = connect(Number(new URL(app.url).port), '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.write('POST /acc/reg HTTP/1.1\r\nHost: x\r\nX-Request-Id: hung-up-1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"co');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    socket.destroy();
+    const { waitUntil } = await import('../helpers/wait.ts');
+    const isItsLine = (line: string) => line.includes('"msg":"request"') && line.includes('"request_id":"hung-up-1"');
+    await waitUntil(async () => app.logs.some(isItsLine), 5_000);
+    assert.equal(JSON.parse(app.logs.find(isItsLine)!).status, 400);
+    assert.equal(app.logs.some((line) => line.includes('"level":"error"') && line.includes('hung-up-1')), false, 'not logged as a fault');
+  });
+
   it('finishes a request in flight when it stops, and refuses new connections', async () => {
     const stopping = await (await import('../helpers/service.ts')).startTestService();
     const { port } = new URL(stopping.url);
