@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { ConfigError } from './config.ts';
@@ -36,7 +37,10 @@ export async function startEmbeddedDatabase(dataDir: string, log: Logger, port?:
   try {
     await pg.start();
   } catch {
-    throw new Error(`embedded PostgreSQL in ${databaseDir} did not start; is another instance using that directory? (LOG_LEVEL=debug shows its output)`);
+    // A PostgreSQL left running by an earlier run that was killed keeps its lock on the directory.
+    const holder = await readFile(join(databaseDir, 'postmaster.pid'), 'utf8').then((text) => text.split('\n')[0], () => undefined);
+    const hint = holder === undefined ? '' : ` PostgreSQL process ${holder} holds it (from an earlier run?): stop it with \`kill ${holder}\`.`;
+    throw new Error(`embedded PostgreSQL in ${databaseDir} did not start.${hint} LOG_LEVEL=debug shows its output.`);
   }
   log.info('embedded postgres started', { dir: databaseDir, port });
   return { url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`, stop: () => pg.stop() };

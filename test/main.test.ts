@@ -97,6 +97,26 @@ describe('main', () => {
     }
   });
 
+  it('names the process that holds the embedded database when an earlier run was killed', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'account-service-held-'));
+    await chmod(dataDir, 0o755);
+    try {
+      const env = { DATA_DIR: dataDir, PORT: '0', SCRYPT_PARAMS: 'ln=4,r=8,p=1' };
+      const first = runMain(env);
+      await first.waitFor(/"msg":"listening"/);
+      first.kill('SIGKILL');
+      await first.exit;
+      const second = runMain(env);
+      assert.equal(await second.exit, 1);
+      const holder = (await readFile(join(dataDir, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0]!;
+      assert.match(second.stderr(), new RegExp(`PostgreSQL process ${holder} holds it .*kill ${holder}`));
+      process.kill(Number(holder), 'SIGINT');
+    } finally {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
   it('starts on embedded defaults with nothing configured, and keeps data and secrets across restarts', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'account-service-main-'));
     await chmod(dataDir, 0o755);
