@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { acceptedMediaType } from '../../src/http/body.ts';
 import { matchRoute, type Route } from '../../src/http/router.ts';
 import { routes } from '../../src/routes/index.ts';
 
@@ -29,20 +28,6 @@ describe('matchRoute', () => {
     for (const [method, path] of [['POST', '/acc/reg/code'], ['POST', '/acc/reg'], ['PUT', '/acc/me/pwd']] as const) {
       const match = matchRoute(routes, method, path);
       assert.ok(match !== null && 'route' in match, `${method} ${path}`);
-    }
-  });
-});
-
-describe('acceptedMediaType', () => {
-  const json = ['application/json'] as const;
-  it('accepts the type with or without a UTF-8 charset, in any case', () => {
-    for (const header of ['application/json', 'application/json; charset=utf-8', 'APPLICATION/JSON;charset=UTF-8', 'application/json; charset="utf8"']) {
-      assert.equal(acceptedMediaType(header, [...json]), 'application/json', header);
-    }
-  });
-  it('refuses other types and charsets', () => {
-    for (const header of [undefined, '', 'text/json', 'application/json; charset=iso-8859-1', 'application/json-patch+json']) {
-      assert.equal(acceptedMediaType(header, [...json]), null, String(header));
     }
   });
 });
