@@ -1,5 +1,6 @@
 import { findAccountById, type Account } from '../accounts.ts';
-import { HttpError, problems } from './errors.ts';
+import { clearFailures, recordFailure, throttleWaitSeconds } from '../login-throttle.ts';
+import { HttpError, problems, throttled } from './errors.ts';
 import type { Deps, RequestContext } from './router.ts';
 
 /**
@@ -23,4 +24,20 @@ export function invalidToken(): HttpError {
     detail: 'The bearer token is malformed, expired or revoked.',
     headers: { 'WWW-Authenticate': 'Bearer realm="accounts", error="invalid_token"' },
   });
+}
+
+/**
+ * Checks a password under the sign-in throttle of `key`: 429 while the key must wait, checked
+ * before the password so that a throttled guess costs no scrypt work and learns nothing; then a
+ * failure is counted, or a success clears the count. `stored` null (no account) does the same
+ * work and answers false.
+ */
+export async function checkThrottledPassword(deps: Deps, key: string, password: string, stored: string | null): Promise<boolean> {
+  const now = deps.clock();
+  const wait = await throttleWaitSeconds(deps.sql, key, now);
+  if (wait > 0) throw throttled(wait);
+  const valid = await deps.passwords.verify(password, stored);
+  if (valid) await clearFailures(deps.sql, key);
+  else await recordFailure(deps.sql, key, now);
+  return valid;
 }

@@ -1,8 +1,8 @@
 import { changePasswordHash } from '../accounts.ts';
-import { authenticate, invalidToken } from '../http/auth.ts';
+import { authenticate, checkThrottledPassword, invalidToken } from '../http/auth.ts';
 import { readJsonObject } from '../http/body.ts';
-import { HttpError, invalidFields, problems, throttled } from '../http/errors.ts';
-import { clearFailures, recordFailure, throttleKey, throttleWaitSeconds } from '../login-throttle.ts';
+import { HttpError, invalidFields, problems } from '../http/errors.ts';
+import { throttleKey } from '../login-throttle.ts';
 import type { Handler } from '../http/router.ts';
 import { passwordChangedMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
@@ -17,18 +17,13 @@ export const changePassword: Handler = async (ctx, deps) => {
   if (value.old_pwd.normalize('NFC') === value.new_pwd.normalize('NFC')) {
     throw invalidFields([{ name: 'new_pwd', reason: 'must differ from old_pwd' }]);
   }
-  const now = deps.clock();
   // A stolen token must not become a way around the sign-in throttle: wrong old passwords count too.
-  const key = throttleKey(account.id, account.name);
-  const wait = await throttleWaitSeconds(deps.sql, key, now);
-  if (wait > 0) throw throttled(wait);
-  if (!(await deps.passwords.verify(value.old_pwd, account.passwordHash))) {
-    await recordFailure(deps.sql, key, now);
+  if (!(await checkThrottledPassword(deps, throttleKey(account.id, account.name), value.old_pwd, account.passwordHash))) {
     throw new HttpError(problems.wrongPassword);
   }
-  await clearFailures(deps.sql, key);
 
   const newHash = await deps.passwords.hash(value.new_pwd);
+  const now = deps.clock();
   const changed = await deps.sql.begin(async (tx) => {
     if (!(await changePasswordHash(tx, account.id, account.credentialVersion, newHash))) return false;
     await enqueueMail(tx, passwordChangedMail(account.email, account.name, now, ctx.clientAddress), deps.sealer, now);

@@ -1,7 +1,8 @@
 import { findAccountByLogin, upgradePasswordHash } from '../accounts.ts';
 import { parseJsonObject, readText } from '../http/body.ts';
-import { OAuthError, throttled } from '../http/errors.ts';
-import { clearFailures, recordFailure, throttleKey, throttleWaitSeconds } from '../login-throttle.ts';
+import { checkThrottledPassword } from '../http/auth.ts';
+import { OAuthError } from '../http/errors.ts';
+import { throttleKey } from '../login-throttle.ts';
 import type { Handler } from '../http/router.ts';
 
 const maxUsernameLength = 254;
@@ -15,18 +16,10 @@ export const issueToken: Handler = async (ctx, deps) => {
   const { username, password } = await readTokenRequest(ctx.req);
   const now = deps.clock();
   const account = await findAccountByLogin(deps.sql, username);
-  const key = throttleKey(account?.id ?? null, username);
-  // Checked before the password, so a throttled guess costs no scrypt work and learns nothing.
-  const wait = await throttleWaitSeconds(deps.sql, key, now);
-  if (wait > 0) throw throttled(wait);
   // The same scrypt work and the same answer whether the account is unknown or the password
   // wrong, so that neither timing nor response tells which names exist.
-  const valid = await deps.passwords.verify(password, account?.passwordHash ?? null);
-  if (account === null || !valid) {
-    await recordFailure(deps.sql, key, now);
-    throw new OAuthError('invalid_grant', 'The username or password is incorrect.');
-  }
-  await clearFailures(deps.sql, key);
+  const valid = await checkThrottledPassword(deps, throttleKey(account?.id ?? null, username), password, account?.passwordHash ?? null);
+  if (account === null || !valid) throw new OAuthError('invalid_grant', 'The username or password is incorrect.');
 
   if (deps.passwords.needsRehash(account.passwordHash)) {
     await upgradePasswordHash(deps.sql, account.id, account.passwordHash, await deps.passwords.hash(password));
