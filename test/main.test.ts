@@ -9,7 +9,6 @@ import { fromSource, runMain, type Running } from './helpers/process.ts';
 import { codeIn, startTestSmtp, type TestSmtp } from './helpers/smtp.ts';
 import { testSecret } from './helpers/service.ts';
 
-const root = new URL('..', import.meta.url).pathname;
 
 describe('main', () => {
   let smtp: TestSmtp;

@@ -42,7 +42,7 @@ export async function enqueueMail(tx: Transaction, mail: OutgoingMail, sealer: S
  * it is sent, so several instances share one queue and each message is sent by one of them.
  */
 export function createOutboxWorker(options: OutboxOptions): OutboxWorker {
-  const { sql, log, pollMs = 5_000 } = options;
+  const { log, pollMs = 5_000 } = options;
   let running: Promise<void> | null = null;
   let wanted = false;
   let stopped = false;
