@@ -46,3 +46,15 @@ export async function changePasswordHash(tx: Transaction, id: string, credential
     WHERE id = ${id} AND credential_version = ${credentialVersion} AND activated_at IS NOT NULL`;
   return rows.count === 1;
 }
+
+/**
+ * Up to `limit` stored hashes, in id order after `afterId`, that are not one layer made with the
+ * parameters `currentPrefix` begins (`$scrypt$ln=15,r=8,p=3$`). Pending registrations count too:
+ * they become accounts with the hash they hold.
+ */
+export async function findOutdatedHashes(sql: Sql, currentPrefix: string, afterId: string, limit: number): Promise<Array<{ id: string; passwordHash: string }>> {
+  return sql<Array<{ id: string; passwordHash: string }>>`
+    SELECT id, password_hash AS "passwordHash" FROM accounts
+    WHERE id > ${afterId} AND NOT starts_with(password_hash, ${currentPrefix})
+    ORDER BY id LIMIT ${limit}`;
+}

@@ -14,6 +14,7 @@ export type Config = {
   tokenSecrets: Buffer[] | null;
   tokenTtlSeconds: number;
   regCodeTtlSeconds: number;
+  resetCodeTtlSeconds: number;
   scrypt: ScryptParams;
   hashConcurrency: number;
   /** Requests per minute per client address on each unauthenticated POST; 0 turns it off. */
@@ -55,6 +56,7 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
     tokenSecrets,
     tokenTtlSeconds: integer(env, 'TOKEN_TTL', 3600, 60, 7 * 24 * 3600),
     regCodeTtlSeconds: integer(env, 'REG_CODE_TTL', 1800, 60, 7 * 24 * 3600),
+    resetCodeTtlSeconds: integer(env, 'RESET_CODE_TTL', 900, 60, 24 * 3600),
     scrypt,
     hashConcurrency: integer(env, 'HASH_CONCURRENCY', 4, 1, 64),
     rateLimit: integer(env, 'RATE_LIMIT', 20, 0, 1_000_000),

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Sql } from './db.ts';
+import type { Sql, Transaction } from './db.ts';
 
 /** Failures allowed before each further attempt must wait. */
 export const freeFailures = 5;
@@ -37,7 +37,7 @@ export async function recordFailure(sql: Sql, key: string, now: Date): Promise<v
   }
 }
 
-export async function clearFailures(sql: Sql, key: string): Promise<void> {
+export async function clearFailures(sql: Sql | Transaction, key: string): Promise<void> {
   await sql`DELETE FROM login_failures WHERE key = ${key}`;
 }
 

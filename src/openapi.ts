@@ -1,6 +1,6 @@
 import { problems, problemTypePrefix } from './http/errors.ts';
 import type { Route } from './http/router.ts';
-import { activationSchema, passwordChangeSchema, registrationSchema, type Schema } from './validation.ts';
+import { activationSchema, passwordChangeSchema, passwordResetSchema, registrationSchema, resetCodeRequestSchema, type Schema } from './validation.ts';
 
 type JsonObject = Record<string, unknown>;
 
@@ -8,6 +8,8 @@ type JsonObject = Record<string, unknown>;
 const requestSchemas: Record<string, JsonObject> = {
   RegistrationRequest: objectSchema(registrationSchema),
   ActivationRequest: objectSchema(activationSchema),
+  ResetCodeRequest: objectSchema(resetCodeRequestSchema),
+  PasswordResetRequest: objectSchema(passwordResetSchema),
   PasswordChangeRequest: objectSchema(passwordChangeSchema),
   TokenRequest: {
     type: 'object',
@@ -64,7 +66,7 @@ export function buildOpenApiDocument(routes: readonly Route[], version: string):
     info: {
       title: 'Account service',
       version,
-      description: 'Two-step registration, bearer tokens and password change. Unknown paths answer 404 and known paths with another method 405, both as problems.',
+      description: 'Two-step registration, password reset by e-mailed code, bearer tokens and password change. Unknown paths answer 404 and known paths with another method 405, both as problems.',
     },
     paths,
     components: {

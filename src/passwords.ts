@@ -9,58 +9,127 @@ export type PasswordHasher = {
    * it does the same scrypt work and answers false, so that timing cannot tell the cases apart.
    */
   verify(password: string, stored: string | null): Promise<boolean>;
-  /** True when the stored hash was made with other parameters than the current ones. */
+  /** True unless the stored hash is one layer made with the current parameters. */
   needsRehash(stored: string): boolean;
+  /**
+   * Wraps an outdated hash in one more layer, without the password, so that checking it costs
+   * what the current parameters cost. Null when nothing is to be done or it cannot be done.
+   */
+  wrap(stored: string): Promise<string | null>;
 };
 
-type ParsedHash = { params: ScryptParams; salt: Buffer; hash: Buffer };
+/** One scrypt pass: its parameters and its salt. A stored hash is one pass or a chain of them. */
+export type Layer = { params: ScryptParams; salt: Buffer };
+export type ParsedHash = { layers: Layer[]; hash: Buffer };
+export type Derive = (input: string | Buffer, salt: Buffer, params: ScryptParams) => Promise<Buffer>;
 
 const saltBytes = 16;
 const hashBytes = 32;
-const phcPattern = /^\$scrypt\$ln=([0-9]{1,2}),r=([0-9]{1,2}),p=([0-9]{1,2})\$([A-Za-z0-9+/]+)\$([A-Za-z0-9+/]+)$/;
+const paramsPattern = /^ln=([0-9]{1,2}),r=([0-9]{1,2}),p=([0-9]{1,2})$/;
+const base64Pattern = /^[A-Za-z0-9+/]+$/;
+/** A wrapped hash counts as equal in cost when its work is within this share of the current one. */
+const workTolerance = 0.05;
 
-export function createPasswordHasher(params: ScryptParams): PasswordHasher {
+/** scrypt's work grows with N·r·p; memory with N·r. */
+export function scryptWork(params: ScryptParams): number {
+  return 2 ** params.ln * params.r * params.p;
+}
+
+/** The work of checking a stored hash: the sum over its layers; null if it is not a scrypt PHC string. */
+export function storedWork(stored: string): number | null {
+  const parsed = parseHash(stored);
+  return parsed === null ? null : parsed.layers.reduce((sum, layer) => sum + scryptWork(layer.params), 0);
+}
+
+/** `derive` is the scrypt call; tests pass their own to count the work each path does. */
+export function createPasswordHasher(params: ScryptParams, derive: Derive = deriveScrypt): PasswordHasher {
+  const current = (parsed: ParsedHash) => parsed.layers.length === 1 && sameParams(parsed.layers[0]!.params, params);
   return {
     async hash(password) {
       const salt = randomBytes(saltBytes);
-      const hash = await derive(password, salt, params);
-      return formatHash({ params, salt, hash });
+      return formatHash({ layers: [{ params, salt }], hash: await derive(password, salt, params) });
     },
     async verify(password, stored) {
       const parsed = stored === null ? null : parseHash(stored);
       // A missing account is checked against a hash that matches nothing, made with the current parameters.
-      const target = parsed ?? { params, salt: randomBytes(saltBytes), hash: Buffer.alloc(hashBytes) };
-      const candidate = await derive(password, target.salt, target.params);
+      const target = parsed ?? { layers: [{ params, salt: randomBytes(saltBytes) }], hash: Buffer.alloc(hashBytes) };
+      let candidate: string | Buffer = password;
+      for (const layer of target.layers) candidate = await derive(candidate, layer.salt, layer.params);
       // Constant-time comparison: a timing difference would reveal how many leading bytes match.
-      const equal = candidate.length === target.hash.length && timingSafeEqual(candidate, target.hash);
+      const equal = Buffer.isBuffer(candidate) && candidate.length === target.hash.length && timingSafeEqual(candidate, target.hash);
       return parsed !== null && equal;
     },
     needsRehash(stored) {
       const parsed = parseHash(stored);
-      return parsed === null || parsed.params.ln !== params.ln || parsed.params.r !== params.r || parsed.params.p !== params.p;
+      return parsed === null || !current(parsed);
+    },
+    async wrap(stored) {
+      const parsed = parseHash(stored);
+      if (parsed === null || current(parsed)) return null;
+      const outer = wrappingParams(storedWork(stored)!, params);
+      if (outer === null) return null;
+      const salt = randomBytes(saltBytes);
+      return formatHash({ layers: [...parsed.layers, { params: outer, salt }], hash: await derive(parsed.hash, salt, outer) });
     },
   };
 }
 
-function derive(password: string, salt: Buffer, params: ScryptParams): Promise<Buffer> {
+/**
+ * The parameters of an outer layer that brings a chain of `work` up to the work of `target`,
+ * or null when the chain already costs that much (within the tolerance) or more. Why: an
+ * unknown user is checked at the current cost, so every stored hash must cost the same for a
+ * wrong password to take as long as an unknown name (account-enumeration safety).
+ */
+export function wrappingParams(work: number, target: ScryptParams): ScryptParams | null {
+  const missing = scryptWork(target) - work;
+  if (missing <= scryptWork(target) * workTolerance) return null;
+  let best: ScryptParams | null = null;
+  for (let ln = 1; ln <= target.ln; ln += 1) {
+    const p = Math.min(64, Math.max(1, Math.round(missing / (2 ** ln * target.r))));
+    const candidate = { ln, r: target.r, p };
+    // Prefer the largest N that fits: more memory per pass is the point of scrypt.
+    if (best === null || Math.abs(scryptWork(candidate) - missing) <= Math.abs(scryptWork(best) - missing)) best = candidate;
+  }
+  return best;
+}
+
+function deriveScrypt(input: string | Buffer, salt: Buffer, params: ScryptParams): Promise<Buffer> {
   const cost = 2 ** params.ln;
   const options: ScryptOptions = { N: cost, r: params.r, p: params.p, maxmem: 256 * cost * params.r };
+  const secret = typeof input === 'string' ? input.normalize('NFC') : input;
   // Asynchronous scrypt runs on libuv's thread pool, so hashing never blocks the event loop.
   return new Promise((resolve, reject) => {
-    scrypt(password.normalize('NFC'), salt, hashBytes, options, (error, key) => (error ? reject(error) : resolve(key)));
+    scrypt(secret, salt, hashBytes, options, (error, key) => (error ? reject(error) : resolve(key)));
   });
 }
 
-export function formatHash({ params, salt, hash }: ParsedHash): string {
-  const encode = (bytes: Buffer) => bytes.toString('base64').replace(/=+$/, '');
-  return `$scrypt$ln=${params.ln},r=${params.r},p=${params.p}$${encode(salt)}$${encode(hash)}`;
+function sameParams(a: ScryptParams, b: ScryptParams): boolean {
+  return a.ln === b.ln && a.r === b.r && a.p === b.p;
+}
+
+const encode = (bytes: Buffer) => bytes.toString('base64').replace(/=+$/, '');
+
+/**
+ * PHC string `$scrypt$ln=15,r=8,p=3$<salt>$<hash>`; a wrapped hash repeats the
+ * `$<params>$<salt>` pair once per layer, innermost first.
+ */
+export function formatHash({ layers, hash }: ParsedHash): string {
+  const passes = layers.map(({ params, salt }) => `$ln=${params.ln},r=${params.r},p=${params.p}$${encode(salt)}`).join('');
+  return `$scrypt${passes}$${encode(hash)}`;
 }
 
 export function parseHash(stored: string): ParsedHash | null {
-  const match = phcPattern.exec(stored);
-  if (match === null) return null;
-  const [, ln, r, p, salt, hash] = match as unknown as [string, string, string, string, string, string];
-  return { params: { ln: Number(ln), r: Number(r), p: Number(p) }, salt: Buffer.from(salt, 'base64'), hash: Buffer.from(hash, 'base64') };
+  const parts = stored.split('$');
+  if (parts[0] !== '' || parts[1] !== 'scrypt' || parts.length < 5 || parts.length % 2 === 0) return null;
+  const layers: Layer[] = [];
+  for (let index = 2; index < parts.length - 1; index += 2) {
+    const match = paramsPattern.exec(parts[index]!);
+    const salt = parts[index + 1]!;
+    if (match === null || !base64Pattern.test(salt)) return null;
+    layers.push({ params: { ln: Number(match[1]), r: Number(match[2]), p: Number(match[3]) }, salt: Buffer.from(salt, 'base64') });
+  }
+  const hash = parts[parts.length - 1]!;
+  return base64Pattern.test(hash) ? { layers, hash: Buffer.from(hash, 'base64') } : null;
 }
 
 /** The same hasher with every scrypt call passed through `limiter`, so that hashing is bounded. */
@@ -69,5 +138,6 @@ export function limitPasswordHasher(hasher: PasswordHasher, limiter: Limiter): P
     hash: (password) => limiter.run(() => hasher.hash(password)),
     verify: (password, stored) => limiter.run(() => hasher.verify(password, stored)),
     needsRehash: (stored) => hasher.needsRehash(stored),
+    wrap: (stored) => hasher.wrap(stored),
   };
 }

@@ -15,6 +15,9 @@ import { createPasswordHasher, limitPasswordHasher, type PasswordHasher } from '
 import { createRateLimiter } from './rate-limit.ts';
 import { deleteStaleFailures } from './login-throttle.ts';
 import { deleteExpiredRegistrations } from './registrations.ts';
+import { createAddressKeyer, deleteStaleQuotas } from './address-quotas.ts';
+import { deleteExpiredCodes } from './one-time-codes.ts';
+import { wrapOutdatedHashes } from './hash-wrapping.ts';
 import { routes } from './routes/index.ts';
 import { createMetrics } from './metrics.ts';
 import { buildOpenApiDocument } from './openapi.ts';
@@ -74,15 +77,17 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     // Hashing is bounded: HASH_CONCURRENCY at once, four times as many waiting for at most 2 s,
     // 503 past that. The queue is short on purpose: at production cost a hash takes ~0.1-0.5 s,
     // and a longer queue would only make clients wait past any useful timeout (see Performance).
+    const unlimitedHasher = options.passwords ?? createPasswordHasher(config.scrypt);
     const passwordLimiter = createLimiter(config.hashConcurrency, config.hashConcurrency * 4, 2_000);
     const deps: Deps = {
       sql,
       config,
       clock,
       log,
-      passwords: limitPasswordHasher(options.passwords ?? createPasswordHasher(config.scrypt), passwordLimiter),
+      passwords: limitPasswordHasher(unlimitedHasher, passwordLimiter),
       tokens: createTokenService(config.tokenSecrets, config.tokenTtlSeconds),
       sealer,
+      addressKey: createAddressKeyer(config.tokenSecrets[0]!),
       outbox,
       migrations,
       rateLimiter: config.rateLimit === 0 ? null : createRateLimiter(config.rateLimit),
@@ -94,11 +99,21 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     };
     const sweep = setInterval(() => {
       const now = clock();
-      Promise.all([deleteExpiredRegistrations(sql, new Date(now.getTime() - expiredRegistrationGraceMs)), deleteStaleFailures(sql, now)])
-        .then(([registrations, failures]) => log.debug('sweep done', { registrations, failures }))
+      const graceStart = new Date(now.getTime() - expiredRegistrationGraceMs);
+      Promise.all([deleteExpiredRegistrations(sql, graceStart), deleteExpiredCodes(sql, graceStart), deleteStaleFailures(sql, now), deleteStaleQuotas(sql, now)])
+        .then(([registrations, codes, failures, quotas]) => log.debug('sweep done', { registrations, codes, failures, quotas }))
         .catch((error: unknown) => log.warn('sweep failed', describeError(error)));
     }, sweepIntervalMs);
     sweep.unref();
+    let stopping = false;
+    // In the background: the service answers at once, and requests keep their hashing slots.
+    const wrapping = wrapOutdatedHashes(sql, unlimitedHasher, config.scrypt, () => stopping).then(
+      ({ wrapped, unwrappable }) => {
+        if (wrapped > 0) log.info('wrapped outdated password hashes to the current scrypt cost', { wrapped });
+        if (unwrappable > 0) log.warn('password hashes cost more than SCRYPT_PARAMS; until their owners sign in, timing tells them apart', { accounts: unwrappable });
+      },
+      (error: unknown) => log.warn('wrapping outdated password hashes failed; it is tried again at the next start', describeError(error)),
+    );
 
     const server = createServer(deps, routes, options.httpTimeouts);
     await new Promise<void>((resolve, reject) => {
@@ -116,7 +131,9 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       noteDatabaseFailure: database.noteFailure,
       async stop() {
         clearInterval(sweep);
+        stopping = true;
         await closeServer(server);
+        await wrapping;
         await outbox.stop();
         transport.close();
         await database.end();

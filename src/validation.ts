@@ -28,6 +28,13 @@ export const registrationSchema = {
 
 export const activationSchema = { code: field(patterns.code) } satisfies Schema;
 
+export const resetCodeRequestSchema = { email: field(patterns.email) } satisfies Schema;
+
+export const passwordResetSchema = {
+  code: field(patterns.code),
+  new_pwd: field(patterns.password),
+} satisfies Schema;
+
 export const passwordChangeSchema = {
   old_pwd: field(patterns.password),
   new_pwd: field(patterns.password),

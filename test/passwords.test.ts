@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createPasswordHasher, formatHash, parseHash } from '../src/passwords.ts';
+import { createPasswordHasher, formatHash, parseHash, scryptWork, storedWork, wrappingParams, type Derive } from '../src/passwords.ts';
+import type { ScryptParams } from '../src/config.ts';
 
 const params = { ln: 4, r: 8, p: 1 };
 const hasher = createPasswordHasher(params);
@@ -42,13 +43,89 @@ describe('passwords', () => {
   });
 
   it('round-trips the PHC format', () => {
-    const parsed = { params: { ln: 15, r: 8, p: 3 }, salt: Buffer.alloc(16, 1), hash: Buffer.alloc(32, 2) };
+    const parsed = { layers: [{ params: { ln: 15, r: 8, p: 3 }, salt: Buffer.alloc(16, 1) }], hash: Buffer.alloc(32, 2) };
     assert.deepEqual(parseHash(formatHash(parsed)), parsed);
+    const wrapped = { layers: [...parsed.layers, { params: { ln: 4, r: 8, p: 2 }, salt: Buffer.alloc(16, 3) }], hash: Buffer.alloc(32, 4) };
+    assert.deepEqual(parseHash(formatHash(wrapped)), wrapped);
+    for (const bad of ['$scrypt$ln=4,r=8,p=1$c2FsdA', '$scrypt$ln=4,r=8$c2FsdA$aGFzaA', '$scrypt$ln=4,r=8,p=1$c2F$sdA$aGFzaA', '$scrypt$$$', 'x$scrypt$ln=4,r=8,p=1$c2FsdA$aGFzaA']) {
+      assert.equal(parseHash(bad), null, bad);
+    }
   });
 
   it('uses production parameters within the memory limit', async () => {
     const production = createPasswordHasher({ ln: 15, r: 8, p: 3 });
     const hash = await production.hash('production-check');
     assert.equal(await production.verify('production-check', hash), true);
+  });
+
+  describe('wrapping hashes made with older parameters', () => {
+    /** A scrypt that records the work of every call, to compare paths without timing them. */
+    function counting(): { derive: Derive; work: () => number } {
+      let total = 0;
+      return {
+        derive: async (input, salt, params) => {
+          total += scryptWork(params);
+          const { scrypt } = await import('node:crypto');
+          const secret = typeof input === 'string' ? input.normalize('NFC') : input;
+          return new Promise((resolve, reject) => scrypt(secret, salt, 32, { N: 2 ** params.ln, r: params.r, p: params.p, maxmem: 2 ** 30 }, (error, key) => (error ? reject(error) : resolve(key))));
+        },
+        work: () => {
+          const value = total;
+          total = 0;
+          return value;
+        },
+      };
+    }
+
+    it('wraps an outdated hash so that a wrong password costs what an unknown user costs', async () => {
+      const current: ScryptParams = { ln: 10, r: 8, p: 2 };
+      const meter = counting();
+      const oldHasher = createPasswordHasher({ ln: 6, r: 8, p: 1 }, meter.derive);
+      const hasher = createPasswordHasher(current, meter.derive);
+      const old = await oldHasher.hash('secret-1');
+      meter.work();
+
+      await hasher.verify('wrong-password', null);
+      const unknownUser = meter.work();
+      await hasher.verify('wrong-password', old);
+      assert.ok(meter.work() < unknownUser / 4, 'before wrapping, the old hash is much cheaper: the flaw');
+
+      const wrapped = await hasher.wrap(old);
+      assert.ok(wrapped !== null);
+      assert.equal(parseHash(wrapped)!.layers.length, 2);
+      assert.equal(storedWork(wrapped), scryptWork(current), 'the layers add up to the current cost');
+      meter.work();
+      assert.equal(await hasher.verify('wrong-password', wrapped), false);
+      assert.equal(meter.work(), unknownUser, 'a wrong password on a wrapped hash costs exactly an unknown user');
+      assert.equal(await hasher.verify('secret-1', wrapped), true, 'the owner still signs in');
+      assert.equal(hasher.needsRehash(wrapped), true, 'and is then given a plain current hash');
+      assert.equal(await hasher.wrap(wrapped), null, 'a wrapped hash is not wrapped again');
+    });
+
+    it('wraps again after a second parameter change, and leaves stronger or current hashes alone', async () => {
+      const first = createPasswordHasher({ ln: 8, r: 8, p: 1 });
+      const second = createPasswordHasher({ ln: 9, r: 8, p: 1 });
+      const third = createPasswordHasher({ ln: 11, r: 8, p: 1 });
+      const wrappedOnce = (await second.wrap(await first.hash('secret-2')))!;
+      const wrappedTwice = (await third.wrap(wrappedOnce))!;
+      assert.equal(parseHash(wrappedTwice)!.layers.length, 3);
+      assert.equal(storedWork(wrappedTwice), scryptWork({ ln: 11, r: 8, p: 1 }));
+      assert.equal(await third.verify('secret-2', wrappedTwice), true);
+      assert.equal(await third.wrap(await third.hash('x-secret')), null, 'current');
+      assert.equal(await first.wrap(await third.hash('x-secret')), null, 'stronger than the current parameters');
+      assert.equal(await third.wrap('garbage'), null);
+    });
+
+    it('picks outer parameters that make up the missing work', () => {
+      const target = { ln: 15, r: 8, p: 3 };
+      for (const inner of [{ ln: 4, r: 8, p: 1 }, { ln: 14, r: 8, p: 3 }, { ln: 15, r: 8, p: 1 }, { ln: 12, r: 4, p: 2 }, { ln: 14, r: 8, p: 5 }]) {
+        const outer = wrappingParams(scryptWork(inner), target)!;
+        const total = scryptWork(inner) + scryptWork(outer);
+        assert.ok(Math.abs(total - scryptWork(target)) <= scryptWork(target) * 0.05, `${JSON.stringify(inner)} + ${JSON.stringify(outer)}`);
+        assert.equal(outer.r, target.r);
+      }
+      assert.equal(wrappingParams(scryptWork(target), target), null);
+      assert.equal(wrappingParams(scryptWork(target) * 2, target), null);
+    });
   });
 });

@@ -1,3 +1,4 @@
+import type { QuotaRefusal } from '../address-quotas.ts';
 /** A field that failed validation, as RFC 9457 `invalid-params` lists it. */
 export type InvalidParam = { name: string; reason: string };
 
@@ -9,15 +10,16 @@ export const problems = {
   malformedBody: { status: 400, slug: 'malformed-body', title: 'The request body is not a JSON object in UTF-8' },
   invalidFields: { status: 400, slug: 'invalid-fields', title: 'One or more fields are invalid' },
   invalidToken: { status: 401, slug: 'invalid-token', title: 'A valid bearer token is required' },
-  wrongPassword: { status: 403, slug: 'wrong-password', title: 'The old password does not match' },
+  wrongPassword: { status: 403, slug: 'wrong-password', title: 'The password does not match' },
   notFound: { status: 404, slug: 'not-found', title: 'No such resource' },
-  unknownCode: { status: 404, slug: 'unknown-code', title: 'The registration code is unknown or already used' },
+  unknownCode: { status: 404, slug: 'unknown-code', title: 'The code is unknown or already used' },
   methodNotAllowed: { status: 405, slug: 'method-not-allowed', title: 'Method not allowed on this resource' },
   nameTaken: { status: 409, slug: 'name-taken', title: 'The name is already taken' },
-  codeExpired: { status: 410, slug: 'code-expired', title: 'The registration code has expired' },
+  codeExpired: { status: 410, slug: 'code-expired', title: 'The code has expired' },
   bodyTooLarge: { status: 413, slug: 'body-too-large', title: 'The request body is too large' },
   unsupportedMediaType: { status: 415, slug: 'unsupported-media-type', title: 'The request body must be application/json' },
-  tooSoon: { status: 429, slug: 'too-soon', title: 'A registration code was sent to this address moments ago' },
+  tooSoon: { status: 429, slug: 'too-soon', title: 'A code was requested for this address moments ago' },
+  dailyLimit: { status: 429, slug: 'daily-limit', title: 'Too many codes were requested for this address today' },
   rateLimited: { status: 429, slug: 'rate-limited', title: 'Too many requests from this address' },
   throttled: { status: 429, slug: 'throttled', title: 'Too many failed password attempts' },
   unavailable: { status: 503, slug: 'unavailable', title: 'The service is temporarily unavailable' },
@@ -88,4 +90,10 @@ export function problemBody(error: HttpError): Record<string, unknown> {
 /** 429 for a key whose failed password checks must now wait `seconds`. */
 export function throttled(seconds: number): HttpError {
   return new HttpError(problems.throttled, { detail: `Try again in ${seconds} seconds.`, headers: { 'Retry-After': String(seconds) } });
+}
+
+/** 429 for an address that asked for a code too recently or too often (address-quotas.ts). */
+export function quotaRefused(refusal: QuotaRefusal): HttpError {
+  const problem = refusal.reason === 'cooldown' ? problems.tooSoon : problems.dailyLimit;
+  return new HttpError(problem, { headers: { 'Retry-After': String(refusal.retryAfterSeconds) } });
 }

@@ -19,6 +19,8 @@ export type Deps = {
   passwords: PasswordHasher;
   tokens: TokenService;
   sealer: Sealer;
+  /** The keyed hash an address is counted under by the per-address quotas. */
+  addressKey(email: string): Buffer;
   outbox: { wake(): void };
   migrations: Migration[];
   /** Null when RATE_LIMIT is 0. */
@@ -52,7 +54,7 @@ export type RouteDoc = {
   summary: string;
   auth?: true;
   /** A request schema of openapi.ts. */
-  request?: 'RegistrationRequest' | 'ActivationRequest' | 'PasswordChangeRequest' | 'TokenRequest';
+  request?: 'RegistrationRequest' | 'ActivationRequest' | 'ResetCodeRequest' | 'PasswordResetRequest' | 'PasswordChangeRequest' | 'TokenRequest';
   success: { status: 200 | 204; schema?: string; contentType?: string };
   errors: number[];
 };

@@ -1,42 +1,70 @@
 /** What the outbox stores and the transport sends; never logged, as it may hold a code. */
 export type MailContent = { subject: string; text: string; html: string };
-export type MailKind = 'registration-code' | 'account-active' | 'password-changed' | 'registration-attempt';
+export type MailKind = 'registration-code' | 'account-active' | 'password-changed' | 'registration-attempt' | 'reset-code' | 'password-reset';
 export type OutgoingMail = { kind: MailKind; to: string; content: MailContent };
+/** A message whose recipient the database supplies: the address stored for the account. */
+export type UnaddressedMail = Omit<OutgoingMail, 'to'>;
 
-export function registrationCodeMail(to: string, name: string, code: string, expiresAt: Date, lifetimeSeconds: number): OutgoingMail {
-  const minutes = Math.round(lifetimeSeconds / 60);
-  return compose('registration-code', to, 'Your registration code', [
-    `Hello ${name},`,
-    'your registration code is:',
+/** The code of a pending registration; it names the account the code activates, which a later request never changes. */
+export function registrationCodeMail(to: string, name: string, code: string, expiresAt: Date, now: Date): OutgoingMail {
+  return { to, ...compose('registration-code', 'Your registration code', [
+    'Hello,',
+    `this code activates the account "${name}" with this address:`,
     code,
-    `It is valid for ${minutes} minutes, until ${isoUtc(expiresAt)}. Send it to activate your account.`,
-    'If you did not ask to register, ignore this message: without the code no account is created.',
-  ]);
+    `It is valid for ${minutesUntil(expiresAt, now)} minutes, until ${isoUtc(expiresAt)}. Send it to activate the account.`,
+    `If you did not ask to register "${name}", ignore this message: without the code no account is created.`,
+  ]) };
 }
 
 export function accountActiveMail(to: string, name: string): OutgoingMail {
-  return compose('account-active', to, 'Your account is active', [
+  return { to, ...compose('account-active', 'Your account is active', [
     `Hello ${name},`,
     'your account is now active. You can sign in with your name or this address and your password.',
-  ]);
+  ]) };
 }
 
 export function passwordChangedMail(to: string, name: string, changedAt: Date, clientAddress: string): OutgoingMail {
-  return compose('password-changed', to, 'Your password was changed', [
+  return { to, ...compose('password-changed', 'Your password was changed', [
     `Hello ${name},`,
     `the password of your account was changed at ${isoUtc(changedAt)} from the address ${clientAddress}.`,
     'All sessions signed in before the change have been signed out.',
     'If you did not change it, your account may be compromised: contact support at once.',
+  ]) };
+}
+
+export function registrationAttemptMail(to: string, name: string): OutgoingMail {
+  return { to, ...compose('registration-attempt', 'Someone tried to register with your address', [
+    `Hello ${name},`,
+    'someone asked to register a new account with this address, which already belongs to your account.',
+    'Nothing was changed. If it was you, sign in with your existing account instead.',
+    'If you forgot your password, ask for a reset code with this address (POST /acc/pwd/code) and set a new one.',
+    'If it was not you, you can ignore this message.',
+  ]) };
+}
+
+/** A reset code. It carries no account name: the code is issued before anything about the account is read. */
+export function resetCodeMail(code: string, expiresAt: Date, now: Date, clientAddress: string): UnaddressedMail {
+  return compose('reset-code', 'Your password reset code', [
+    'Hello,',
+    `someone asked at ${isoUtc(now)}, from the address ${clientAddress}, to reset the password of the account with this address. The code is:`,
+    code,
+    `It is valid for ${minutesUntil(expiresAt, now)} minutes, until ${isoUtc(expiresAt)}. Send it with a new password to set it.`,
+    'Your password is unchanged. If it was not you, ignore this message.',
   ]);
 }
 
-export function registrationAttemptMail(to: string): OutgoingMail {
-  return compose('registration-attempt', to, 'Someone tried to register with your address', [
-    'Hello,',
-    'someone asked to register a new account with this address, which already belongs to your account.',
-    'Nothing was changed. If it was you, sign in with your existing account instead.',
-    'If it was not you, you can ignore this message.',
-  ]);
+export function passwordResetMail(to: string, name: string, resetAt: Date, clientAddress: string): OutgoingMail {
+  return { to, ...compose('password-reset', 'Your password was reset', [
+    `Hello ${name},`,
+    `the password of your account was reset with an e-mailed code at ${isoUtc(resetAt)} from the address ${clientAddress}.`,
+    'All sessions have been signed out.',
+    'If you did not do this, someone can read your e-mail: secure your mailbox, then reset the password again.',
+  ]) };
+}
+
+/** Whole minutes left, at least one, rounded down so that the mail never promises more than is left. */
+function minutesUntil(expiresAt: Date, now: Date): number {
+  return Math.max(1, Math.floor((expiresAt.getTime() - now.getTime()) / 60_000));
 }
 
 /** ISO 8601 in UTC without fractions, such as 2026-11-21T10:30:00Z. */
@@ -44,9 +72,9 @@ export function isoUtc(date: Date): string {
   return date.toISOString().replace(/\.[0-9]{3}Z$/, 'Z');
 }
 
-function compose(kind: MailKind, to: string, subject: string, paragraphs: string[]): OutgoingMail {
+function compose(kind: MailKind, subject: string, paragraphs: string[]): UnaddressedMail {
   const html = `<!doctype html><html><body>${paragraphs.map((paragraph) => `<p>${escapeHtml(paragraph)}</p>`).join('')}</body></html>`;
-  return { kind, to, content: { subject, text: `${paragraphs.join('\n\n')}\n`, html } };
+  return { kind, content: { subject, text: `${paragraphs.join('\n\n')}\n`, html } };
 }
 
 function escapeHtml(text: string): string {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Sql, Transaction } from '../db.ts';
 import { describeError, type Logger } from '../log.ts';
 import type { Sealer } from '../sealing.ts';
-import type { MailContent, OutgoingMail } from './messages.ts';
+import type { MailContent, OutgoingMail, UnaddressedMail } from './messages.ts';
 import { isPermanentFailure, type MailTransport } from './transport.ts';
 
 export type OutboxWorker = {
@@ -27,14 +27,20 @@ export type OutboxOptions = {
   onError?: (error: unknown) => void;
 };
 
+/** A message ready for the outbox table: encrypted, with the Message-ID it keeps across retries. */
+export type SealedMail = { messageId: string; kind: string; sealed: Buffer };
+
+export function sealMail(mail: UnaddressedMail, sealer: Sealer): SealedMail {
+  // The content may hold a code, so it is stored only encrypted.
+  return { messageId: `<${randomUUID()}@account-service>`, kind: mail.kind, sealed: sealer.seal(JSON.stringify(mail.content)) };
+}
+
 /** Queues a message in the caller's transaction, so it exists exactly when the change that causes it does. */
 export async function enqueueMail(tx: Transaction, mail: OutgoingMail, sealer: Sealer, now: Date): Promise<void> {
-  // The content may hold a registration code, so it is stored only encrypted.
-  const sealed = sealer.seal(JSON.stringify(mail.content));
-  const messageId = `<${randomUUID()}@account-service>`;
+  const { messageId, kind, sealed } = sealMail(mail, sealer);
   await tx`
     INSERT INTO outbox (message_id, kind, recipient, sealed_content, next_attempt_at, created_at)
-    VALUES (${messageId}, ${mail.kind}, ${mail.to}, ${sealed}, ${now}, ${now})`;
+    VALUES (${messageId}, ${kind}, ${mail.to}, ${sealed}, ${now}, ${now})`;
 }
 
 /**

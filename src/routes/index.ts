@@ -7,6 +7,8 @@ import { issueToken } from './issue-token.ts';
 import { getMetrics } from './metrics.ts';
 import { getApiDocument } from './openapi.ts';
 import { requestRegistrationCode } from './request-registration-code.ts';
+import { requestResetCode } from './request-reset-code.ts';
+import { resetPassword } from './reset-password.ts';
 
 /** Every route, with what the API document says of it. Error statuses are all those the route can answer. */
 export const routes: readonly Route[] = [
@@ -23,6 +25,20 @@ export const routes: readonly Route[] = [
     handler: activateAccount,
     rateLimited: true,
     doc: { summary: 'Activate the account with its registration code', request: 'ActivationRequest', success: { status: 204 }, errors: [400, 404, 410, 413, 415, 429, 500, 503] },
+  },
+  {
+    method: 'POST',
+    path: '/acc/pwd/code',
+    handler: requestResetCode,
+    rateLimited: true,
+    doc: { summary: 'Request a password reset code by e-mail', request: 'ResetCodeRequest', success: { status: 204 }, errors: [400, 413, 415, 429, 500, 503] },
+  },
+  {
+    method: 'POST',
+    path: '/acc/pwd',
+    handler: resetPassword,
+    rateLimited: true,
+    doc: { summary: 'Set a new password with a reset code', request: 'PasswordResetRequest', success: { status: 204 }, errors: [400, 404, 410, 413, 415, 429, 500, 503] },
   },
   {
     method: 'PUT',

@@ -1,7 +1,7 @@
 // npm run bench [-- --quick]: the service against its physical limits, measured in one run on
 // one machine. See README "Performance". Nothing here is asserted: it reports.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { createHash, randomBytes, scrypt } from 'node:crypto';
+import { randomBytes, scrypt } from 'node:crypto';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,14 +9,14 @@ import { promisify } from 'node:util';
 import postgres from 'postgres';
 import { SMTPServer } from 'smtp-server';
 import { findAccountById } from '../../src/accounts.ts';
-import { generateRegistrationCode, hashRegistrationCode } from '../../src/codes.ts';
+import { consumeCode, findCodeExpiry, generateCode, hashCode } from '../../src/one-time-codes.ts';
 import { defaultScrypt } from '../../src/config.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../src/embedded-db.ts';
 import { createLogger } from '../../src/log.ts';
 import { accountActiveMail } from '../../src/mail/messages.ts';
 import { enqueueMail } from '../../src/mail/outbox.ts';
 import { createPasswordHasher } from '../../src/passwords.ts';
-import { activateRegistration, findCodeExpiry, lockRegistrationByCode } from '../../src/registrations.ts';
+import { activateRegistration } from '../../src/registrations.ts';
 import { createSealer } from '../../src/sealing.ts';
 import { createTokenService } from '../../src/tokens.ts';
 import type { LoadResult, Plan } from './load.ts';
@@ -132,17 +132,15 @@ const seedAccounts = async (prefix: string, count: number) => {
   return ids;
 };
 const seedPending = async (prefix: string, count: number) => {
-  const codes = Array.from({ length: count }, generateRegistrationCode);
+  const codes = Array.from({ length: count }, generateCode);
   const now = new Date();
-  const rows = codes.map((code, index) => ({
-    name: `${prefix}-${index}`,
-    email: `${prefix}-${index}@bench.example`,
-    password_hash: passwordHash,
-    code_hash: hashRegistrationCode(code),
-    code_sent_at: now,
-    code_expires_at: new Date(now.getTime() + 3600_000),
-  }));
-  for (let at = 0; at < rows.length; at += 5000) await sql`INSERT INTO accounts ${sql(rows.slice(at, at + 5000))}`;
+  const expires_at = new Date(now.getTime() + 3600_000);
+  const rows = codes.map((_, index) => ({ name: `${prefix}-${index}`, email: `${prefix}-${index}@bench.example`, password_hash: passwordHash, expires_at }));
+  for (let at = 0; at < rows.length; at += 5000) {
+    const ids = (await sql`INSERT INTO accounts ${sql(rows.slice(at, at + 5000))} RETURNING id`).map((row) => row.id as string);
+    const codeRows = ids.map((account_id, index) => ({ code_hash: hashCode(codes[at + index]!), purpose: 'registration', account_id, expires_at, created_at: now }));
+    await sql`INSERT INTO one_time_codes ${sql(codeRows)}`;
+  }
   return codes;
 };
 const [reader] = await seedAccounts('reader', 1);
@@ -175,7 +173,7 @@ const rawScrypt = await timed(hashConcurrency, async () => {
 // The database reads that the 404 and GET /acc/me paths make, issued directly: what those
 // paths could reach if the service added nothing.
 const rawCodeRead = await timed(fastConnections, async () => {
-  await findCodeExpiry(sql, hashRegistrationCode('ZZZZ-ZZZZ-ZZZZ-ZZZZ'));
+  await findCodeExpiry(sql, 'registration', hashCode('ZZZZ-ZZZZ-ZZZZ-ZZZZ'));
 });
 const rawAccountRead = await timed(fastConnections, async () => {
   await findAccountById(sql, reader!);
@@ -183,12 +181,12 @@ const rawAccountRead = await timed(fastConnections, async () => {
 const sealer = createSealer([Buffer.from(secret)]);
 const rawDatabase = await timed(fastConnections, async (index) => {
   const code = pendingForRaw[index % pendingForRaw.length]!;
-  await findCodeExpiry(sql, createHash('sha256').update(code).digest());
+  await findCodeExpiry(sql, 'registration', hashCode(code));
   await sql.begin(async (tx) => {
-    const pending = await lockRegistrationByCode(tx, createHash('sha256').update(code).digest());
-    if (pending === null) return;
-    await activateRegistration(tx, pending.id, new Date());
-    await enqueueMail(tx, accountActiveMail(pending.email, pending.name), sealer, new Date());
+    const accountId = await consumeCode(tx, 'registration', hashCode(code), new Date());
+    const account = accountId === null ? null : await activateRegistration(tx, accountId, new Date());
+    if (account === null) return;
+    await enqueueMail(tx, accountActiveMail(account.email, account.name), sealer, new Date());
   });
 });
 

@@ -1,0 +1,56 @@
+import { createHmac, hkdfSync } from 'node:crypto';
+import type { Sql, Transaction } from './db.ts';
+import type { CodePurpose } from './one-time-codes.ts';
+
+/** How long an address must wait before it may ask for another code of the same purpose. */
+export const cooldownSeconds = 60;
+/** Codes of one purpose an address may ask for in a day. Also bounds the mail we send to one mailbox. */
+export const dailyCap = 10;
+const dayMs = 24 * 3600 * 1000;
+
+export type QuotaRefusal = { reason: 'cooldown' | 'daily-cap'; retryAfterSeconds: number };
+
+/**
+ * The key an address is counted under: an HMAC of the lower-cased address, so that the table
+ * holds no address in a form that could be read or matched against a list without the secret.
+ */
+export function createAddressKeyer(secret: Buffer): (email: string) => Buffer {
+  const key = Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), 'account-service address quota v1', 32));
+  return (email) => createHmac('sha256', key).update(email.toLowerCase()).digest();
+}
+
+/**
+ * Counts one request of `purpose` for the address, or refuses it. Every address is counted,
+ * whether it has an account, a pending registration or nothing, so that a cooldown or a cap
+ * never tells them apart. One upsert decides: concurrent requests for one address queue on
+ * its row, and only the first within the cooldown is counted.
+ */
+export async function reserveAddressRequest(tx: Transaction, purpose: CodePurpose, addressKey: Buffer, now: Date): Promise<QuotaRefusal | null> {
+  const dayAgo = new Date(now.getTime() - dayMs);
+  const cooldownStart = new Date(now.getTime() - cooldownSeconds * 1000);
+  const reserved = await tx`
+    INSERT INTO address_quotas AS q (purpose, address_key, requested_at, last_at)
+    VALUES (${purpose}, ${addressKey}, ARRAY[${now}::timestamptz], ${now})
+    ON CONFLICT (purpose, address_key) DO UPDATE
+    SET requested_at = ARRAY(SELECT t FROM unnest(q.requested_at) AS t WHERE t > ${dayAgo} ORDER BY t) || ${now}::timestamptz,
+        last_at = ${now}
+    WHERE q.last_at <= ${cooldownStart}
+      AND (SELECT count(*) FROM unnest(q.requested_at) AS t WHERE t > ${dayAgo}) < ${dailyCap}
+    RETURNING 1`;
+  if (reserved.count === 1) return null;
+  const [row] = await tx`
+    SELECT last_at, ARRAY(SELECT t FROM unnest(requested_at) AS t WHERE t > ${dayAgo} ORDER BY t) AS recent
+    FROM address_quotas WHERE purpose = ${purpose} AND address_key = ${addressKey}`;
+  const recent = row!.recent as Date[];
+  const secondsUntil = (at: number) => Math.max(1, Math.ceil((at - now.getTime()) / 1000));
+  const cooldownWait = secondsUntil((row!.last_at as Date).getTime() + cooldownSeconds * 1000);
+  if (recent.length < dailyCap) return { reason: 'cooldown', retryAfterSeconds: cooldownWait };
+  // The cap frees when the oldest of the last `dailyCap` requests turns a day old.
+  return { reason: 'daily-cap', retryAfterSeconds: Math.max(cooldownWait, secondsUntil(recent[recent.length - dailyCap]!.getTime() + dayMs)) };
+}
+
+/** Forgets addresses whose last request is a day old: they are under no limit any more. */
+export async function deleteStaleQuotas(sql: Sql, now: Date): Promise<number> {
+  const rows = await sql`DELETE FROM address_quotas WHERE last_at < ${new Date(now.getTime() - dayMs)}`;
+  return rows.count;
+}

@@ -1,0 +1,37 @@
+import type { Transaction } from './db.ts';
+import type { SealedMail } from './mail/outbox.ts';
+
+export type ResetAccount = { id: string; name: string; email: string };
+
+/**
+ * Issues a reset code to the active account with this address, if there is one, and queues
+ * the sealed message to the address stored for it. It is one statement that runs the same
+ * whether or not the address has an account: the answer and the work must not tell the two
+ * apart, so the account's presence only changes how many rows the statement writes. (The
+ * same inserts as storeCode in one-time-codes.ts and enqueueMail in mail/outbox.ts.)
+ */
+export async function issueResetCode(tx: Transaction, email: string, codeHash: Buffer, expiresAt: Date, mail: SealedMail, now: Date): Promise<void> {
+  await tx`
+    WITH account AS (
+      SELECT id, email FROM accounts WHERE lower(email) = lower(${email}) AND activated_at IS NOT NULL FOR UPDATE
+    ), older_codes AS (
+      DELETE FROM one_time_codes WHERE purpose = 'reset' AND account_id IN (SELECT id FROM account)
+    ), code AS (
+      INSERT INTO one_time_codes (code_hash, purpose, account_id, expires_at, created_at)
+      SELECT ${codeHash}, 'reset', id, ${expiresAt}, ${now} FROM account
+    )
+    INSERT INTO outbox (message_id, kind, recipient, sealed_content, next_attempt_at, created_at)
+    SELECT ${mail.messageId}, ${mail.kind}, email, ${mail.sealed}, ${now}, ${now} FROM account`;
+}
+
+/**
+ * Sets a new password on an active account and raises its credential version, which refuses
+ * every token issued before. Null if the account is gone.
+ */
+export async function resetPasswordHash(tx: Transaction, id: string, passwordHash: string): Promise<ResetAccount | null> {
+  const [row] = await tx<ResetAccount[]>`
+    UPDATE accounts SET password_hash = ${passwordHash}, credential_version = credential_version + 1
+    WHERE id = ${id} AND activated_at IS NOT NULL
+    RETURNING id, name, email`;
+  return row ?? null;
+}

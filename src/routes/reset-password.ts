@@ -1,0 +1,38 @@
+import { readJsonObject } from '../http/body.ts';
+import { checkCode } from '../http/codes.ts';
+import { HttpError, invalidFields, problems } from '../http/errors.ts';
+import type { Handler } from '../http/router.ts';
+import { clearFailures, throttleKey } from '../login-throttle.ts';
+import { passwordResetMail } from '../mail/messages.ts';
+import { enqueueMail } from '../mail/outbox.ts';
+import { consumeCode, deleteCodes } from '../one-time-codes.ts';
+import { resetPasswordHash } from '../password-resets.ts';
+import { passwordResetSchema, validateFields } from '../validation.ts';
+
+/**
+ * POST /acc/pwd: set a new password with a reset code. The body is checked before the code is
+ * touched, so a refused password never uses the code up. No token is returned: the user signs
+ * in as usual.
+ */
+export const resetPassword: Handler = async (ctx, deps) => {
+  const { value, invalid } = validateFields(await readJsonObject(ctx.req), passwordResetSchema);
+  if (invalid.length > 0) throw invalidFields(invalid);
+  const codeHash = await checkCode(deps, 'reset', value.code);
+  const passwordHash = await deps.passwords.hash(value.new_pwd);
+  const now = deps.clock();
+  const reset = await deps.sql.begin(async (tx) => {
+    const accountId = await consumeCode(tx, 'reset', codeHash, now);
+    const account = accountId === null ? null : await resetPasswordHash(tx, accountId, passwordHash);
+    if (account === null) return false;
+    // Every other reset code dies with this one, and the owner's way back from a sign-in
+    // lock-out is this reset: the throttle of the account is cleared.
+    await deleteCodes(tx, account.id, 'reset');
+    await clearFailures(tx, throttleKey(account.id, account.name));
+    await enqueueMail(tx, passwordResetMail(account.email, account.name, now, ctx.clientAddress), deps.sealer, now);
+    return true;
+  });
+  // A concurrent request used the code first.
+  if (!reset) throw new HttpError(problems.unknownCode);
+  deps.outbox.wake();
+  return { status: 204 };
+};
