@@ -26,9 +26,10 @@ describe('POST /acc/reg/code and POST /acc/reg', () => {
     const mail = await app.smtp.waitFor((message) => message.to === user.email);
     assert.equal(mail.subject, 'Your registration code');
     assert.match(mail.text, /[A-Z]{4}-[A-Z]{4}-[A-Z]{4}-[A-Z]{4}/);
+    assert.match(mail.text, new RegExp(`this code activates the account "${user.name}"`));
     assert.match(mail.text, /until \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z/);
     assert.match(mail.text, /valid for 30 minutes/);
-    assert.match(mail.text, /If you did not ask to register, ignore this message/);
+    assert.match(mail.text, /If you did not ask to register "[a-z0-9-]+", ignore this message/);
     assert.match(mail.html, /<p>/);
 
     const activated = await app.call('POST', '/acc/reg', { json: { code: codeIn(mail) } });
@@ -50,10 +51,16 @@ describe('POST /acc/reg/code and POST /acc/reg', () => {
     const code = await requestCode(app, user);
     const [account] = await app.service.sql`SELECT * FROM accounts WHERE email = ${user.email}`;
     assert.match(account!.password_hash, /^\$scrypt\$ln=4,r=8,p=1\$/);
-    assert.equal(Buffer.from(account!.code_hash).length, 32);
-    const dump = JSON.stringify(await app.service.sql`SELECT * FROM accounts`) + JSON.stringify(await app.service.sql`SELECT * FROM outbox`);
+    const [stored] = await app.service.sql`SELECT code_hash, purpose FROM one_time_codes WHERE account_id = ${account!.id}`;
+    assert.equal(Buffer.from(stored!.code_hash).length, 32);
+    assert.equal(stored!.purpose, 'registration');
+    const tables = ['accounts', 'outbox', 'one_time_codes', 'address_quotas'];
+    const dump = (await Promise.all(tables.map((table) => app.service.sql`SELECT * FROM ${app.service.sql(table)}`))).map((rows) => JSON.stringify(rows)).join('');
     assert.equal(dump.includes(user.pwd), false);
     assert.equal(dump.includes(code), false);
+    assert.equal(dump.toLowerCase().includes(code.toLowerCase()), false);
+    const [quota] = await app.service.sql`SELECT address_key FROM address_quotas WHERE purpose = 'registration' ORDER BY last_at DESC LIMIT 1`;
+    assert.equal(Buffer.from(quota!.address_key).length, 32, 'the address is counted only under a keyed hash');
     const outboxRow = async () => (await app.service.sql`SELECT state, sealed_content FROM outbox WHERE recipient = ${user.email}`)[0]!;
     await waitUntil(async () => (await outboxRow()).state !== 'pending');
     const sent = await outboxRow();
@@ -92,23 +99,68 @@ describe('POST /acc/reg/code and POST /acc/reg', () => {
     assert.equal((await app.call('POST', '/acc/reg', { json: { code } })).status, 404, 'the expired code is gone with its registration');
   });
 
-  it('replaces a pending registration of the same address after 60 s, and the old code stops working', async () => {
-    const user = uniqueUser();
-    const first = await requestCode(app, user);
-    const tooSoon = await app.call('POST', '/acc/reg/code', { json: user });
-    assert.equal(tooSoon.status, 429);
-    assert.equal(tooSoon.json.type, 'urn:account-service:problem:too-soon');
-    const retryAfter = Number(tooSoon.headers['retry-after']);
-    assert.ok(retryAfter > 0 && retryAfter <= 60, `Retry-After ${retryAfter}`);
-
+  it('never lets a later request change a pending registration (the takeover found by outside testers)', async () => {
+    const victim = { ...uniqueUser('victim'), phone: '+41 123 456 7890' };
+    const firstCode = await requestCode(app, victim);
     app.clock.advance(61);
-    const renamed = { ...user, name: `${user.name}-b`, pwd: 'another-password' };
-    const second = await requestCode(app, renamed);
-    assert.notEqual(second, first);
-    assert.equal(await countRows(user.email), 1);
-    assert.equal((await app.call('POST', '/acc/reg', { json: { code: first } })).status, 404, 'the old code no longer works');
-    assert.equal((await app.call('POST', '/acc/reg', { json: { code: second } })).status, 204);
-    await signIn(app, renamed.name, renamed.pwd);
+    const attacker = { name: uniqueUser('attacker').name, email: victim.email.toUpperCase(), pwd: 'attacker-password' };
+    const secondCode = await requestCode(app, { ...attacker, email: victim.email });
+    assert.notEqual(secondCode, firstCode);
+    const mail = app.smtp.messages.filter((message) => message.text.includes(secondCode))[0]!;
+    assert.match(mail.text, new RegExp(`activates the account "${victim.name}"`), 'the new code names the first request\'s account');
+    assert.doesNotMatch(mail.text, new RegExp(attacker.name));
+    assert.equal(await countRows(victim.email), 1);
+    assert.equal((await app.call('POST', '/acc/reg', { json: { code: firstCode } })).status, 404, 'older codes stop working');
+    assert.equal((await app.call('POST', '/acc/reg', { json: { code: secondCode } })).status, 204);
+
+    const me = await app.call('GET', '/acc/me', { token: await signIn(app, victim.name, victim.pwd) });
+    assert.deepEqual([me.json.name, me.json.email, me.json.phone], [victim.name, victim.email, victim.phone], 'the first request\'s data');
+    const attackerSignIn = await app.call('POST', '/auth/token', { json: { grant_type: 'password', username: victim.email, password: attacker.pwd } });
+    assert.equal(attackerSignIn.status, 400, "the attacker's password does not open the account");
+    assert.equal((await app.call('POST', '/acc/reg/code', { json: { ...uniqueUser(), name: attacker.name } })).status, 204, "the attacker's name was never reserved");
+  });
+
+  it('keeps the expiry of the first request when a repeat sends a new code', async () => {
+    const user = uniqueUser();
+    await requestCode(app, user);
+    app.clock.advance(20 * 60);
+    const code = await requestCode(app, user);
+    const mail = app.smtp.messages.find((message) => message.text.includes(code))!;
+    assert.match(mail.text, /valid for (9|10) minutes/, 'what is left of the first request\'s 30 minutes');
+    app.clock.advance(10 * 60 + 1);
+    assert.equal((await app.call('POST', '/acc/reg', { json: { code } })).status, 410);
+  });
+
+  it('answers two quick requests alike for an address with an account and one without', async () => {
+    const owner = uniqueUser();
+    await app.call('POST', '/acc/reg', { json: { code: await requestCode(app, owner) } });
+    app.clock.advance(61);
+    const fresh = uniqueUser();
+    const pair = async (email: string) => [
+      await app.call('POST', '/acc/reg/code', { json: { ...uniqueUser(), email } }),
+      await app.call('POST', '/acc/reg/code', { json: { ...uniqueUser(), email } }),
+    ];
+    const [known, unknown] = [await pair(owner.email), await pair(fresh.email)];
+    assert.deepEqual(known.map((response) => response.status), [204, 429]);
+    assert.deepEqual(unknown.map((response) => response.status), [204, 429]);
+    assert.equal(known[1]!.text, unknown[1]!.text);
+    assert.equal(known[1]!.json.type, 'urn:account-service:problem:too-soon');
+    assert.ok(Number(known[1]!.headers['retry-after']) > 0);
+  });
+
+  it('answers a taken name with 409 whatever the address holds', async () => {
+    const owner = uniqueUser();
+    await app.call('POST', '/acc/reg', { json: { code: await requestCode(app, owner) } });
+    const other = uniqueUser();
+    await app.call('POST', '/acc/reg', { json: { code: await requestCode(app, other) } });
+    const pending = uniqueUser();
+    await requestCode(app, pending);
+    app.clock.advance(61);
+    for (const email of [owner.email, pending.email, uniqueUser().email]) {
+      const response = await app.call('POST', '/acc/reg/code', { json: { ...uniqueUser(), name: other.name, email } });
+      assert.equal(response.status, 409, email);
+      assert.equal(response.json.type, 'urn:account-service:problem:name-taken');
+    }
   });
 
   it('answers 409 for a name held by an active account or by another address pending', async () => {
@@ -125,24 +177,28 @@ describe('POST /acc/reg/code and POST /acc/reg', () => {
     assert.equal(activeClash.status, 409);
   });
 
-  it('answers an address that already has an account exactly like a new one, and tells only the owner', async () => {
-    const owner = uniqueUser();
+  it('answers an address that already has an account exactly like a new one, and tells only the owner at the stored address', async () => {
+    const base = uniqueUser();
+    const owner = { ...base, email: `M-X-${base.email}` };
     await app.call('POST', '/acc/reg', { json: { code: await requestCode(app, owner) } });
+    app.clock.advance(61);
     const fresh = uniqueUser();
 
-    const known = await app.call('POST', '/acc/reg/code', { json: { ...uniqueUser(), email: owner.email.toUpperCase() } });
+    const known = await app.call('POST', '/acc/reg/code', { json: { ...uniqueUser(), email: owner.email.toLowerCase() } });
     const unknown = await app.call('POST', '/acc/reg/code', { json: fresh });
     assert.equal(known.status, unknown.status);
     assert.equal(known.text, unknown.text);
     const strip = (headers: Record<string, unknown>) => Object.keys(headers).filter((name) => name !== 'date' && name !== 'x-request-id').sort().map((name) => `${name}: ${headers[name]}`);
     assert.deepEqual(strip(known.headers), strip(unknown.headers));
 
-    const notice = await app.smtp.waitFor((message) => message.subject === 'Someone tried to register with your address');
-    assert.equal(notice.to.toLowerCase(), owner.email.toLowerCase());
+    const notice = await app.smtp.waitFor((message) => message.subject === 'Someone tried to register with your address' && message.to.toLowerCase() === owner.email.toLowerCase());
+    assert.equal(notice.to, owner.email, 'the notice goes to the address as stored, not as typed');
     assert.doesNotMatch(notice.text, /[A-Z]{4}-[A-Z]{4}-[A-Z]{4}-[A-Z]{4}/);
+    assert.match(notice.text, /POST \/acc\/pwd\/code/, 'it points to password reset');
     assert.equal(await countRows(owner.email), 1, 'nothing new is stored for the known address');
 
     const noticesBefore = app.smtp.messages.filter((message) => message.subject.startsWith('Someone tried')).length;
+    app.clock.advance(61);
     assert.equal((await app.call('POST', '/acc/reg/code', { json: { ...uniqueUser(), email: owner.email } })).status, 204);
     app.clock.advance(3601);
     assert.equal((await app.call('POST', '/acc/reg/code', { json: { ...uniqueUser(), email: owner.email } })).status, 204);
@@ -173,16 +229,23 @@ describe('POST /acc/reg/code and POST /acc/reg', () => {
     try {
       const owner = uniqueUser();
       await counted.call('POST', '/acc/reg', { json: { code: await requestCode(counted, owner) } });
+      const pending = uniqueUser();
+      await requestCode(counted, pending);
+      counted.clock.advance(61);
       const known = await attempt({ ...uniqueUser(), email: owner.email });
+      const waiting = await attempt({ ...uniqueUser(), email: pending.email });
       const unknown = await attempt(uniqueUser());
+      for (const other of [waiting, unknown]) {
+        assert.equal(other.hashes, 1);
+        assert.equal(other.response.status, known.response.status);
+        assert.equal(other.response.text, known.response.text);
+      }
       assert.equal(known.hashes, 1);
-      assert.equal(unknown.hashes, known.hashes);
-      assert.equal(known.response.status, unknown.response.status);
-      assert.equal(known.response.text, unknown.response.text);
-      // The same number of statements, differing only in the write: the owner's notice
-      // (UPDATE accounts) where a new address gets its registration (INSERT INTO accounts).
-      assert.deepEqual(known.kinds, ['DELETE FROM accounts', 'SELECT id, activated_at,', 'UPDATE accounts SET', 'INSERT INTO outbox']);
-      assert.deepEqual(unknown.kinds, ['DELETE FROM accounts', 'SELECT id, activated_at,', 'INSERT INTO accounts', 'INSERT INTO outbox']);
+      // The same checks in the same order; then each state makes its own writes.
+      const checks = ['DELETE FROM accounts', 'SELECT EXISTS (', 'INSERT INTO address_quotas', 'SELECT id, name,'];
+      assert.deepEqual(known.kinds, [...checks, 'UPDATE accounts SET', 'INSERT INTO outbox']);
+      assert.deepEqual(waiting.kinds, [...checks, 'DELETE FROM one_time_codes', 'INSERT INTO one_time_codes', 'INSERT INTO outbox']);
+      assert.deepEqual(unknown.kinds, [...checks, 'INSERT INTO accounts', 'DELETE FROM one_time_codes', 'INSERT INTO one_time_codes', 'INSERT INTO outbox']);
     } finally {
       await counted.stop();
     }
@@ -198,14 +261,24 @@ describe('POST /acc/reg/code and POST /acc/reg', () => {
     assert.equal(row!.n, 1);
   });
 
-  it('lets one of concurrent requests for one new address win and asks the others to wait', async () => {
-    const email = uniqueUser('same').email;
-    const attempts = Array.from({ length: 6 }, (_, index) => ({ name: `same-${index}-${process.pid}`, email, pwd: 'password-1' }));
-    const responses = await Promise.all(attempts.map((json) => app.call('POST', '/acc/reg/code', { json })));
-    const statuses = responses.map((response) => response.status);
-    assert.equal(statuses.filter((status) => status === 204).length, 1, `statuses: ${statuses}`);
-    assert.ok(responses.filter((response) => response.status === 429).every((response) => Number(response.headers['retry-after']) > 0));
-    assert.equal(await countRows(email), 1);
+  it('lets one of concurrent requests for one address win and asks the others to wait, whatever the address holds', async () => {
+    const owner = uniqueUser('same');
+    await app.call('POST', '/acc/reg', { json: { code: await requestCode(app, owner) } });
+    const pending = uniqueUser('same');
+    await requestCode(app, pending);
+    app.clock.advance(3601);
+    for (const email of [owner.email, pending.email, uniqueUser('same').email]) {
+      const mailsBefore = app.smtp.messages.filter((message) => message.to === email).length;
+      const attempts = Array.from({ length: 6 }, () => ({ ...uniqueUser('burst'), email }));
+      const responses = await Promise.all(attempts.map((json) => app.call('POST', '/acc/reg/code', { json })));
+      const statuses = responses.map((response) => response.status);
+      assert.deepEqual(statuses.sort(), [204, 429, 429, 429, 429, 429], email);
+      assert.ok(responses.filter((response) => response.status === 429).every((response) => Number(response.headers['retry-after']) > 0));
+      assert.equal(await countRows(email), 1);
+      await app.smtp.waitFor((message) => message.to === email && app.smtp.messages.filter((m) => m.to === email).length > mailsBefore);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(app.smtp.messages.filter((message) => message.to === email).length, mailsBefore + 1, `one message to ${email}`);
+    }
   });
 
   it('keeps a pending registration across a restart of the service', async () => {
