@@ -43,7 +43,8 @@ export async function reserveAddressRequest(tx: Transaction, purpose: CodePurpos
     FROM address_quotas WHERE purpose = ${purpose} AND address_key = ${addressKey}`;
   const recent = row!.recent as Date[];
   const secondsUntil = (at: number) => Math.max(1, Math.ceil((at - now.getTime()) / 1000));
-  const cooldownWait = secondsUntil((row!.last_at as Date).getTime() + cooldownSeconds * 1000);
+  // Capped: a concurrent request that won the row may have read the clock a moment later.
+  const cooldownWait = Math.min(cooldownSeconds, secondsUntil((row!.last_at as Date).getTime() + cooldownSeconds * 1000));
   if (recent.length < dailyCap) return { reason: 'cooldown', retryAfterSeconds: cooldownWait };
   // The cap frees when the oldest of the last `dailyCap` requests turns a day old.
   return { reason: 'daily-cap', retryAfterSeconds: Math.max(cooldownWait, secondsUntil(recent[recent.length - dailyCap]!.getTime() + dayMs)) };
