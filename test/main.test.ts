@@ -3,6 +3,7 @@ import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { loadMigrations } from '../src/migrations.ts';
 import { createTestDatabase } from './helpers/database.ts';
 import { call } from './helpers/http.ts';
 import { fromSource, runMain, type Running } from './helpers/process.ts';
@@ -90,7 +91,9 @@ describe('main', () => {
     try {
       const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret }, ['--migrate']);
       assert.equal(await running.exit, 0);
-      assert.match(running.lines.join('\n'), /"msg":"migrations applied","applied":\["001_accounts_and_outbox.sql","002_login_failures.sql"\]/);
+      const names = (await loadMigrations()).map((migration) => migration.name);
+      assert.ok(names.length >= 3);
+      assert.ok(running.lines.some((line) => line.includes(`"msg":"migrations applied","applied":${JSON.stringify(names)}`)), running.lines.join('\n'));
     } finally {
       await database.drop();
     }

@@ -1,0 +1,73 @@
+import assert from 'node:assert/strict';
+import { scrypt } from 'node:crypto';
+import { describe, it } from 'node:test';
+import { createPasswordHasher, parseHash, scryptWork, storedWork, type Derive } from '../src/passwords.ts';
+import { createTestDatabase } from './helpers/database.ts';
+import { registerAndSignIn, startTestService } from './helpers/service.ts';
+import { waitUntil } from './helpers/wait.ts';
+
+/** Real scrypt that adds up the work N·r·p of every call, to compare paths without timing them. */
+function meteredScrypt(): { derive: Derive; take(): number } {
+  let work = 0;
+  return {
+    derive: (input, salt, params) => {
+      work += scryptWork(params);
+      const secret = typeof input === 'string' ? input.normalize('NFC') : input;
+      return new Promise((resolve, reject) => scrypt(secret, salt, 32, { N: 2 ** params.ln, r: params.r, p: params.p, maxmem: 2 ** 28 }, (error, key) => (error ? reject(error) : resolve(key))));
+    },
+    take() {
+      const taken = work;
+      work = 0;
+      return taken;
+    },
+  };
+}
+
+describe('wrapping outdated password hashes at start-up', () => {
+  it('makes a wrong password on an old hash cost what an unknown user costs, over real HTTP', async () => {
+    const database = await createTestDatabase();
+    const before = await startTestService({ databaseUrl: database.url, env: { SCRYPT_PARAMS: 'ln=4,r=8,p=1' } });
+    const { user } = await registerAndSignIn(before);
+    await before.stop();
+
+    const current = { ln: 8, r: 8, p: 2 };
+    const meter = meteredScrypt();
+    const after = await startTestService({ databaseUrl: database.url, env: { SCRYPT_PARAMS: 'ln=8,r=8,p=2' }, passwords: createPasswordHasher(current, meter.derive) });
+    try {
+      const storedHash = async () => ((await after.service.sql`SELECT password_hash FROM accounts WHERE name = ${user.name}`)[0]!.password_hash as string);
+      await waitUntil(async () => parseHash(await storedHash())!.layers.length === 2);
+      assert.ok(after.logs.some((line) => line.includes('"msg":"wrapped outdated password hashes to the current scrypt cost","wrapped":1')));
+      assert.equal(storedWork(await storedHash()), scryptWork(current));
+
+      const signIn = (username: string, password: string) => after.call('POST', '/auth/token', { json: { grant_type: 'password', username, password } });
+      meter.take();
+      const unknown = await signIn('nobody-at-all', 'wrong-password');
+      const unknownWork = meter.take();
+      const wrong = await signIn(user.name, 'wrong-password');
+      assert.equal(meter.take(), unknownWork, 'the same scrypt work');
+      assert.deepEqual([wrong.status, wrong.text], [unknown.status, unknown.text], 'the same answer');
+
+      assert.equal((await signIn(user.name, user.pwd)).status, 200, 'the owner signs in through the wrapped hash');
+      assert.match(await storedHash(), /^\$scrypt\$ln=8,r=8,p=2\$[^$]+\$[^$]+$/, 'and the chain becomes a plain current hash');
+    } finally {
+      await after.stop();
+      await database.drop();
+    }
+  });
+
+  it('counts hashes that cost more than the current parameters, and leaves them as they are', async () => {
+    const database = await createTestDatabase();
+    const strong = await startTestService({ databaseUrl: database.url, env: { SCRYPT_PARAMS: 'ln=8,r=8,p=1' } });
+    await registerAndSignIn(strong);
+    await strong.stop();
+    const weak = await startTestService({ databaseUrl: database.url, env: { SCRYPT_PARAMS: 'ln=4,r=8,p=1' } });
+    try {
+      await waitUntil(async () => weak.logs.some((line) => line.includes('password hashes cost more than SCRYPT_PARAMS')));
+      const [row] = await weak.service.sql`SELECT password_hash FROM accounts LIMIT 1`;
+      assert.equal(parseHash(row!.password_hash as string)!.layers.length, 1);
+    } finally {
+      await weak.stop();
+      await database.drop();
+    }
+  });
+});
