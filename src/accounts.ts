@@ -2,48 +2,44 @@ import type { Sql, Transaction } from './db.ts';
 
 /** An active account. Pending registrations live in the same table but are never returned here. */
 export type Account = {
+  /** The row id: internal only, never shown to a client. */
   id: string;
+  /** The id clients see (token `sub`, GET /acc/me): a random UUID. */
+  publicId: string;
   name: string;
   email: string;
   phone: string | null;
   passwordHash: string;
-  credentialVersion: number;
   activatedAt: Date;
 };
-
-export async function findAccountById(sql: Sql, id: string): Promise<Account | null> {
-  const [row] = await sql<Account[]>`
-    SELECT id, name, email, phone, password_hash AS "passwordHash", credential_version AS "credentialVersion", activated_at AS "activatedAt"
-    FROM accounts
-    WHERE id = ${id} AND activated_at IS NOT NULL`;
-  return row ?? null;
-}
 
 /** Finds an account by name or e-mail address; the two cannot collide, as only addresses hold an `@`. */
 export async function findAccountByLogin(sql: Sql, username: string): Promise<Account | null> {
   const [row] = await sql<Account[]>`
-    SELECT id, name, email, phone, password_hash AS "passwordHash", credential_version AS "credentialVersion", activated_at AS "activatedAt"
+    SELECT id, public_id AS "publicId", name, email, phone, password_hash AS "passwordHash", activated_at AS "activatedAt"
     FROM accounts
     WHERE (name = ${username} OR lower(email) = lower(${username})) AND activated_at IS NOT NULL`;
   return row ?? null;
 }
 
 /**
- * Stores a hash of the same password made with the current parameters. It changes nothing if the
- * password was changed meanwhile, and leaves the credential version alone: tokens stay valid.
+ * Stores another hash of the same password (current parameters, or a wrapped chain). It changes
+ * nothing if the password was changed meanwhile, and sessions stay as they are.
  */
 export async function upgradePasswordHash(sql: Sql, id: string, oldHash: string, newHash: string): Promise<void> {
   await sql`UPDATE accounts SET password_hash = ${newHash} WHERE id = ${id} AND password_hash = ${oldHash}`;
 }
 
 /**
- * Sets a new password and raises the credential version, which revokes every token issued
- * before. False if the version moved on meanwhile (a concurrent change won).
+ * Sets a new password and ends every session of the account, in the caller's transaction.
+ * False, changing nothing, if the caller's own session was revoked meanwhile (for instance
+ * by a concurrent change, which then won).
  */
-export async function changePasswordHash(tx: Transaction, id: string, credentialVersion: number, newHash: string): Promise<boolean> {
+export async function changePasswordHash(tx: Transaction, id: string, callerSessionId: string, newHash: string): Promise<boolean> {
   const rows = await tx`
-    UPDATE accounts SET password_hash = ${newHash}, credential_version = credential_version + 1
-    WHERE id = ${id} AND credential_version = ${credentialVersion} AND activated_at IS NOT NULL`;
+    WITH ended AS (DELETE FROM sessions WHERE account_id = ${id} RETURNING id)
+    UPDATE accounts SET password_hash = ${newHash}
+    WHERE id = ${id} AND activated_at IS NOT NULL AND EXISTS (SELECT 1 FROM ended WHERE ended.id = ${callerSessionId})`;
   return rows.count === 1;
 }
 

@@ -13,6 +13,10 @@ export type Config = {
   /** First signs, all verify. Null only in embedded mode, where main.ts supplies one. */
   tokenSecrets: Buffer[] | null;
   tokenTtlSeconds: number;
+  refreshTtlSeconds: number;
+  tokenIssuer: string;
+  /** Null: tokens carry no `aud`, and tokens with one are refused. */
+  tokenAudience: string | null;
   regCodeTtlSeconds: number;
   resetCodeTtlSeconds: number;
   scrypt: ScryptParams;
@@ -54,7 +58,10 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
     smtpUrl: optionalUrl(env, 'SMTP_URL', ['smtp:', 'smtps:']),
     mailFrom: env.MAIL_FROM || 'Accounts <no-reply@localhost>',
     tokenSecrets,
-    tokenTtlSeconds: integer(env, 'TOKEN_TTL', 3600, 60, 7 * 24 * 3600),
+    tokenTtlSeconds: integer(env, 'TOKEN_TTL', 900, 60, 7 * 24 * 3600),
+    refreshTtlSeconds: integer(env, 'REFRESH_TTL', 30 * 24 * 3600, 300, 365 * 24 * 3600),
+    tokenIssuer: claimString(env, 'TOKEN_ISSUER') ?? 'account-service',
+    tokenAudience: claimString(env, 'TOKEN_AUDIENCE'),
     regCodeTtlSeconds: integer(env, 'REG_CODE_TTL', 1800, 60, 7 * 24 * 3600),
     resetCodeTtlSeconds: integer(env, 'RESET_CODE_TTL', 900, 60, 24 * 3600),
     scrypt,
@@ -74,6 +81,14 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
     throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}`);
   }
   return Number(raw);
+}
+
+/** A token claim value: printable ASCII without spaces, as issuers and audiences are (URIs or names). */
+function claimString(env: NodeJS.ProcessEnv, name: string): string | null {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return null;
+  if (!/^[\x21-\x7e]{1,200}$/.test(raw)) throw new ConfigError(`${name} must be 1 to 200 printable characters without spaces, got ${JSON.stringify(raw)}`);
+  return raw;
 }
 
 function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: readonly T[], fallback: T): T {

@@ -1,6 +1,8 @@
 /** Request counts and latencies, kept in memory and rendered in the Prometheus text format. */
 export type Metrics = {
   observe(method: string, route: string, status: number, seconds: number): void;
+  /** Counts one event of a named kind. */
+  increment(counter: CounterName): void;
   /** The text exposition: what was observed, then the given gauges. */
   render(gauges: Gauge[]): string;
 };
@@ -12,10 +14,21 @@ const knownMethods = new Set(['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', '
 
 type Histogram = { counts: number[]; sum: number; count: number };
 
+/** Every counter of events, with its help text. */
+const counterHelp = {
+  refresh_token_rotations_total: 'Refresh tokens rotated.',
+  refresh_token_reuses_total: 'Spent refresh tokens presented again after the retry window; each revoked its session.',
+} as const;
+export type CounterName = keyof typeof counterHelp;
+
 export function createMetrics(): Metrics {
   const requests = new Map<string, number>();
   const latencies = new Map<string, Histogram>();
+  const counters = new Map<CounterName, number>(Object.keys(counterHelp).map((name) => [name as CounterName, 0]));
   return {
+    increment(counter) {
+      counters.set(counter, (counters.get(counter) ?? 0) + 1);
+    },
     observe(method, route, status, seconds) {
       // Only bounded label values: an attacker's made-up methods and paths must not grow memory.
       const methodLabel = knownMethods.has(method) ? method : 'OTHER';
@@ -40,6 +53,7 @@ export function createMetrics(): Metrics {
         lines.push(`http_request_duration_seconds_sum{${key}} ${histogram.sum}`);
         lines.push(`http_request_duration_seconds_count{${key}} ${histogram.count}`);
       }
+      for (const [name, value] of counters) lines.push(`# HELP ${name} ${counterHelp[name]}`, `# TYPE ${name} counter`, `${name} ${value}`);
       for (const gauge of gauges) {
         lines.push(`# HELP ${gauge.name} ${gauge.help}`, `# TYPE ${gauge.name} gauge`);
         for (const sample of gauge.samples) lines.push(`${gauge.name}${sample.labels === undefined ? '' : `{${labels(sample.labels)}}`} ${sample.value}`);

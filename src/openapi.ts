@@ -12,12 +12,29 @@ const requestSchemas: Record<string, JsonObject> = {
   PasswordResetRequest: objectSchema(passwordResetSchema),
   PasswordChangeRequest: objectSchema(passwordChangeSchema),
   TokenRequest: {
+    oneOf: [
+      {
+        type: 'object',
+        required: ['grant_type', 'username', 'password'],
+        properties: {
+          grant_type: { const: 'password' },
+          username: { type: 'string', minLength: 1, maxLength: 254, description: "The account's name or e-mail address." },
+          password: { type: 'string', minLength: 1, maxLength: 256 },
+        },
+      },
+      {
+        type: 'object',
+        required: ['grant_type', 'refresh_token'],
+        properties: { grant_type: { const: 'refresh_token' }, refresh_token: { type: 'string', minLength: 1, maxLength: 256 } },
+      },
+    ],
+  },
+  RevocationRequest: {
     type: 'object',
-    required: ['grant_type', 'username', 'password'],
+    required: ['token'],
     properties: {
-      grant_type: { const: 'password' },
-      username: { type: 'string', minLength: 1, maxLength: 254, description: "The account's name or e-mail address." },
-      password: { type: 'string', minLength: 1, maxLength: 256 },
+      token: { type: 'string', minLength: 1, maxLength: 4096, description: 'A refresh or access token; its session is revoked.' },
+      token_type_hint: { type: 'string', description: 'refresh_token or access_token; only a hint, both are tried.' },
     },
   },
 };
@@ -25,15 +42,42 @@ const requestSchemas: Record<string, JsonObject> = {
 const responseSchemas: Record<string, JsonObject> = {
   Token: {
     type: 'object',
-    required: ['access_token', 'token_type', 'expires_in'],
-    properties: { access_token: { type: 'string' }, token_type: { const: 'Bearer' }, expires_in: { type: 'integer' } },
+    required: ['access_token', 'token_type', 'expires_in', 'refresh_token'],
+    properties: {
+      access_token: { type: 'string', description: 'A JWT (HS256) with iss, aud (when configured), sub, sid, jti, iat and exp.' },
+      token_type: { const: 'Bearer' },
+      expires_in: { type: 'integer' },
+      refresh_token: { type: 'string', description: 'Opaque; single use: each refresh returns the next one.' },
+    },
+  },
+  Sessions: {
+    type: 'object',
+    required: ['sessions'],
+    properties: {
+      sessions: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['id', 'created_at', 'last_used_at', 'client_address', 'user_agent', 'current'],
+          properties: {
+            id: { type: 'string', format: 'uuid' },
+            created_at: { type: 'string', format: 'date-time' },
+            last_used_at: { type: 'string', format: 'date-time', description: 'The last sign-in or refresh.' },
+            client_address: { type: 'string' },
+            user_agent: { type: 'string', maxLength: 200 },
+            current: { type: 'boolean', description: "True for the session of the token used for this request." },
+          },
+        },
+      },
+    },
   },
   Account: {
     type: 'object',
-    required: ['name', 'email', 'phone', 'created_at'],
-    properties: { name: { type: 'string' }, email: { type: 'string' }, phone: { type: ['string', 'null'] }, created_at: { type: 'string', format: 'date-time' } },
+    required: ['id', 'name', 'email', 'phone', 'created_at'],
+    properties: { id: { type: 'string', format: 'uuid' }, name: { type: 'string' }, email: { type: 'string' }, phone: { type: ['string', 'null'] }, created_at: { type: 'string', format: 'date-time' } },
   },
   Status: { type: 'object', required: ['status'], properties: { status: { type: 'string' } } },
+  Empty: { type: 'object', additionalProperties: false, description: 'An empty JSON object.' },
   Problem: {
     type: 'object',
     required: ['type', 'title', 'status'],
@@ -66,7 +110,7 @@ export function buildOpenApiDocument(routes: readonly Route[], version: string):
     info: {
       title: 'Account service',
       version,
-      description: 'Two-step registration, password reset by e-mailed code, bearer tokens and password change. Unknown paths answer 404 and known paths with another method 405, both as problems.',
+      description: 'Two-step registration, password reset by e-mailed code, sessions with bearer and refresh tokens, and password change. Unknown paths answer 404 and known paths with another method 405, both as problems.',
     },
     paths,
     components: {
@@ -84,15 +128,20 @@ function operation(route: Route): JsonObject {
     operationId: route.handler.name,
     summary: doc.summary,
     security: doc.auth === true ? [{ bearer: [] }] : [],
+    ...(pathParameters(route.path).length === 0 ? {} : { parameters: pathParameters(route.path) }),
     ...(doc.request === undefined ? {} : { requestBody: requestBody(doc.request) }),
     responses,
   };
 }
 
+function pathParameters(path: string): JsonObject[] {
+  return [...path.matchAll(/\{([a-z]+)\}/g)].map((match) => ({ name: match[1], in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }));
+}
+
 function requestBody(name: string): JsonObject {
   const schema = { $ref: `#/components/schemas/${name}` };
   const content: JsonObject = { 'application/json': { schema } };
-  if (name === 'TokenRequest') content['application/x-www-form-urlencoded'] = { schema };
+  if (name === 'TokenRequest' || name === 'RevocationRequest') content['application/x-www-form-urlencoded'] = { schema };
   return { required: true, content };
 }
 

@@ -24,13 +24,10 @@ export async function issueResetCode(tx: Transaction, email: string, codeHash: B
     SELECT ${mail.messageId}, ${mail.kind}, email, ${mail.sealed}, ${now}, ${now} FROM account`;
 }
 
-/**
- * Sets a new password on an active account and raises its credential version, which refuses
- * every token issued before. Null if the account is gone.
- */
+/** Sets a new password on an active account. Null if the account is gone. */
 export async function resetPasswordHash(tx: Transaction, id: string, passwordHash: string): Promise<ResetAccount | null> {
   const [row] = await tx<ResetAccount[]>`
-    UPDATE accounts SET password_hash = ${passwordHash}, credential_version = credential_version + 1
+    UPDATE accounts SET password_hash = ${passwordHash}
     WHERE id = ${id} AND activated_at IS NOT NULL
     RETURNING id, name, email`;
   return row ?? null;

@@ -24,6 +24,7 @@ import { buildOpenApiDocument } from './openapi.ts';
 import { createSealer } from './sealing.ts';
 import { version } from './version.ts';
 import { createTokenService } from './tokens.ts';
+import { deleteExpiredSessions } from './sessions.ts';
 
 /** Configuration once main.ts has settled the database and the token secrets. */
 export type ServiceConfig = Config & { databaseUrl: string; tokenSecrets: Buffer[] };
@@ -52,6 +53,8 @@ export type Service = {
 /** Expired registrations stay this long so that their code is answered 410, not 404. */
 export const expiredRegistrationGraceMs = 60 * 60 * 1000;
 const sweepIntervalMs = 60 * 1000;
+/** A spent refresh token is kept this long, so that presenting it again is detected as reuse. */
+export const spentRefreshTokenRetentionMs = 24 * 3600 * 1000;
 const shutdownGraceMs = 8_000;
 
 /** Connects, migrates, and starts the HTTP server, the outbox worker and the sweep. */
@@ -85,7 +88,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       clock,
       log,
       passwords: limitPasswordHasher(unlimitedHasher, passwordLimiter),
-      tokens: createTokenService(config.tokenSecrets, config.tokenTtlSeconds),
+      tokens: createTokenService({ secrets: config.tokenSecrets, ttlSeconds: config.tokenTtlSeconds, issuer: config.tokenIssuer, audience: config.tokenAudience }),
       sealer,
       addressKey: createAddressKeyer(config.tokenSecrets[0]!),
       outbox,
@@ -100,8 +103,9 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     const sweep = setInterval(() => {
       const now = clock();
       const graceStart = new Date(now.getTime() - expiredRegistrationGraceMs);
-      Promise.all([deleteExpiredRegistrations(sql, graceStart), deleteExpiredCodes(sql, graceStart), deleteStaleFailures(sql, now), deleteStaleQuotas(sql, now)])
-        .then(([registrations, codes, failures, quotas]) => log.debug('sweep done', { registrations, codes, failures, quotas }))
+      const spentBefore = new Date(now.getTime() - spentRefreshTokenRetentionMs);
+      Promise.all([deleteExpiredRegistrations(sql, graceStart), deleteExpiredCodes(sql, graceStart), deleteStaleFailures(sql, now), deleteStaleQuotas(sql, now), deleteExpiredSessions(sql, now, spentBefore)])
+        .then(([registrations, codes, failures, quotas, sessions]) => log.debug('sweep done', { registrations, codes, failures, quotas, ...sessions }))
         .catch((error: unknown) => log.warn('sweep failed', describeError(error)));
     }, sweepIntervalMs);
     sweep.unref();

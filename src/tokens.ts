@@ -1,39 +1,51 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 
-/** Claims of an access token; `ver` is the account's credential version when it was issued. */
-export type TokenClaims = { sub: string; ver: number; iat: number; exp: number };
+/** Claims of an access token. `sub` is the account's public id, `sid` its session. */
+export type TokenClaims = { iss: string; aud?: string; sub: string; sid: string; jti: string; iat: number; exp: number };
 
 export type TokenService = {
-  issueToken(accountId: string, credentialVersion: number, now: Date): { token: string; expiresIn: number };
-  /** The claims of a well-formed, correctly signed, unexpired token, else null. */
+  issueToken(accountId: string, sessionId: string, now: Date): { token: string; expiresIn: number };
+  /** The claims of a well-formed, correctly signed, current token for this issuer and audience, else null. */
   verifyToken(token: string, now: Date): TokenClaims | null;
 };
 
+export type TokenOptions = { secrets: Buffer[]; ttlSeconds: number; issuer: string; audience: string | null };
+
+/** The one header accepted, byte for byte: HS256 only, so an attacker cannot choose how a token is checked. */
 const header = encodeJson({ alg: 'HS256', typ: 'JWT' });
 const segment = /^[A-Za-z0-9_-]+$/;
+const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** Tolerated clock difference between instances for `iat`. */
+const clockSkewSeconds = 5;
 
-/** JWT (RFC 7519) signed with HMAC-SHA256. The first secret signs; every secret verifies, for rotation. */
-export function createTokenService(secrets: Buffer[], ttlSeconds: number): TokenService {
+/**
+ * JWT (RFC 7519) signed with HMAC-SHA256. The first secret signs; every secret verifies, for
+ * rotation. A pure signer and verifier: whether the session still lives is sessions.ts's part.
+ */
+export function createTokenService({ secrets, ttlSeconds, issuer, audience }: TokenOptions): TokenService {
   const [signingSecret] = secrets;
   if (signingSecret === undefined) throw new Error('at least one token secret is required');
   return {
-    issueToken(accountId, credentialVersion, now) {
+    issueToken(accountId, sessionId, now) {
       const iat = Math.floor(now.getTime() / 1000);
-      const payload = encodeJson({ sub: accountId, ver: credentialVersion, iat, exp: iat + ttlSeconds });
+      const claims: TokenClaims = { iss: issuer, ...(audience === null ? {} : { aud: audience }), sub: accountId, sid: sessionId, jti: randomUUID(), iat, exp: iat + ttlSeconds };
+      const payload = encodeJson(claims);
       return { token: `${header}.${payload}.${sign(signingSecret, `${header}.${payload}`)}`, expiresIn: ttlSeconds };
     },
     verifyToken(token, now) {
       const parts = token.split('.');
       if (parts.length !== 3 || !parts.every((part) => segment.test(part))) return null;
       const [encodedHeader, encodedPayload, signature] = parts as [string, string, string];
-      // Only HS256 is accepted: `none`, asymmetric algorithms and extra header fields are refused
-      // so an attacker cannot choose how the token is checked.
-      if (!isAcceptedHeader(decodeJson(encodedHeader))) return null;
+      if (encodedHeader !== header) return null;
       const signed = `${encodedHeader}.${encodedPayload}`;
       if (!secrets.some((secret) => equalInConstantTime(sign(secret, signed), signature))) return null;
       const claims = decodeJson(encodedPayload);
-      if (!isClaims(claims)) return null;
-      return claims.exp > Math.floor(now.getTime() / 1000) ? claims : null;
+      if (!isClaims(claims) || claims.iss !== issuer || claims.aud !== (audience ?? undefined)) return null;
+      // Only the canonical form this service writes: no extra, reordered or re-encoded claims.
+      if (encodeJson({ iss: claims.iss, ...(claims.aud === undefined ? {} : { aud: claims.aud }), sub: claims.sub, sid: claims.sid, jti: claims.jti, iat: claims.iat, exp: claims.exp }) !== encodedPayload) return null;
+      const nowSeconds = Math.floor(now.getTime() / 1000);
+      if (claims.iat > nowSeconds + clockSkewSeconds || claims.exp <= nowSeconds) return null;
+      return claims;
     },
   };
 }
@@ -61,15 +73,18 @@ function decodeJson(encoded: string): unknown {
   }
 }
 
-function isAcceptedHeader(value: unknown): boolean {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
-  const fields = value as Record<string, unknown>;
-  const keys = Object.keys(fields);
-  return fields.alg === 'HS256' && keys.every((key) => key === 'alg' || (key === 'typ' && fields.typ === 'JWT'));
-}
-
 function isClaims(value: unknown): value is TokenClaims {
   if (typeof value !== 'object' || value === null) return false;
   const claims = value as Record<string, unknown>;
-  return typeof claims.sub === 'string' && Number.isSafeInteger(claims.ver) && Number.isSafeInteger(claims.iat) && Number.isSafeInteger(claims.exp);
+  return (
+    typeof claims.iss === 'string' &&
+    (claims.aud === undefined || typeof claims.aud === 'string') &&
+    typeof claims.sub === 'string' &&
+    uuid.test(claims.sub) &&
+    typeof claims.sid === 'string' &&
+    uuid.test(claims.sid) &&
+    typeof claims.jti === 'string' &&
+    Number.isSafeInteger(claims.iat) &&
+    Number.isSafeInteger(claims.exp)
+  );
 }

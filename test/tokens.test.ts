@@ -1,60 +1,91 @@
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { createTokenService } from '../src/tokens.ts';
 
 const secret = Buffer.from('k'.repeat(32));
-const tokens = createTokenService([secret], 3600);
+const options = { secrets: [secret], ttlSeconds: 900, issuer: 'https://accounts.example', audience: null };
+const tokens = createTokenService(options);
 const now = new Date('2026-11-21T10:00:00Z');
+const account = '0b7c3f0e-5d3a-4e53-9a53-6f1f3c1d2e4a';
+const session = '9d1f2a3b-4c5d-4e6f-8a7b-1c2d3e4f5a6b';
+const encode = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+const signed = (payload: object, header: object = { alg: 'HS256', typ: 'JWT' }, key = secret) => {
+  const data = `${encode(header)}.${encode(payload)}`;
+  return `${data}.${createHmac('sha256', key).update(data).digest('base64url')}`;
+};
+const claims = (overrides: object = {}) => ({ iss: 'https://accounts.example', sub: account, sid: session, jti: 'a-jti', iat: 1795255200, exp: 1795256100, ...overrides });
 
 describe('tokens', () => {
-  it('issues a JWT with sub, ver, iat and exp', () => {
-    const { token, expiresIn } = tokens.issueToken('42', 3, now);
-    assert.equal(expiresIn, 3600);
-    const [header, payload] = token.split('.').slice(0, 2).map((part) => JSON.parse(Buffer.from(part, 'base64url').toString()) as unknown);
-    assert.deepEqual(header, { alg: 'HS256', typ: 'JWT' });
-    assert.deepEqual(payload, { sub: '42', ver: 3, iat: 1795255200, exp: 1795258800 });
-    assert.deepEqual(tokens.verifyToken(token, now), payload);
+  it('issues a JWT with iss, sub, sid, jti, iat and exp, and the exact HS256 header', () => {
+    const { token, expiresIn } = tokens.issueToken(account, session, now);
+    assert.equal(expiresIn, 900);
+    const [header, payload] = token.split('.').slice(0, 2).map((part) => Buffer.from(part, 'base64url').toString());
+    assert.equal(header, '{"alg":"HS256","typ":"JWT"}');
+    const parsed = JSON.parse(payload!);
+    assert.deepEqual(Object.keys(parsed), ['iss', 'sub', 'sid', 'jti', 'iat', 'exp']);
+    assert.deepEqual({ ...parsed, jti: 'x' }, { iss: 'https://accounts.example', sub: account, sid: session, jti: 'x', iat: 1795255200, exp: 1795256100 });
+    assert.match(parsed.jti, /^[0-9a-f-]{36}$/);
+    assert.notEqual(tokens.issueToken(account, session, now).token, token, 'a fresh jti each time');
+    assert.deepEqual(tokens.verifyToken(token, now), parsed);
   });
 
-  it('refuses a token at and after its expiry', () => {
-    const { token } = tokens.issueToken('42', 1, now);
-    assert.notEqual(tokens.verifyToken(token, new Date(now.getTime() + 3599_000)), null);
-    assert.equal(tokens.verifyToken(token, new Date(now.getTime() + 3600_000)), null);
+  it('carries aud when an audience is configured, and then requires it', () => {
+    const withAudience = createTokenService({ ...options, audience: 'api' });
+    const token = withAudience.issueToken(account, session, now).token;
+    assert.equal(withAudience.verifyToken(token, now)?.aud, 'api');
+    assert.equal(tokens.verifyToken(token, now), null, 'a token with an audience is refused where none is configured');
+    assert.equal(withAudience.verifyToken(tokens.issueToken(account, session, now).token, now), null, 'and one without where one is');
+    assert.equal(createTokenService({ ...options, audience: 'other' }).verifyToken(token, now), null);
+  });
+
+  it('refuses a token at and after its expiry, and one issued in the future', () => {
+    const { token } = tokens.issueToken(account, session, now);
+    assert.notEqual(tokens.verifyToken(token, new Date(now.getTime() + 899_000)), null);
+    assert.equal(tokens.verifyToken(token, new Date(now.getTime() + 900_000)), null);
+    assert.equal(tokens.verifyToken(token, new Date(now.getTime() - 60_000)), null, 'iat a minute ahead of the clock');
+    assert.notEqual(tokens.verifyToken(token, new Date(now.getTime() - 3_000)), null, 'a few seconds of clock difference between instances');
   });
 
   it('refuses malformed tokens', () => {
-    const { token } = tokens.issueToken('42', 1, now);
+    const { token } = tokens.issueToken(account, session, now);
     for (const bad of ['', 'a.b', 'a.b.c.d', `${token}.`, token.replace('.', '..'), `${token}=`, token.slice(0, -1), ` ${token}`]) {
       assert.equal(tokens.verifyToken(bad, now), null, bad);
     }
   });
 
-  it('refuses a signature made with a key it does not hold', () => {
-    const other = createTokenService([Buffer.from('o'.repeat(32))], 3600);
-    assert.equal(tokens.verifyToken(other.issueToken('42', 1, now).token, now), null);
+  it('refuses any header but the exact one: none, other algorithms, kid, reordered', () => {
+    for (const header of [{ alg: 'none', typ: 'JWT' }, { alg: 'HS512', typ: 'JWT' }, { alg: 'RS256', typ: 'JWT' }, { alg: 'HS256' }, { typ: 'JWT', alg: 'HS256' }, { alg: 'HS256', typ: 'JWT', kid: '1' }, { alg: 'hs256', typ: 'JWT' }]) {
+      assert.equal(tokens.verifyToken(signed(claims(), header), now), null, JSON.stringify(header));
+    }
+    assert.notEqual(tokens.verifyToken(signed(claims()), now), null);
   });
 
-  it('verifies with every configured secret', () => {
-    const old = createTokenService([secret], 3600).issueToken('7', 1, now).token;
-    const rotated = createTokenService([Buffer.from('n'.repeat(32)), secret], 3600);
-    assert.equal(rotated.verifyToken(old, now)?.sub, '7');
+  it('refuses a signature made with a key it does not hold, and verifies with every configured one', () => {
+    assert.equal(tokens.verifyToken(signed(claims(), undefined, Buffer.from('o'.repeat(32))), now), null);
+    const rotated = createTokenService({ ...options, secrets: [Buffer.from('n'.repeat(32)), secret] });
+    assert.equal(rotated.verifyToken(tokens.issueToken(account, session, now).token, now)?.sub, account);
   });
 
-  it('refuses a correctly signed token with bad claims', async () => {
-    const { createHmac } = await import('node:crypto');
-    const encode = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
-    const signed = (payload: object) => {
-      const data = `${encode({ alg: 'HS256', typ: 'JWT' })}.${encode(payload)}`;
-      return `${data}.${createHmac('sha256', secret).update(data).digest('base64url')}`;
-    };
-    assert.equal(tokens.verifyToken(signed({ sub: 42, ver: 1, iat: 0, exp: 9e9 }), now), null);
-    assert.equal(tokens.verifyToken(signed({ sub: '42', iat: 0, exp: 9e9 }), now), null);
-    assert.equal(tokens.verifyToken(signed({ sub: '42', ver: 1, iat: 0, exp: 'never' }), now), null);
-    assert.equal(tokens.verifyToken(`${encode({ alg: 'HS256' })}.${Buffer.from('not json').toString('base64url')}.x`, now), null);
-    assert.notEqual(tokens.verifyToken(signed({ sub: '42', ver: 1, iat: 0, exp: 9e9 }), now), null);
+  it('refuses correctly signed tokens with bad or non-canonical claims', () => {
+    for (const bad of [
+      claims({ sub: 42 }),
+      claims({ sub: account.toUpperCase() }),
+      claims({ sub: '42' }),
+      claims({ sid: ` ${session}` }),
+      claims({ iss: 'https://evil.example' }),
+      claims({ exp: 'never' }),
+      claims({ iat: 1795255200.5 }),
+      claims({ aud: 'api' }),
+      claims({ extra: true }),
+      { sub: account, iss: 'https://accounts.example', sid: session, jti: 'a-jti', iat: 1795255200, exp: 1795256100 },
+    ]) {
+      assert.equal(tokens.verifyToken(signed(bad), now), null, JSON.stringify(bad));
+    }
+    assert.equal(tokens.verifyToken(`${encode({ alg: 'HS256', typ: 'JWT' })}.${Buffer.from('not json').toString('base64url')}.x`, now), null);
   });
 
   it('needs at least one secret', () => {
-    assert.throws(() => createTokenService([], 60));
+    assert.throws(() => createTokenService({ ...options, secrets: [] }));
   });
 });

@@ -1,22 +1,32 @@
-import { findAccountById, type Account } from '../accounts.ts';
+import type { Account } from '../accounts.ts';
 import { clearFailures, recordFailure, throttleWaitSeconds } from '../login-throttle.ts';
+import { findSessionAccount } from '../sessions.ts';
 import { HttpError, problems, throttled } from './errors.ts';
 import type { Deps, RequestContext } from './router.ts';
 
+/** The signed-in account and the session its token names. */
+export type Caller = { account: Account; sessionId: string };
+
+const bearer = /^Bearer +([A-Za-z0-9._~+/-]+=*) *$/i;
+
 /**
  * The account behind the request's bearer token (RFC 6750). A token is refused when it is
- * malformed, badly signed, expired, or older than the account's last password change.
+ * malformed, badly signed, expired, or its session was revoked: the session is read with the
+ * account on every request, so that a revocation takes effect at once on every instance.
  */
-export async function authenticate(ctx: RequestContext, deps: Deps): Promise<Account> {
-  const header = ctx.req.headers.authorization;
-  if (header === undefined) {
+export async function authenticate(ctx: RequestContext, deps: Deps): Promise<Caller> {
+  // Node keeps only the first of repeated Authorization headers; which one a proxy in front
+  // would have used is unknown, so a request with two is refused rather than guessed at.
+  const headers = ctx.req.headersDistinct.authorization;
+  if (headers === undefined) {
     throw new HttpError(problems.invalidToken, { headers: { 'WWW-Authenticate': 'Bearer realm="accounts"' } });
   }
-  const match = /^Bearer +([A-Za-z0-9._~+/-]+=*) *$/i.exec(header);
-  const claims = match?.[1] === undefined ? null : deps.tokens.verifyToken(match[1], deps.clock());
-  const account = claims !== null && /^[0-9]{1,18}$/.test(claims.sub) ? await findAccountById(deps.sql, claims.sub) : null;
-  if (account === null || account.credentialVersion !== claims?.ver) throw invalidToken();
-  return account;
+  const token = headers.length === 1 ? bearer.exec(headers[0]!)?.[1] : undefined;
+  const now = deps.clock();
+  const claims = token === undefined ? null : deps.tokens.verifyToken(token, now);
+  const account = claims === null ? null : await findSessionAccount(deps.sql, claims.sub, claims.sid, now);
+  if (account === null) throw invalidToken();
+  return { account, sessionId: claims!.sid };
 }
 
 export function invalidToken(): HttpError {

@@ -13,6 +13,7 @@ export const problems = {
   wrongPassword: { status: 403, slug: 'wrong-password', title: 'The password does not match' },
   notFound: { status: 404, slug: 'not-found', title: 'No such resource' },
   unknownCode: { status: 404, slug: 'unknown-code', title: 'The code is unknown or already used' },
+  unknownSession: { status: 404, slug: 'unknown-session', title: 'The account has no session with this id' },
   methodNotAllowed: { status: 405, slug: 'method-not-allowed', title: 'Method not allowed on this resource' },
   nameTaken: { status: 409, slug: 'name-taken', title: 'The name is already taken' },
   codeExpired: { status: 410, slug: 'code-expired', title: 'The code has expired' },

@@ -35,11 +35,11 @@ export type Deps = {
   applicationName: string;
 };
 
-export type RequestContext = { req: IncomingMessage; requestId: string; clientAddress: string };
+export type RequestContext = { req: IncomingMessage; requestId: string; clientAddress: string; params: Record<string, string> };
 export type Reply = { status: number; body?: unknown; headers?: Record<string, string> };
 export type Handler = (ctx: RequestContext, deps: Deps) => Promise<Reply>;
 export type Route = {
-  method: 'GET' | 'POST' | 'PUT';
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   path: string;
   handler: Handler;
   /** Counted against the per-address rate limit (the unauthenticated POSTs). */
@@ -54,17 +54,45 @@ export type RouteDoc = {
   summary: string;
   auth?: true;
   /** A request schema of openapi.ts. */
-  request?: 'RegistrationRequest' | 'ActivationRequest' | 'ResetCodeRequest' | 'PasswordResetRequest' | 'PasswordChangeRequest' | 'TokenRequest';
+  request?: 'RegistrationRequest' | 'ActivationRequest' | 'ResetCodeRequest' | 'PasswordResetRequest' | 'PasswordChangeRequest' | 'TokenRequest' | 'RevocationRequest';
   success: { status: 200 | 204; schema?: string; contentType?: string };
   errors: number[];
 };
 
-export type RouteMatch = { route: Route } | { allow: string[] } | null;
+export type RouteMatch = { route: Route; params: Record<string, string> } | { allow: string[] } | null;
 
-/** Exact path match: the service has no path parameters, so there is nothing to parse. */
+/**
+ * Exact match, segment by segment: a `{name}` segment takes one non-empty segment as the
+ * parameter `name`. No wildcards, no regexes, no prefixes, no case folding.
+ */
 export function matchRoute(routes: readonly Route[], method: string, path: string): RouteMatch {
-  const candidates = routes.filter((route) => route.path === path);
-  if (candidates.length === 0) return null;
-  const route = candidates.find((candidate) => candidate.method === method);
-  return route === undefined ? { allow: candidates.map((candidate) => candidate.method) } : { route };
+  let allow: string[] | null = null;
+  for (const route of routes) {
+    const params = matchPath(route.path, path);
+    if (params === null) continue;
+    if (route.method === method) return { route, params };
+    (allow ??= []).push(route.method);
+  }
+  return allow === null ? null : { allow };
+}
+
+const noParams: Record<string, string> = Object.freeze({});
+
+/** The parameters of `path` under `pattern`, or null when it does not match. */
+export function matchPath(pattern: string, path: string): Record<string, string> | null {
+  if (!pattern.includes('{')) return pattern === path ? noParams : null;
+  const expected = pattern.split('/');
+  const given = path.split('/');
+  if (expected.length !== given.length) return null;
+  const params: Record<string, string> = {};
+  for (const [index, part] of expected.entries()) {
+    const value = given[index]!;
+    if (part.startsWith('{')) {
+      if (value === '') return null;
+      params[part.slice(1, -1)] = value;
+    } else if (part !== value) {
+      return null;
+    }
+  }
+  return params;
 }

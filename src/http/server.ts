@@ -46,7 +46,7 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, deps: De
       const wait = deps.rateLimiter.take(address, Date.now());
       if (wait > 0) throw new HttpError(problems.rateLimited, { headers: { 'Retry-After': String(wait) } });
     }
-    reply = await route.handler({ req, requestId, clientAddress: address }, deps);
+    reply = await route.handler({ req, requestId, clientAddress: address, params: match.params }, deps);
   } catch (error) {
     reply = errorReply(error, deps, requestId, route?.errorFormat ?? 'problem');
   }

@@ -8,9 +8,9 @@ import { passwordChangedMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import { passwordChangeSchema, validateFields } from '../validation.ts';
 
-/** PUT /acc/me/pwd: change the password, revoke every earlier token, notify the owner. */
+/** PUT /acc/me/pwd: change the password, end every session of the account (the caller's too), notify the owner. */
 export const changePassword: Handler = async (ctx, deps) => {
-  const account = await authenticate(ctx, deps);
+  const { account, sessionId } = await authenticate(ctx, deps);
   const { value, invalid } = validateFields(await readJsonObject(ctx.req), passwordChangeSchema);
   if (invalid.length > 0) throw invalidFields(invalid);
   // Both values come from this request, so comparing them plainly leaks nothing stored.
@@ -25,11 +25,11 @@ export const changePassword: Handler = async (ctx, deps) => {
   const newHash = await deps.passwords.hash(value.new_pwd);
   const now = deps.clock();
   const changed = await deps.sql.begin(async (tx) => {
-    if (!(await changePasswordHash(tx, account.id, account.credentialVersion, newHash))) return false;
+    if (!(await changePasswordHash(tx, account.id, sessionId, newHash))) return false;
     await enqueueMail(tx, passwordChangedMail(account.email, account.name, now, ctx.clientAddress), deps.sealer, now);
     return true;
   });
-  // A concurrent change raised the credential version first, which revoked this token.
+  // The caller's session was revoked meanwhile (by a concurrent change, say), and this token with it.
   if (!changed) throw invalidToken();
   deps.outbox.wake();
   return { status: 204 };

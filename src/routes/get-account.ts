@@ -2,11 +2,11 @@ import { authenticate } from '../http/auth.ts';
 import type { Handler } from '../http/router.ts';
 import { isoUtc } from '../mail/messages.ts';
 
-/** GET /acc/me: the signed-in account, without anything secret. */
+/** GET /acc/me: the signed-in account, without anything secret. `id` is the public id, never the row id. */
 export const getAccount: Handler = async (ctx, deps) => {
-  const account = await authenticate(ctx, deps);
+  const { account } = await authenticate(ctx, deps);
   return {
     status: 200,
-    body: { name: account.name, email: account.email, phone: account.phone, created_at: isoUtc(account.activatedAt) },
+    body: { id: account.publicId, name: account.name, email: account.email, phone: account.phone, created_at: isoUtc(account.activatedAt) },
   };
 };

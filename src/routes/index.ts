@@ -8,6 +8,10 @@ import { getMetrics } from './metrics.ts';
 import { getApiDocument } from './openapi.ts';
 import { requestRegistrationCode } from './request-registration-code.ts';
 import { requestResetCode } from './request-reset-code.ts';
+import { revokeToken } from './revoke-token.ts';
+import { getSessions } from './list-sessions.ts';
+import { deleteSession } from './revoke-session.ts';
+import { deleteAllSessions } from './revoke-all-sessions.ts';
 import { resetPassword } from './reset-password.ts';
 
 /** Every route, with what the API document says of it. Error statuses are all those the route can answer. */
@@ -58,7 +62,33 @@ export const routes: readonly Route[] = [
     handler: issueToken,
     rateLimited: true,
     errorFormat: 'oauth',
-    doc: { summary: 'Get a bearer token (OAuth 2.0 password grant)', request: 'TokenRequest', success: { status: 200, schema: 'Token' }, errors: [400, 413, 415, 429, 500, 503] },
+    doc: { summary: 'Sign in, or refresh a session (OAuth 2.0 password and refresh_token grants)', request: 'TokenRequest', success: { status: 200, schema: 'Token' }, errors: [400, 413, 415, 429, 500, 503] },
+  },
+  {
+    method: 'POST',
+    path: '/auth/revoke',
+    handler: revokeToken,
+    rateLimited: true,
+    errorFormat: 'oauth',
+    doc: { summary: 'Revoke the session of a refresh or access token (RFC 7009)', request: 'RevocationRequest', success: { status: 200, schema: 'Empty' }, errors: [400, 413, 415, 429, 500, 503] },
+  },
+  {
+    method: 'GET',
+    path: '/acc/me/sessions',
+    handler: getSessions,
+    doc: { summary: "List the account's live sessions", auth: true, success: { status: 200, schema: 'Sessions' }, errors: [401, 500, 503] },
+  },
+  {
+    method: 'DELETE',
+    path: '/acc/me/sessions',
+    handler: deleteAllSessions,
+    doc: { summary: 'Sign out everywhere: revoke every session of the account', auth: true, success: { status: 204 }, errors: [401, 500, 503] },
+  },
+  {
+    method: 'DELETE',
+    path: '/acc/me/sessions/{id}',
+    handler: deleteSession,
+    doc: { summary: 'Revoke one session of the account', auth: true, success: { status: 204 }, errors: [401, 404, 500, 503] },
   },
   { method: 'GET', path: '/healthz', handler: checkHealth, doc: { summary: 'Liveness: the process serves', success: { status: 200, schema: 'Status' }, errors: [500] } },
   {

@@ -1,20 +1,33 @@
 import { findAccountByLogin, upgradePasswordHash } from '../accounts.ts';
-import { parseJsonObject, readText } from '../http/body.ts';
 import { checkThrottledPassword } from '../http/auth.ts';
 import { OAuthError } from '../http/errors.ts';
+import { readOAuthParameters, stringParameter } from '../http/oauth.ts';
+import type { Deps, Handler, Reply, RequestContext } from '../http/router.ts';
 import { throttleKey } from '../login-throttle.ts';
-import type { Handler } from '../http/router.ts';
+import { rotateRefreshToken, startSession, type Client } from '../sessions.ts';
 
 const maxUsernameLength = 254;
 const maxPasswordLength = 256;
+const maxRefreshTokenLength = 256;
 
 /**
- * POST /auth/token: the OAuth 2.0 resource owner password grant (RFC 6749 §4.3), in JSON or
- * form encoding. Errors follow RFC 6749 §5.2, not RFC 9457, as OAuth clients expect.
+ * POST /auth/token (RFC 6749): the resource owner password grant (§4.3) starts a session, and
+ * the refresh token grant (§6) rotates its refresh token. JSON or form encoding. Errors follow
+ * RFC 6749 §5.2, not RFC 9457, as OAuth clients expect.
  */
 export const issueToken: Handler = async (ctx, deps) => {
-  const { username, password } = await readTokenRequest(ctx.req);
-  const now = deps.clock();
+  const params = await readOAuthParameters(ctx.req);
+  // Unknown parameters (scope, client_id …) are ignored, as RFC 6749 §3.2 requires of the server.
+  const grantType = params.grant_type;
+  if (grantType === undefined) throw new OAuthError('invalid_request', 'grant_type is required.');
+  if (grantType === 'password') return passwordGrant(ctx, deps, params);
+  if (grantType === 'refresh_token') return refreshGrant(ctx, deps, params);
+  throw new OAuthError('unsupported_grant_type', 'grant_type must be password or refresh_token.');
+};
+
+async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<string, unknown>): Promise<Reply> {
+  const username = stringParameter(params, 'username', maxUsernameLength);
+  const password = stringParameter(params, 'password', maxPasswordLength);
   const account = await findAccountByLogin(deps.sql, username);
   // The same scrypt work and the same answer whether the account is unknown or the password
   // wrong, so that neither timing nor response tells which names exist.
@@ -24,36 +37,34 @@ export const issueToken: Handler = async (ctx, deps) => {
   if (deps.passwords.needsRehash(account.passwordHash)) {
     await upgradePasswordHash(deps.sql, account.id, account.passwordHash, await deps.passwords.hash(password));
   }
-  const { token, expiresIn } = deps.tokens.issueToken(account.id, account.credentialVersion, now);
-  return {
-    status: 200,
-    body: { access_token: token, token_type: 'Bearer', expires_in: expiresIn },
-    headers: { Pragma: 'no-cache' },
-  };
-};
-
-async function readTokenRequest(req: Parameters<Handler>[0]['req']): Promise<{ username: string; password: string }> {
-  const { mediaType, text } = await readText(req, ['application/json', 'application/x-www-form-urlencoded']);
-  const params = mediaType === 'application/json' ? parseJsonObject(text) : parseForm(text);
-  // Unknown parameters are ignored, as RFC 6749 §3.2 requires of the server.
-  const { grant_type, username, password } = params;
-  if (grant_type === undefined) throw new OAuthError('invalid_request', 'grant_type is required.');
-  if (grant_type !== 'password') throw new OAuthError('unsupported_grant_type', 'Only grant_type=password is supported.');
-  if (typeof username !== 'string' || username.length === 0 || username.length > maxUsernameLength) {
-    throw new OAuthError('invalid_request', `username must be a string of 1 to ${maxUsernameLength} characters.`);
-  }
-  if (typeof password !== 'string' || password.length === 0 || password.length > maxPasswordLength) {
-    throw new OAuthError('invalid_request', `password must be a string of 1 to ${maxPasswordLength} characters.`);
-  }
-  return { username, password };
+  const now = deps.clock();
+  const { sessionId, refreshToken } = await startSession(deps.sql, account.id, clientOf(ctx), now, deps.config.refreshTtlSeconds);
+  return tokenReply(deps, account.publicId, sessionId, refreshToken, now);
 }
 
-/** Form parameters; a repeated one is refused (RFC 6749 §3.2). */
-function parseForm(text: string): Record<string, unknown> {
-  const params: Record<string, unknown> = {};
-  for (const [key, value] of new URLSearchParams(text)) {
-    if (Object.hasOwn(params, key)) throw new OAuthError('invalid_request', `${key.slice(0, 32)} is repeated.`);
-    params[key] = value;
+async function refreshGrant(ctx: RequestContext, deps: Deps, params: Record<string, unknown>): Promise<Reply> {
+  const presented = stringParameter(params, 'refresh_token', maxRefreshTokenLength);
+  const now = deps.clock();
+  const rotation = await rotateRefreshToken(deps.sql, presented, clientOf(ctx), now);
+  if (rotation.outcome === 'reused') {
+    deps.metrics.increment('refresh_token_reuses_total');
+    deps.log.warn('spent refresh token presented again; session revoked', { request_id: ctx.requestId, session_id: rotation.sessionId });
   }
-  return params;
+  if (rotation.outcome !== 'rotated') throw new OAuthError('invalid_grant', 'The refresh token is invalid, expired, revoked or already used.');
+  deps.metrics.increment('refresh_token_rotations_total');
+  return tokenReply(deps, rotation.accountPublicId, rotation.sessionId, rotation.refreshToken, now);
+}
+
+function tokenReply(deps: Deps, accountPublicId: string, sessionId: string, refreshToken: string, now: Date): Reply {
+  const { token, expiresIn } = deps.tokens.issueToken(accountPublicId, sessionId, now);
+  return {
+    status: 200,
+    body: { access_token: token, token_type: 'Bearer', expires_in: expiresIn, refresh_token: refreshToken },
+    headers: { Pragma: 'no-cache' },
+  };
+}
+
+function clientOf(ctx: RequestContext): Client {
+  const userAgent = ctx.req.headers['user-agent'] ?? '';
+  return { address: ctx.clientAddress, userAgent };
 }

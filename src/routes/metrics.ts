@@ -1,5 +1,6 @@
 import type { Handler } from '../http/router.ts';
 import type { Gauge } from '../metrics.ts';
+import { countLiveSessions } from '../sessions.ts';
 
 /**
  * GET /metrics: Prometheus text format. The database gauges are read at scrape time; when the
@@ -22,6 +23,7 @@ export const getMetrics: Handler = async (_ctx, deps) => {
     gauges.push(
       { name: 'outbox_messages', help: 'E-mail messages in the outbox, by state.', samples: counts(outbox, ['pending', 'sent', 'failed']) },
       { name: 'database_pool_connections', help: "This instance's database connections, by state (the scrape's own is active).", samples: counts(connections, ['active', 'idle', 'idle in transaction']) },
+      { name: 'sessions_active', help: 'Live sessions of every account (all instances).', samples: [{ value: await countLiveSessions(deps.sql, deps.clock()) }] },
       { name: 'database_pool_max', help: 'Most database connections this instance opens.', samples: [{ value: deps.sql.options.max }] },
       { name: 'database_up', help: '1 when the database answered this scrape.', samples: [{ value: 1 }] },
     );

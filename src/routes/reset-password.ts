@@ -7,6 +7,7 @@ import { passwordResetMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import { consumeCode, deleteCodes } from '../one-time-codes.ts';
 import { resetPasswordHash } from '../password-resets.ts';
+import { revokeAllSessions } from '../sessions.ts';
 import { passwordResetSchema, validateFields } from '../validation.ts';
 
 /**
@@ -24,8 +25,9 @@ export const resetPassword: Handler = async (ctx, deps) => {
     const accountId = await consumeCode(tx, 'reset', codeHash, now);
     const account = accountId === null ? null : await resetPasswordHash(tx, accountId, passwordHash);
     if (account === null) return false;
-    // Every other reset code dies with this one, and the owner's way back from a sign-in
-    // lock-out is this reset: the throttle of the account is cleared.
+    // Every session and every other reset code ends with this reset. It is also the owner's way
+    // back from a sign-in lock-out, so the throttle of the account is cleared.
+    await revokeAllSessions(tx, account.id);
     await deleteCodes(tx, account.id, 'reset');
     await clearFailures(tx, throttleKey(account.id, account.name));
     await enqueueMail(tx, passwordResetMail(account.email, account.name, now, ctx.clientAddress), deps.sealer, now);

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import postgres from 'postgres';
 import { SMTPServer } from 'smtp-server';
-import { findAccountById } from '../../src/accounts.ts';
+import { findSessionAccount, startSession } from '../../src/sessions.ts';
 import { consumeCode, findCodeExpiry, generateCode, hashCode } from '../../src/one-time-codes.ts';
 import { defaultScrypt } from '../../src/config.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../src/embedded-db.ts';
@@ -124,7 +124,13 @@ async function timed(concurrency: number, task: (index: number) => Promise<void>
 const { url, child: service } = await startService();
 const sql = postgres(databaseUrl, { max: 10, onnotice: () => {} });
 const passwordHash = await createPasswordHasher(defaultScrypt).hash('bench-password');
-const tokens = createTokenService([Buffer.from(secret)], 3600);
+const tokens = createTokenService({ secrets: [Buffer.from(secret)], ttlSeconds: 3600, issuer: 'account-service', audience: null });
+/** A signed-in session of the account, as a password grant makes it, and its access token. */
+const signedIn = async (id: string) => {
+  const { sessionId } = await startSession(sql, id, { address: '127.0.0.1', userAgent: 'bench' }, new Date(), 3600);
+  const [row] = await sql`SELECT public_id FROM accounts WHERE id = ${id}`;
+  return { publicId: row!.public_id as string, sessionId, token: tokens.issueToken(row!.public_id as string, sessionId, new Date()).token };
+};
 const seedAccounts = async (prefix: string, count: number) => {
   const rows = Array.from({ length: count }, (_, index) => ({ name: `${prefix}-${index}`, email: `${prefix}-${index}@bench.example`, password_hash: passwordHash, activated_at: new Date() }));
   const ids: string[] = [];
@@ -156,7 +162,8 @@ const barePort = await new Promise<number>((resolve) => bare.stdout!.once('data'
 const bareUrl = `http://127.0.0.1:${barePort}`;
 const badBody = JSON.stringify({ name: 'NOT VALID', email: 'nope', pwd: 1 });
 const unknownCode = JSON.stringify({ code: 'ZZZZ-ZZZZ-ZZZZ-ZZZZ' });
-const readerToken = tokens.issueToken(reader!, 1, new Date()).token;
+const readerSession = await signedIn(reader!);
+const readerToken = readerSession.token;
 const bareFor = async (method: string, path: string, body?: string, token?: string) =>
   summarise(await load({ url: bareUrl, method, path, connections: fastConnections, ...(body === undefined ? {} : { body }), ...(token === undefined ? {} : { headers: { authorization: `Bearer ${token}` } }) }), '204');
 
@@ -176,7 +183,7 @@ const rawCodeRead = await timed(fastConnections, async () => {
   await findCodeExpiry(sql, 'registration', hashCode('ZZZZ-ZZZZ-ZZZZ-ZZZZ'));
 });
 const rawAccountRead = await timed(fastConnections, async () => {
-  await findAccountById(sql, reader!);
+  await findSessionAccount(sql, readerSession.publicId, readerSession.sessionId, new Date());
 });
 const sealer = createSealer([Buffer.from(secret)]);
 const rawDatabase = await timed(fastConnections, async (index) => {
@@ -206,7 +213,8 @@ rows.push({ workload: 'POST /acc/reg activation (204)', ...summarise(await load(
 rows.push({ workload: 'POST /acc/reg/code registration (204)', ...summarise(await load({ url, method: 'POST', path: '/acc/reg/code', connections: hashConnections, bodiesFile: registrations }), '204'), limit: 'raw scrypt', limitRps: rawScrypt.rps, target: 0.9 });
 const login = JSON.stringify({ grant_type: 'password', username: 'reader-0', password: 'bench-password' });
 rows.push({ workload: 'POST /auth/token login (200)', ...summarise(await load({ url, method: 'POST', path: '/auth/token', connections: hashConnections, body: login }), '200'), limit: 'raw scrypt', limitRps: rawScrypt.rps, target: 0.9 });
-const changes = await bodiesFile('changes', changers.map((id) => ({ body: JSON.stringify({ old_pwd: 'bench-password', new_pwd: 'bench-password-2' }), token: tokens.issueToken(id, 1, new Date()).token })));
+const changerTokens = await Promise.all(changers.map(async (id) => (await signedIn(id)).token));
+const changes = await bodiesFile('changes', changerTokens.map((token) => ({ body: JSON.stringify({ old_pwd: 'bench-password', new_pwd: 'bench-password-2' }), token })));
 rows.push({ workload: 'PUT /acc/me/pwd change (204)', ...summarise(await load({ url, method: 'PUT', path: '/acc/me/pwd', connections: hashConnections, bodiesFile: changes }), '204'), limit: 'raw scrypt', limitRps: rawScrypt.rps, target: 0.45 });
 await stop(service);
 

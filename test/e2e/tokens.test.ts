@@ -23,8 +23,10 @@ describe('POST /auth/token', () => {
     const byName = await tokenRequest({ username: account.user.name, password: account.user.pwd });
     assert.equal(byName.status, 200);
     assert.equal(byName.json.token_type, 'Bearer');
-    assert.equal(byName.json.expires_in, 3600);
+    assert.equal(byName.json.expires_in, 900);
     assert.match(byName.json.access_token, /^[\w-]+\.[\w-]+\.[\w-]+$/);
+    assert.match(byName.json.refresh_token, /^[\w-]{43}$/, '256 bits, base64url');
+    assert.equal(byName.headers.pragma, 'no-cache');
     assert.equal(byName.headers['cache-control'], 'no-store');
 
     const byAddress = await form(new URLSearchParams({ grant_type: 'password', username: account.user.email.toUpperCase(), password: account.user.pwd }).toString());
@@ -80,6 +82,8 @@ describe('POST /auth/token', () => {
     const cases: Array<[Promise<Awaited<ReturnType<typeof form>>>, string]> = [
       [form('username=a&password=b'), 'invalid_request'],
       [form('grant_type=client_credentials&username=a&password=b'), 'unsupported_grant_type'],
+      [form('grant_type=refresh_token'), 'invalid_request'],
+      [form(`grant_type=refresh_token&refresh_token=${'a'.repeat(257)}`), 'invalid_request'],
       [form('grant_type=password&password=b'), 'invalid_request'],
       [form('grant_type=password&username=a'), 'invalid_request'],
       [form('grant_type=password&username=a&username=b&password=c'), 'invalid_request'],
@@ -142,16 +146,22 @@ describe('bearer tokens on GET /acc/me', () => {
       'Bearer',
       'Bearer not-a-token',
       `Bearer ${head}.${payload}.${flipped}`,
-      `Bearer ${head}.${Buffer.from(JSON.stringify({ ...claims, sub: '999999' })).toString('base64url')}.${signature}`,
+      `Bearer ${head}.${Buffer.from(JSON.stringify({ ...claims, sub: '00000000-0000-4000-8000-000000000000' })).toString('base64url')}.${signature}`,
       `Bearer ${sign({ alg: 'none', typ: 'JWT' }, claims).split('.').slice(0, 2).join('.')}.`,
       `Bearer ${sign({ alg: 'none' }, claims)}`,
       `Bearer ${sign({ alg: 'HS512', typ: 'JWT' }, claims)}`,
       `Bearer ${sign({ alg: 'HS256', typ: 'JWT', kid: 'x' }, claims)}`,
       `Bearer ${sign({ alg: 'HS256', typ: 'JWT' }, claims, 'another-secret-that-is-long-enough-000000')}`,
       `Bearer ${sign({ alg: 'HS256', typ: 'JWT' }, { ...claims, iat: now - 7200, exp: now - 1 })}`,
-      `Bearer ${sign({ alg: 'HS256', typ: 'JWT' }, { ...claims, sub: '999999' })}`,
+      `Bearer ${sign({ alg: 'HS256', typ: 'JWT' }, { ...claims, sub: '00000000-0000-4000-8000-000000000000' })}`,
+      `Bearer ${sign({ alg: 'HS256', typ: 'JWT' }, { ...claims, sid: '00000000-0000-4000-8000-000000000000' })}`,
       `Bearer ${sign({ alg: 'HS256', typ: 'JWT' }, { ...claims, sub: 'DROP TABLE' })}`,
-      `Bearer ${sign({ alg: 'HS256', typ: 'JWT' }, { ...claims, ver: '1' })}`,
+      `Bearer ${sign({ alg: 'HS256', typ: 'JWT' }, { ...claims, sub: claims.sub.toUpperCase() })}`,
+      `Bearer ${sign({ alg: 'HS256', typ: 'JWT' }, { ...claims, iat: now + 600, exp: now + 1200 })}`,
+      `Bearer ${sign({ alg: 'HS256', typ: 'JWT' }, { ...claims, iss: 'someone-else' })}`,
+      `Bearer ${sign({ typ: 'JWT', alg: 'HS256' }, claims)}`,
+      `Bearer ${sign({ alg: 'HS256', typ: 'JWT' }, { ...claims, ver: 1 })}`,
+      `Bearer ${account.token} extra`,
     ];
     for (const authorization of forged) {
       const response = await app.call('GET', '/acc/me', { headers: { authorization } });
@@ -161,16 +171,36 @@ describe('bearer tokens on GET /acc/me', () => {
     assert.equal((await app.call('GET', '/acc/me', { token: account.token })).status, 200, 'the genuine token still works');
   });
 
+  it('refuses a request with two Authorization headers, even if both hold the genuine token', async () => {
+    const { request } = await import('node:http');
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(new URL('/acc/me', app.url), { method: 'GET', agent: false }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      // An array sends the header twice.
+      req.setHeader('Authorization', [`Bearer ${account.token}`, `Bearer ${account.token}`]);
+      req.on('error', reject);
+      req.end();
+    });
+    assert.equal(status, 401);
+  });
+
+  it('refuses a refresh token used as an access token', async () => {
+    const response = await tokenRequest({ username: account.user.name, password: account.user.pwd });
+    assert.equal((await app.call('GET', '/acc/me', { token: response.json.refresh_token })).status, 401);
+  });
+
   it('accepts tokens signed with any configured secret, signing with the first', async () => {
     const newSecret = 'a-new-secret-that-is-also-long-enough-42';
     const rotated = await startTestService({ env: { TOKEN_SECRET: `${newSecret},${testSecret}` } });
     try {
-      const { user, token } = await registerAndSignIn(rotated);
-      const oldService = createTokenService([Buffer.from(testSecret)], 3600);
-      const [row] = await rotated.service.sql`SELECT id FROM accounts WHERE name = ${user.name}`;
-      const oldToken = oldService.issueToken(row!.id, 1, new Date()).token;
+      const { token } = await registerAndSignIn(rotated);
+      const options = { ttlSeconds: 900, issuer: 'account-service', audience: null };
+      const { sub, sid } = claimsOf(token);
+      const oldToken = createTokenService({ ...options, secrets: [Buffer.from(testSecret)] }).issueToken(sub, sid, new Date()).token;
       assert.equal((await rotated.call('GET', '/acc/me', { token: oldToken })).status, 200, 'a token signed with the old secret verifies');
-      assert.equal(createTokenService([Buffer.from(newSecret)], 3600).verifyToken(token, new Date())?.sub, row!.id, 'new tokens are signed with the first secret');
+      assert.equal(createTokenService({ ...options, secrets: [Buffer.from(newSecret)] }).verifyToken(token, new Date())?.sub, sub, 'new tokens are signed with the first secret');
     } finally {
       await rotated.stop();
     }
@@ -178,7 +208,7 @@ describe('bearer tokens on GET /acc/me', () => {
 
   it('expires tokens after TOKEN_TTL', async () => {
     const { token } = await registerAndSignIn(app);
-    app.clock.advance(3601);
+    app.clock.advance(901);
     assert.equal((await app.call('GET', '/acc/me', { token })).status, 401);
   });
 });

@@ -1,0 +1,27 @@
+import type { IncomingMessage } from 'node:http';
+import { parseJsonObject, readText } from './body.ts';
+import { OAuthError } from './errors.ts';
+
+/**
+ * The parameters of an OAuth request (token, revocation): form-encoded as RFC 6749 and
+ * RFC 7009 say, or a JSON object. A repeated form parameter is refused (RFC 6749 §3.2).
+ */
+export async function readOAuthParameters(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const { mediaType, text } = await readText(req, ['application/json', 'application/x-www-form-urlencoded']);
+  if (mediaType === 'application/json') return parseJsonObject(text);
+  const params: Record<string, unknown> = {};
+  for (const [key, value] of new URLSearchParams(text)) {
+    if (Object.hasOwn(params, key)) throw new OAuthError('invalid_request', `${key.slice(0, 32)} is repeated.`);
+    params[key] = value;
+  }
+  return params;
+}
+
+/** A required string parameter of at most `maxLength` characters, else `invalid_request`. */
+export function stringParameter(params: Record<string, unknown>, name: string, maxLength: number): string {
+  const value = params[name];
+  if (typeof value !== 'string' || value.length === 0 || value.length > maxLength) {
+    throw new OAuthError('invalid_request', `${name} must be a string of 1 to ${maxLength} characters.`);
+  }
+  return value;
+}

@@ -1,0 +1,23 @@
+import { authenticate } from '../http/auth.ts';
+import type { Handler } from '../http/router.ts';
+import { isoUtc } from '../mail/messages.ts';
+import { listSessions } from '../sessions.ts';
+
+/** GET /acc/me/sessions: where the account is signed in, the caller's own session marked. */
+export const getSessions: Handler = async (ctx, deps) => {
+  const { account, sessionId } = await authenticate(ctx, deps);
+  const sessions = await listSessions(deps.sql, account.id, deps.clock());
+  return {
+    status: 200,
+    body: {
+      sessions: sessions.map((session) => ({
+        id: session.id,
+        created_at: isoUtc(session.createdAt),
+        last_used_at: isoUtc(session.lastUsedAt),
+        client_address: session.clientAddress,
+        user_agent: session.userAgent,
+        current: session.id === sessionId,
+      })),
+    },
+  };
+};

@@ -1,0 +1,17 @@
+import { authenticate } from '../http/auth.ts';
+import { HttpError, problems } from '../http/errors.ts';
+import type { Handler } from '../http/router.ts';
+import { revokeSession } from '../sessions.ts';
+
+const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * DELETE /acc/me/sessions/{id}: sign one session out, the caller's own included. Another
+ * account's session id is answered exactly like one that never existed: 404.
+ */
+export const deleteSession: Handler = async (ctx, deps) => {
+  const { account } = await authenticate(ctx, deps);
+  const id = ctx.params.id ?? '';
+  if (!uuid.test(id) || !(await revokeSession(deps.sql, account.id, id))) throw new HttpError(problems.unknownSession);
+  return { status: 204 };
+};

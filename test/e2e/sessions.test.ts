@@ -1,0 +1,275 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { jwtVerify } from 'jose';
+import { ResourceOwnerPassword } from 'simple-oauth2';
+import { createTestDatabase } from '../helpers/database.ts';
+import { codeIn } from '../helpers/smtp.ts';
+import { registerAndSignIn, startTestService, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
+
+let app: TestService;
+before(async () => {
+  app = await startTestService({ env: { REFRESH_TTL: '7200' } });
+});
+after(async () => {
+  await app.stop();
+});
+
+type Tokens = { access_token: string; refresh_token: string; expires_in: number; token_type: string };
+
+async function signIn(username: string, password: string, userAgent = 'test-agent/1.0'): Promise<Tokens> {
+  const response = await app.call('POST', '/auth/token', { json: { grant_type: 'password', username, password }, headers: { 'user-agent': userAgent } });
+  assert.equal(response.status, 200, response.text);
+  return response.json as Tokens;
+}
+
+const refresh = (refresh_token: string) => app.call('POST', '/auth/token', { body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token }).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+const revoke = (body: Record<string, string>) => app.call('POST', '/auth/revoke', { body: new URLSearchParams(body).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+const me = (token: string) => app.call('GET', '/acc/me', { token });
+const sessionsOf = async (token: string) => (await app.call('GET', '/acc/me/sessions', { token })).json.sessions as Array<Record<string, unknown>>;
+
+describe('refresh tokens', () => {
+  it('rotate along a chain: each refresh gives a new pair and spends the old refresh token', async () => {
+    const { user } = await registerAndSignIn(app);
+    const first = await signIn(user.name, user.pwd);
+    const second = (await refresh(first.refresh_token)).json as Tokens;
+    assert.notEqual(second.refresh_token, first.refresh_token);
+    assert.equal(second.token_type, 'Bearer');
+    const third = await refresh(second.refresh_token);
+    assert.equal(third.status, 200);
+    assert.equal(third.headers['cache-control'], 'no-store');
+    assert.equal((await me(third.json.access_token)).status, 200);
+    assert.equal((await me(first.access_token)).status, 200, 'access tokens of a live session stay valid until they expire');
+    assert.equal((await sessionsOf(third.json.access_token)).length, 2, 'still two sessions: the helper\'s sign-in and this one');
+  });
+
+  it('answers a spent token within 10 s as a retry: refused, and the session lives on', async () => {
+    const { user } = await registerAndSignIn(app);
+    const first = await signIn(user.name, user.pwd);
+    const second = (await refresh(first.refresh_token)).json as Tokens;
+    app.clock.advance(9);
+    const retry = await refresh(first.refresh_token);
+    assert.equal(retry.status, 400);
+    assert.equal(retry.json.error, 'invalid_grant');
+    assert.equal((await refresh(second.refresh_token)).status, 200, 'the session is alive');
+  });
+
+  it('revokes the whole session when a spent token comes back after 10 s (reuse detection)', async () => {
+    const { user } = await registerAndSignIn(app);
+    const first = await signIn(user.name, user.pwd);
+    const second = (await refresh(first.refresh_token)).json as Tokens;
+    app.clock.advance(11);
+    const reuse = await refresh(first.refresh_token);
+    assert.equal(reuse.status, 400);
+    assert.equal(reuse.json.error, 'invalid_grant');
+    assert.equal((await refresh(second.refresh_token)).status, 400, 'the newest refresh token dies with the session');
+    assert.equal((await me(second.access_token)).status, 401, 'and so do its access tokens, at once');
+    const metrics = (await app.call('GET', '/metrics')).text;
+    assert.match(metrics, /^refresh_token_reuses_total [1-9]/m);
+    assert.match(metrics, /^refresh_token_rotations_total [1-9]/m);
+  });
+
+  it('lets exactly one of parallel refreshes with one token win, and keeps the session', async () => {
+    const { user } = await registerAndSignIn(app);
+    const first = await signIn(user.name, user.pwd);
+    const responses = await Promise.all(Array.from({ length: 5 }, () => refresh(first.refresh_token)));
+    const winners = responses.filter((response) => response.status === 200);
+    assert.equal(winners.length, 1, responses.map((response) => response.status).join());
+    assert.equal((await refresh(winners[0]!.json.refresh_token)).status, 200);
+  });
+
+  it('end with the session after REFRESH_TTL, however often they were refreshed', async () => {
+    const { user } = await registerAndSignIn(app);
+    let tokens = await signIn(user.name, user.pwd);
+    for (let i = 0; i < 3; i += 1) {
+      app.clock.advance(2000);
+      const next = await refresh(tokens.refresh_token);
+      assert.equal(next.status, 200);
+      tokens = next.json as Tokens;
+    }
+    app.clock.advance(1201);
+    const late = await refresh(tokens.refresh_token);
+    assert.equal(late.status, 400);
+    assert.equal(late.json.error, 'invalid_grant');
+  });
+
+  it('refuses unknown refresh tokens and access tokens given as refresh tokens', async () => {
+    const { user } = await registerAndSignIn(app);
+    const tokens = await signIn(user.name, user.pwd);
+    for (const token of ['A'.repeat(43), tokens.access_token.slice(0, 256)]) {
+      const response = await refresh(token);
+      assert.equal(response.status, 400);
+      assert.deepEqual(Object.keys(response.json), ['error', 'error_description']);
+      assert.equal(response.json.error, 'invalid_grant');
+    }
+  });
+
+  it('stores refresh tokens only as hashes', async () => {
+    const { user } = await registerAndSignIn(app);
+    const tokens = await signIn(user.name, user.pwd);
+    const dump = JSON.stringify(await app.service.sql`SELECT * FROM refresh_tokens`) + JSON.stringify(await app.service.sql`SELECT * FROM sessions`);
+    assert.equal(dump.includes(tokens.refresh_token), false);
+    assert.equal(dump.includes(Buffer.from(tokens.refresh_token, 'base64url').toString('hex')), false);
+    assert.equal(app.logs.join('').includes(tokens.refresh_token), false, 'nor in the log');
+  });
+});
+
+describe('POST /auth/revoke (RFC 7009)', () => {
+  it('revokes the session of a refresh token, and of an access token, with or without a hint', async () => {
+    const { user } = await registerAndSignIn(app);
+    const byRefresh = await signIn(user.name, user.pwd);
+    const byAccess = await signIn(user.name, user.pwd);
+    const response = await revoke({ token: byRefresh.refresh_token, token_type_hint: 'refresh_token' });
+    assert.equal(response.status, 200);
+    assert.equal((await me(byRefresh.access_token)).status, 401);
+    assert.equal((await refresh(byRefresh.refresh_token)).status, 400);
+    assert.equal((await me(byAccess.access_token)).status, 200, 'other sessions stay');
+    const json = await app.call('POST', '/auth/revoke', { json: { token: byAccess.access_token, token_type_hint: 'refresh_token' } });
+    assert.equal(json.status, 200, 'a wrong hint is only a hint');
+    assert.equal((await me(byAccess.access_token)).status, 401);
+    assert.equal((await refresh(byAccess.refresh_token)).status, 400);
+  });
+
+  it('answers 200 for an unknown token, and RFC 6749 errors for a bad request', async () => {
+    assert.equal((await revoke({ token: 'never-issued' })).status, 200);
+    assert.equal((await revoke({ token: 'never-issued', token_type_hint: 'something_else' })).status, 200);
+    for (const body of [{}, { token: '' }, { token_type_hint: 'access_token' }]) {
+      const response = await revoke(body as Record<string, string>);
+      assert.equal(response.status, 400, JSON.stringify(body));
+      assert.equal(response.json.error, 'invalid_request');
+    }
+    assert.equal((await app.call('POST', '/auth/revoke', { json: { token: 42 } })).json.error, 'invalid_request');
+    assert.equal((await app.call('POST', '/auth/revoke', { body: 'token=a&token=b', headers: { 'content-type': 'application/x-www-form-urlencoded' } })).status, 400);
+    assert.equal((await app.call('POST', '/auth/revoke', { body: 'token=a', headers: { 'content-type': 'text/plain' } })).status, 415);
+  });
+});
+
+describe('GET and DELETE /acc/me/sessions', () => {
+  it("lists the account's sessions with the caller's marked, and never another account's", async () => {
+    const { user } = await registerAndSignIn(app);
+    const mine = await signIn(user.name, user.pwd, 'x'.repeat(300));
+    await signIn(user.email, user.pwd, 'other-agent');
+    const other = await registerAndSignIn(app);
+    const list = await sessionsOf(mine.access_token);
+    assert.equal(list.length, 3, 'the helper sign-in and the two above');
+    const current = list.filter((session) => session.current === true);
+    assert.equal(current.length, 1);
+    assert.equal(current[0]!.user_agent, 'x'.repeat(200), 'the user agent cut to 200 characters');
+    assert.equal(current[0]!.client_address, '127.0.0.1');
+    assert.match(String(current[0]!.created_at), /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
+    assert.match(String(current[0]!.id), /^[0-9a-f-]{36}$/);
+    assert.deepEqual(Object.keys(current[0]!).sort(), ['client_address', 'created_at', 'current', 'id', 'last_used_at', 'user_agent']);
+    const theirs = await sessionsOf(other.token);
+    assert.equal(theirs.length, 1);
+    assert.equal(theirs.some((session) => list.some((own) => own.id === session.id)), false);
+  });
+
+  it('revokes one session by id, and answers 404 for another account\'s session or a malformed id', async () => {
+    const { user } = await registerAndSignIn(app);
+    const keep = await signIn(user.name, user.pwd);
+    const drop = await signIn(user.name, user.pwd);
+    const other = await registerAndSignIn(app);
+    const otherSession = (await sessionsOf(other.token))[0]!.id as string;
+    const foreign = await app.call('DELETE', `/acc/me/sessions/${otherSession}`, { token: keep.access_token });
+    assert.equal(foreign.status, 404);
+    assert.equal(foreign.json.type, 'urn:account-service:problem:unknown-session');
+    assert.equal((await me(other.token)).status, 200, "the other account's session is untouched");
+    for (const bad of ['not-a-uuid', otherSession.toUpperCase(), '00000000-0000-4000-8000-000000000000', `${otherSession}x`]) {
+      assert.equal((await app.call('DELETE', `/acc/me/sessions/${bad}`, { token: keep.access_token })).status, 404, bad);
+    }
+    assert.equal((await app.call('DELETE', '/acc/me/sessions/', { token: keep.access_token })).status, 404, 'an empty id is no route');
+    const dropId = (await sessionsOf(drop.access_token)).find((session) => session.current === true)!.id as string;
+    assert.equal((await app.call('DELETE', `/acc/me/sessions/${dropId}`, { token: keep.access_token })).status, 204);
+    assert.equal((await me(drop.access_token)).status, 401);
+    assert.equal((await refresh(drop.refresh_token)).status, 400);
+    assert.equal((await me(keep.access_token)).status, 200);
+    assert.equal((await app.call('DELETE', `/acc/me/sessions/${dropId}`, { token: keep.access_token })).status, 404, 'gone');
+    assert.equal((await app.call('GET', `/acc/me/sessions/${dropId}`, { token: keep.access_token })).headers.allow, 'DELETE');
+  });
+
+  it('signs out everywhere', async () => {
+    const { user, token } = await registerAndSignIn(app);
+    const other = await signIn(user.name, user.pwd);
+    assert.equal((await app.call('DELETE', '/acc/me/sessions', { token })).status, 204);
+    for (const access of [token, other.access_token]) assert.equal((await me(access)).status, 401);
+    assert.equal((await refresh(other.refresh_token)).status, 400);
+    assert.equal((await app.call('GET', '/acc/me/sessions', { token })).status, 401);
+  });
+
+  it('ends every session at a password change and at a reset, refresh tokens included', async () => {
+    const { user, token } = await registerAndSignIn(app);
+    const other = await signIn(user.name, user.pwd);
+    assert.equal((await app.call('PUT', '/acc/me/pwd', { token, json: { old_pwd: user.pwd, new_pwd: 'changed-password' } })).status, 204);
+    assert.equal((await me(token)).status, 401, "the caller's own session too");
+    assert.equal((await me(other.access_token)).status, 401);
+    assert.equal((await refresh(other.refresh_token)).status, 400);
+
+    const afterChange = await signIn(user.name, 'changed-password');
+    const before = app.smtp.messages.length;
+    assert.equal((await app.call('POST', '/acc/pwd/code', { json: { email: user.email } })).status, 204);
+    const mail = await app.smtp.waitFor((message) => message.subject === 'Your password reset code' && app.smtp.messages.indexOf(message) >= before);
+    assert.equal((await app.call('POST', '/acc/pwd', { json: { code: codeIn(mail), new_pwd: 'reset-password' } })).status, 204);
+    assert.equal((await me(afterChange.access_token)).status, 401);
+    assert.equal((await refresh(afterChange.refresh_token)).status, 400);
+  });
+});
+
+describe('sessions across instances and standard clients', () => {
+  it('refuses a revoked session on a second instance at once', async () => {
+    const database = await createTestDatabase();
+    const one = await startTestService({ databaseUrl: database.url });
+    const two = await startTestService({ databaseUrl: database.url });
+    try {
+      const { token } = await registerAndSignIn(one);
+      assert.equal((await two.call('GET', '/acc/me', { token })).status, 200);
+      assert.equal((await one.call('DELETE', '/acc/me/sessions', { token })).status, 204);
+      assert.equal((await two.call('GET', '/acc/me', { token })).status, 401);
+    } finally {
+      await two.stop();
+      await one.stop();
+      await database.drop();
+    }
+  });
+
+  it('serves an OAuth 2.0 client library unchanged: password grant, refresh, revocation', async () => {
+    const user = uniqueUser('oauth');
+    await registerAndSignIn(app, user);
+    const client = new ResourceOwnerPassword({
+      client: { id: 'any-client', secret: 'ignored' },
+      auth: { tokenHost: app.url, tokenPath: '/auth/token', revokePath: '/auth/revoke' },
+      options: { authorizationMethod: 'body' },
+    });
+    const token = await client.getToken({ username: user.name, password: user.pwd });
+    assert.equal((await me(token.token.access_token as string)).status, 200);
+    const refreshed = await token.refresh();
+    assert.equal((await me(refreshed.token.access_token as string)).status, 200);
+    await refreshed.revokeAll();
+    assert.equal((await me(refreshed.token.access_token as string)).status, 401);
+    await assert.rejects(client.getToken({ username: user.name, password: 'wrong-password' }), /Response Error: 400/);
+  });
+
+  it('issues tokens that a resource server verifies with jose, the secret, the issuer and the audience', async () => {
+    const audienced = await startTestService({ env: { TOKEN_ISSUER: 'https://accounts.example', TOKEN_AUDIENCE: 'https://api.example' } });
+    try {
+      const { token } = await registerAndSignIn(audienced);
+      const { payload, protectedHeader } = await jwtVerify(token, new TextEncoder().encode(testSecret), { issuer: 'https://accounts.example', audience: 'https://api.example', algorithms: ['HS256'] });
+      assert.deepEqual(protectedHeader, { alg: 'HS256', typ: 'JWT' });
+      const account = (await audienced.call('GET', '/acc/me', { token })).json;
+      assert.equal(payload.sub, account.id, 'sub is the public id GET /acc/me shows');
+      assert.match(String(payload.sid), /^[0-9a-f-]{36}$/);
+      assert.equal(typeof payload.jti, 'string');
+      assert.equal((payload.exp ?? 0) - (payload.iat ?? 0), 900);
+      await assert.rejects(jwtVerify(token, new TextEncoder().encode(testSecret), { audience: 'https://other.example' }));
+    } finally {
+      await audienced.stop();
+    }
+  });
+
+  it('shows the public id, never the row id, in GET /acc/me', async () => {
+    const { user, token } = await registerAndSignIn(app);
+    const account = (await me(token)).json;
+    const [row] = await app.service.sql`SELECT id, public_id FROM accounts WHERE name = ${user.name}`;
+    assert.equal(account.id, row!.public_id);
+    assert.notEqual(account.id, String(row!.id));
+    assert.deepEqual(Object.keys(account), ['id', 'name', 'email', 'phone', 'created_at']);
+  });
+});
