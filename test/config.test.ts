@@ -13,8 +13,12 @@ describe('parseConfig', () => {
     assert.equal(config.smtpUrl, null);
     assert.equal(config.tokenSecrets, null);
     assert.equal(config.mailFrom, 'Accounts <no-reply@localhost>');
-    assert.equal(config.tokenTtlSeconds, 3600);
+    assert.equal(config.tokenTtlSeconds, 900);
+    assert.equal(config.refreshTtlSeconds, 30 * 24 * 3600);
+    assert.equal(config.tokenIssuer, 'account-service');
+    assert.equal(config.tokenAudience, null);
     assert.equal(config.regCodeTtlSeconds, 1800);
+    assert.equal(config.resetCodeTtlSeconds, 900);
     assert.deepEqual(config.scrypt, defaultScrypt);
     assert.equal(config.logLevel, 'info');
     assert.equal(config.hashConcurrency, 4);
@@ -36,6 +40,10 @@ describe('parseConfig', () => {
       TOKEN_SECRET: `${secret},${'t'.repeat(40)}`,
       TOKEN_TTL: '600',
       REG_CODE_TTL: '900',
+      RESET_CODE_TTL: '600',
+      REFRESH_TTL: '86400',
+      TOKEN_ISSUER: 'https://accounts.example',
+      TOKEN_AUDIENCE: 'https://api.example',
       SCRYPT_PARAMS: 'ln=16,r=8,p=3',
       LOG_LEVEL: 'debug',
       HASH_CONCURRENCY: '2',
@@ -56,6 +64,10 @@ describe('parseConfig', () => {
     assert.deepEqual(config.tokenSecrets?.map(String), [secret, 't'.repeat(40)]);
     assert.equal(config.tokenTtlSeconds, 600);
     assert.equal(config.regCodeTtlSeconds, 900);
+    assert.equal(config.resetCodeTtlSeconds, 600);
+    assert.equal(config.refreshTtlSeconds, 86400);
+    assert.equal(config.tokenIssuer, 'https://accounts.example');
+    assert.equal(config.tokenAudience, 'https://api.example');
     assert.deepEqual(config.scrypt, { ln: 16, r: 8, p: 3 });
     assert.equal(config.logLevel, 'debug');
   });
@@ -68,6 +80,10 @@ describe('parseConfig', () => {
       [{ TOKEN_TTL: '1.5' }, /^TOKEN_TTL /],
       [{ TOKEN_TTL: '10' }, /^TOKEN_TTL /],
       [{ REG_CODE_TTL: '0' }, /^REG_CODE_TTL /],
+      [{ RESET_CODE_TTL: '59' }, /^RESET_CODE_TTL /],
+      [{ REFRESH_TTL: 'forever' }, /^REFRESH_TTL /],
+      [{ TOKEN_ISSUER: 'has space' }, /^TOKEN_ISSUER /],
+      [{ TOKEN_AUDIENCE: 'x'.repeat(201) }, /^TOKEN_AUDIENCE /],
       [{ LOG_LEVEL: 'loud' }, /^LOG_LEVEL must be one of debug, info, warn, error/],
       [{ DATABASE_URL: 'not a url', TOKEN_SECRET: secret }, /^DATABASE_URL is not a valid URL$/],
       [{ DATABASE_URL: 'mysql://db/x', TOKEN_SECRET: secret }, /^DATABASE_URL must be a URL/],
