@@ -1,4 +1,3 @@
-import { createHmac, hkdfSync } from 'node:crypto';
 import type { Sql, Transaction } from './db.ts';
 import type { CodePurpose } from './one-time-codes.ts';
 
@@ -9,15 +8,6 @@ export const dailyCap = 10;
 const dayMs = 24 * 3600 * 1000;
 
 export type QuotaRefusal = { reason: 'cooldown' | 'daily-cap'; retryAfterSeconds: number };
-
-/**
- * The key an address is counted under: an HMAC of the lower-cased address, so that the table
- * holds no address in a form that could be read or matched against a list without the secret.
- */
-export function createAddressKeyer(secret: Buffer): (email: string) => Buffer {
-  const key = Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), 'account-service address quota v1', 32));
-  return (email) => createHmac('sha256', key).update(email.toLowerCase()).digest();
-}
 
 /**
  * Counts one request of `purpose` for the address, or refuses it. Every address is counted,

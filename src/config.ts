@@ -21,6 +21,8 @@ export type Config = {
   resetCodeTtlSeconds: number;
   scrypt: ScryptParams;
   hashConcurrency: number;
+  /** Failed password checks one sign-in identifier may take an hour, from all client addresses. */
+  loginFailuresPerHour: number;
   /** Requests per minute per client address on each unauthenticated POST; 0 turns it off. */
   rateLimit: number;
   trustProxy: number;
@@ -66,6 +68,7 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
     resetCodeTtlSeconds: integer(env, 'RESET_CODE_TTL', 900, 60, 24 * 3600),
     scrypt,
     hashConcurrency: integer(env, 'HASH_CONCURRENCY', 4, 1, 64),
+    loginFailuresPerHour: integer(env, 'LOGIN_FAILURES_PER_HOUR', 100, 1, 100_000),
     rateLimit: integer(env, 'RATE_LIMIT', 20, 0, 1_000_000),
     trustProxy: integer(env, 'TRUST_PROXY', 0, 0, 10),
     corsOrigins: parseOrigins(env.CORS_ORIGINS),

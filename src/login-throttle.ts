@@ -1,50 +1,87 @@
-import { createHash } from 'node:crypto';
 import type { Sql, Transaction } from './db.ts';
 
-/** Failures allowed before each further attempt must wait. */
+/** Failures allowed from one client address before each further attempt must wait. */
 export const freeFailures = 5;
 /** The longest wait, in seconds: 15 minutes. */
 export const maxDelaySeconds = 900;
+
+/** Whose attempts are counted: the typed identifier, and the client address it came from. */
+export type ThrottleKeys = { identifier: Buffer; client: Buffer };
 
 /** The wait after `failures` consecutive failures: none up to four, then 1 s, 2 s, 4 s … up to 15 min. */
 export function delaySeconds(failures: number): number {
   return failures < freeFailures ? 0 : Math.min(maxDelaySeconds, 2 ** (failures - freeFailures));
 }
 
-/** Failures of a known account count on the account, whichever of its names was used. */
-export function throttleKey(accountId: string | null, username: string): string {
-  if (accountId !== null) return `account:${accountId}`;
-  // Hashed so that arbitrary client input is never stored as it came.
-  return `name:${createHash('sha256').update(username.toLowerCase()).digest('hex')}`;
+/**
+ * Reserves one password check, or answers how many seconds to wait. The check is counted as
+ * a failure before it is made, in one statement per level, so that parallel requests can
+ * never check more passwords than the allowance (a success gives it back, see `settleSuccess`).
+ * Level 2 first: it is the cheaper one to give back when level 1 refuses.
+ */
+export async function reserveAttempt(sql: Sql, keys: ThrottleKeys, perHour: number, now: Date): Promise<number> {
+  const budgetWait = await reserveBudget(sql, keys.identifier, perHour, now);
+  if (budgetWait > 0) return budgetWait;
+  const delayWait = await reserveDelay(sql, keys, now);
+  if (delayWait > 0) await refundBudget(sql, keys.identifier, perHour);
+  return delayWait;
 }
 
-/** Seconds until the key may try again; 0 when it may now. */
-export async function throttleWaitSeconds(sql: Sql, key: string, now: Date): Promise<number> {
-  const [row] = await sql`SELECT blocked_until FROM login_failures WHERE key = ${key}`;
-  const until = row?.blocked_until as Date | null | undefined;
-  return until == null || until <= now ? 0 : Math.ceil((until.getTime() - now.getTime()) / 1000);
+/** The password was right: the client's failures are forgotten and the budget gets its token back. */
+export async function settleSuccess(sql: Sql, keys: ThrottleKeys, perHour: number): Promise<void> {
+  await sql`DELETE FROM login_delays WHERE identifier_key = ${keys.identifier} AND client_key = ${keys.client}`;
+  await refundBudget(sql, keys.identifier, perHour);
 }
 
-/** Counts one more failure atomically, so concurrent failures on several instances all count. */
-export async function recordFailure(sql: Sql, key: string, now: Date): Promise<void> {
-  const [row] = await sql`
-    INSERT INTO login_failures (key, failures, updated_at) VALUES (${key}, 1, ${now})
-    ON CONFLICT (key) DO UPDATE SET failures = login_failures.failures + 1, updated_at = ${now}
-    RETURNING failures`;
-  const delay = delaySeconds(row!.failures as number);
-  if (delay > 0) {
-    await sql`UPDATE login_failures SET blocked_until = ${new Date(now.getTime() + delay * 1000)} WHERE key = ${key}`;
-  }
+async function reserveDelay(sql: Sql, { identifier, client }: ThrottleKeys, now: Date): Promise<number> {
+  // The block a row earns is written with the reservation, from its new count of failures.
+  const reserved = await sql`
+    INSERT INTO login_delays AS d (identifier_key, client_key, failures, blocked_until, updated_at)
+    VALUES (${identifier}, ${client}, 1, NULL, ${now})
+    ON CONFLICT (identifier_key, client_key) DO UPDATE
+    SET failures = d.failures + 1,
+        blocked_until = CASE WHEN d.failures + 1 < ${freeFailures} THEN NULL
+          ELSE ${now}::timestamptz + make_interval(secs => least(${maxDelaySeconds}, 2 ^ (d.failures + 1 - ${freeFailures}))) END,
+        updated_at = ${now}
+    WHERE d.blocked_until IS NULL OR d.blocked_until <= ${now}
+    RETURNING 1`;
+  if (reserved.count === 1) return 0;
+  const [row] = await sql`SELECT blocked_until FROM login_delays WHERE identifier_key = ${identifier} AND client_key = ${client}`;
+  return secondsUntil(row?.blocked_until as Date | undefined, now);
 }
 
-export async function clearFailures(sql: Sql | Transaction, key: string): Promise<void> {
-  await sql`DELETE FROM login_failures WHERE key = ${key}`;
+async function reserveBudget(sql: Sql, identifier: Buffer, perHour: number, now: Date): Promise<number> {
+  const refilled = sql`least(${perHour}, b.tokens + greatest(0, extract(epoch FROM ${now}::timestamptz - b.updated_at)) * ${perHour / 3600})`;
+  const reserved = await sql`
+    INSERT INTO login_budgets AS b (identifier_key, tokens, updated_at) VALUES (${identifier}, ${perHour - 1}, ${now})
+    ON CONFLICT (identifier_key) DO UPDATE SET tokens = ${refilled} - 1, updated_at = ${now}
+    WHERE ${refilled} >= 1
+    RETURNING 1`;
+  if (reserved.count === 1) return 0;
+  const [row] = await sql`SELECT ${refilled} AS tokens FROM login_budgets AS b WHERE identifier_key = ${identifier}`;
+  const missing = 1 - ((row?.tokens as number | undefined) ?? 0);
+  return Math.max(1, Math.ceil((missing * 3600) / perHour));
 }
 
-/** Forgets failures that stopped a day ago and no longer block. */
-export async function deleteStaleFailures(sql: Sql, now: Date): Promise<number> {
-  const rows = await sql`
-    DELETE FROM login_failures
+async function refundBudget(sql: Sql, identifier: Buffer, perHour: number): Promise<void> {
+  await sql`UPDATE login_budgets SET tokens = least(${perHour}, tokens + 1) WHERE identifier_key = ${identifier}`;
+}
+
+function secondsUntil(until: Date | undefined, now: Date): number {
+  return until === undefined ? 1 : Math.max(1, Math.ceil((until.getTime() - now.getTime()) / 1000));
+}
+
+/** Forgets every failure counted on these identifiers: a password reset is the owner's way back. */
+export async function clearThrottle(tx: Transaction, identifiers: Buffer[]): Promise<void> {
+  await tx`DELETE FROM login_delays WHERE identifier_key IN ${tx(identifiers)}`;
+  await tx`DELETE FROM login_budgets WHERE identifier_key IN ${tx(identifiers)}`;
+}
+
+/** Forgets delays that stopped a day ago, and budgets untouched for an hour (full again by then). */
+export async function deleteStaleThrottleRows(sql: Sql, now: Date): Promise<number> {
+  const delays = await sql`
+    DELETE FROM login_delays
     WHERE updated_at < ${new Date(now.getTime() - 24 * 3600 * 1000)} AND (blocked_until IS NULL OR blocked_until < ${now})`;
-  return rows.count;
+  const budgets = await sql`DELETE FROM login_budgets WHERE updated_at < ${new Date(now.getTime() - 3600 * 1000)}`;
+  return delays.count + budgets.count;
 }

@@ -1,9 +1,10 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
-import type { Limiter } from './concurrency.ts';
+import type { Lane, Limiter } from './concurrency.ts';
 import type { ScryptParams } from './config.ts';
 
 export type PasswordHasher = {
-  hash(password: string): Promise<string>;
+  /** `lane` says whose work it is, for the hashing limiter's fairness (concurrency.ts). */
+  hash(password: string, lane?: Lane): Promise<string>;
   /**
    * True when `password` matches the stored PHC string. With `stored` null (no such account)
    * it does the same scrypt work and answers false, so that timing cannot tell the cases apart.
@@ -135,7 +136,7 @@ export function parseHash(stored: string): ParsedHash | null {
 /** The same hasher with every scrypt call passed through `limiter`, so that hashing is bounded. */
 export function limitPasswordHasher(hasher: PasswordHasher, limiter: Limiter): PasswordHasher {
   return {
-    hash: (password) => limiter.run(() => hasher.hash(password)),
+    hash: (password, lane) => limiter.run(() => hasher.hash(password), lane),
     verify: (password, stored) => limiter.run(() => hasher.verify(password, stored)),
     needsRehash: (stored) => hasher.needsRehash(stored),
     wrap: (stored) => hasher.wrap(stored),

@@ -13,9 +13,10 @@ import { loadMigrations, migrate } from './migrations.ts';
 import { createLimiter } from './concurrency.ts';
 import { createPasswordHasher, limitPasswordHasher, type PasswordHasher } from './passwords.ts';
 import { createRateLimiter } from './rate-limit.ts';
-import { deleteStaleFailures } from './login-throttle.ts';
+import { deleteStaleThrottleRows } from './login-throttle.ts';
 import { deleteExpiredRegistrations } from './registrations.ts';
-import { createAddressKeyer, deleteStaleQuotas } from './address-quotas.ts';
+import { deleteStaleQuotas } from './address-quotas.ts';
+import { createKeyedHashes } from './keyed-hashes.ts';
 import { deleteExpiredCodes } from './one-time-codes.ts';
 import { wrapOutdatedHashes } from './hash-wrapping.ts';
 import { routes } from './routes/index.ts';
@@ -90,7 +91,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       passwords: limitPasswordHasher(unlimitedHasher, passwordLimiter),
       tokens: createTokenService({ secrets: config.tokenSecrets, ttlSeconds: config.tokenTtlSeconds, issuer: config.tokenIssuer, audience: config.tokenAudience }),
       sealer,
-      addressKey: createAddressKeyer(config.tokenSecrets[0]!),
+      keys: createKeyedHashes(config.tokenSecrets[0]!),
       outbox,
       migrations,
       rateLimiter: config.rateLimit === 0 ? null : createRateLimiter(config.rateLimit),
@@ -104,8 +105,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       const now = clock();
       const graceStart = new Date(now.getTime() - expiredRegistrationGraceMs);
       const spentBefore = new Date(now.getTime() - spentRefreshTokenRetentionMs);
-      Promise.all([deleteExpiredRegistrations(sql, graceStart), deleteExpiredCodes(sql, graceStart), deleteStaleFailures(sql, now), deleteStaleQuotas(sql, now), deleteExpiredSessions(sql, now, spentBefore)])
-        .then(([registrations, codes, failures, quotas, sessions]) => log.debug('sweep done', { registrations, codes, failures, quotas, ...sessions }))
+      Promise.all([deleteExpiredRegistrations(sql, graceStart), deleteExpiredCodes(sql, graceStart), deleteStaleThrottleRows(sql, now), deleteStaleQuotas(sql, now), deleteExpiredSessions(sql, now, spentBefore)])
+        .then(([registrations, codes, throttle, quotas, sessions]) => log.debug('sweep done', { registrations, codes, throttle, quotas, ...sessions }))
         .catch((error: unknown) => log.warn('sweep failed', describeError(error)));
     }, sweepIntervalMs);
     sweep.unref();

@@ -59,3 +59,37 @@ describe('createLimiter', () => {
     assert.equal(await limiter.run(async () => 'next'), 'next');
   });
 });
+
+describe('createLimiter lanes', () => {
+  it('keeps a slot for interactive work and serves it first, however much bulk work waits', async () => {
+    const limiter = createLimiter(2, 10);
+    const gates = Array.from({ length: 6 }, deferred);
+    const started: string[] = [];
+    const task = (name: string, gate: { promise: Promise<void> }) => async () => (started.push(name), await gate.promise, name);
+    const bulk = [0, 1, 2].map((index) => limiter.run(task(`bulk-${index}`, gates[index]!), 'bulk'));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(started, ['bulk-0'], 'bulk work holds at most all slots but one');
+    const signIn = limiter.run(task('interactive-0', gates[3]!), 'interactive');
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(started, ['bulk-0', 'interactive-0'], 'interactive work takes the kept slot at once');
+    const second = limiter.run(task('interactive-1', gates[4]!), 'interactive');
+    gates[0]!.resolve();
+    await bulk[0];
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(started, ['bulk-0', 'interactive-0', 'interactive-1'], 'a freed slot goes to waiting interactive work first');
+    for (const gate of gates) gate.resolve();
+    await Promise.all([...bulk, signIn, second]);
+    assert.deepEqual(started.slice(3).sort(), ['bulk-1', 'bulk-2']);
+  });
+
+  it('bounds each lane\'s queue on its own', async () => {
+    const limiter = createLimiter(1, 1);
+    const gate = deferred();
+    const running = limiter.run(() => gate.promise, 'bulk');
+    const queuedBulk = limiter.run(async () => 'bulk', 'bulk');
+    await assert.rejects(limiter.run(async () => 'bulk', 'bulk'), OverloadedError);
+    const queuedInteractive = limiter.run(async () => 'interactive', 'interactive');
+    gate.resolve();
+    assert.deepEqual(await Promise.all([running, queuedInteractive, queuedBulk]), [undefined, 'interactive', 'bulk']);
+  });
+});

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { delaySeconds, throttleKey } from '../src/login-throttle.ts';
+import { createKeyedHashes } from '../src/keyed-hashes.ts';
+import { delaySeconds } from '../src/login-throttle.ts';
 
 describe('login throttle', () => {
   it('allows four failures, then doubles the wait from 1 s up to 15 minutes', () => {
@@ -10,10 +11,12 @@ describe('login throttle', () => {
     assert.equal(delaySeconds(1000), 900);
   });
 
-  it('counts on the account when there is one, else on a hash of the lower-cased name', () => {
-    assert.equal(throttleKey('42', 'alice'), 'account:42');
-    assert.match(throttleKey(null, 'Nobody'), /^name:[0-9a-f]{64}$/);
-    assert.equal(throttleKey(null, 'Nobody'), throttleKey(null, 'nobody'));
-    assert.equal(throttleKey(null, 'Nobody').includes('obody'), false);
+  it('keys identifiers by a keyed hash of what was typed, ignoring case, with a key for each purpose', () => {
+    const keys = createKeyedHashes(Buffer.from('s'.repeat(32)));
+    assert.equal(keys.loginIdentifier('Alice').length, 32);
+    assert.deepEqual(keys.loginIdentifier('Alice'), keys.loginIdentifier('alice'));
+    assert.notDeepEqual(keys.loginIdentifier('alice'), keys.address('alice'), 'another purpose, another key');
+    assert.notDeepEqual(keys.loginIdentifier('alice'), createKeyedHashes(Buffer.from('t'.repeat(32))).loginIdentifier('alice'), 'another secret, another key');
+    assert.equal(keys.client('192.0.2.1').toString('latin1').includes('192.0.2.1'), false);
   });
 });

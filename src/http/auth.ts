@@ -1,5 +1,5 @@
 import type { Account } from '../accounts.ts';
-import { clearFailures, recordFailure, throttleWaitSeconds } from '../login-throttle.ts';
+import { reserveAttempt, settleSuccess } from '../login-throttle.ts';
 import { findSessionAccount } from '../sessions.ts';
 import { HttpError, problems, throttled } from './errors.ts';
 import type { Deps, RequestContext } from './router.ts';
@@ -37,17 +37,18 @@ export function invalidToken(): HttpError {
 }
 
 /**
- * Checks a password under the sign-in throttle of `key`: 429 while the key must wait, checked
- * before the password so that a throttled guess costs no scrypt work and learns nothing; then a
- * failure is counted, or a success clears the count. `stored` null (no account) does the same
- * work and answers false.
+ * Checks a password under the sign-in throttle (login-throttle.ts) of `identifier` as typed and
+ * the client's address: 429 while they must wait, decided before the password is checked so
+ * that a throttled guess costs no scrypt work and learns nothing. `stored` null (no account)
+ * does the same work and answers false. The throttle never looks at the account, so it acts
+ * the same for names that exist and names that do not.
  */
-export async function checkThrottledPassword(deps: Deps, key: string, password: string, stored: string | null): Promise<boolean> {
-  const now = deps.clock();
-  const wait = await throttleWaitSeconds(deps.sql, key, now);
+export async function checkThrottledPassword(deps: Deps, ctx: RequestContext, identifier: string, password: string, stored: string | null): Promise<boolean> {
+  const keys = { identifier: deps.keys.loginIdentifier(identifier), client: deps.keys.client(ctx.clientAddress) };
+  const perHour = deps.config.loginFailuresPerHour;
+  const wait = await reserveAttempt(deps.sql, keys, perHour, deps.clock());
   if (wait > 0) throw throttled(wait);
   const valid = await deps.passwords.verify(password, stored);
-  if (valid) await clearFailures(deps.sql, key);
-  else await recordFailure(deps.sql, key, now);
+  if (valid) await settleSuccess(deps.sql, keys, perHour);
   return valid;
 }

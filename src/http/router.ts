@@ -7,6 +7,7 @@ import type { Metrics } from '../metrics.ts';
 import type { Migration } from '../migrations.ts';
 import type { PasswordHasher } from '../passwords.ts';
 import type { RateLimiter } from '../rate-limit.ts';
+import type { KeyedHashes } from '../keyed-hashes.ts';
 import type { Sealer } from '../sealing.ts';
 import type { TokenService } from '../tokens.ts';
 
@@ -19,8 +20,8 @@ export type Deps = {
   passwords: PasswordHasher;
   tokens: TokenService;
   sealer: Sealer;
-  /** The keyed hash an address is counted under by the per-address quotas. */
-  addressKey(email: string): Buffer;
+  /** Keyed hashes of addresses, names and client addresses, for the tables that count per key. */
+  keys: KeyedHashes;
   outbox: { wake(): void };
   migrations: Migration[];
   /** Null when RATE_LIMIT is 0. */

@@ -2,7 +2,6 @@ import { changePasswordHash } from '../accounts.ts';
 import { authenticate, checkThrottledPassword, invalidToken } from '../http/auth.ts';
 import { readJsonObject } from '../http/body.ts';
 import { HttpError, invalidFields, problems } from '../http/errors.ts';
-import { throttleKey } from '../login-throttle.ts';
 import type { Handler } from '../http/router.ts';
 import { passwordChangedMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
@@ -18,7 +17,7 @@ export const changePassword: Handler = async (ctx, deps) => {
     throw invalidFields([{ name: 'new_pwd', reason: 'must differ from old_pwd' }]);
   }
   // A stolen token must not become a way around the sign-in throttle: wrong old passwords count too.
-  if (!(await checkThrottledPassword(deps, throttleKey(account.id, account.name), value.old_pwd, account.passwordHash))) {
+  if (!(await checkThrottledPassword(deps, ctx, account.name, value.old_pwd, account.passwordHash))) {
     throw new HttpError(problems.wrongPassword);
   }
 

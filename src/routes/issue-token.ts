@@ -3,7 +3,6 @@ import { checkThrottledPassword } from '../http/auth.ts';
 import { OAuthError } from '../http/errors.ts';
 import { readOAuthParameters, stringParameter } from '../http/oauth.ts';
 import type { Deps, Handler, Reply, RequestContext } from '../http/router.ts';
-import { throttleKey } from '../login-throttle.ts';
 import { rotateRefreshToken, startSession, type Client } from '../sessions.ts';
 
 const maxUsernameLength = 254;
@@ -31,7 +30,7 @@ async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<str
   const account = await findAccountByLogin(deps.sql, username);
   // The same scrypt work and the same answer whether the account is unknown or the password
   // wrong, so that neither timing nor response tells which names exist.
-  const valid = await checkThrottledPassword(deps, throttleKey(account?.id ?? null, username), password, account?.passwordHash ?? null);
+  const valid = await checkThrottledPassword(deps, ctx, username, password, account?.passwordHash ?? null);
   if (account === null || !valid) throw new OAuthError('invalid_grant', 'The username or password is incorrect.');
 
   if (deps.passwords.needsRehash(account.passwordHash)) {

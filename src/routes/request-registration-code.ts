@@ -26,14 +26,15 @@ export const requestRegistrationCode: Handler = async (ctx, deps) => {
 
   // Hashed on every path, before the address is looked up, so that every state of the address
   // costs the same work (account-enumeration safety), though only a new registration keeps it.
-  const passwordHash = await deps.passwords.hash(pwd);
+  // In the bulk lane: a flood of registrations must not starve sign-ins of hashing slots.
+  const passwordHash = await deps.passwords.hash(pwd, 'bulk');
   const code = generateCode();
   const now = deps.clock();
   try {
     await deps.sql.begin(async (tx) => {
       await releaseExpiredHolders(tx, name, email, now);
       if (await isNameTaken(tx, name, email)) throw new HttpError(problems.nameTaken);
-      const refusal = await reserveAddressRequest(tx, 'registration', deps.addressKey(email), now);
+      const refusal = await reserveAddressRequest(tx, 'registration', deps.keys.address(email), now);
       if (refusal !== null) throw quotaRefused(refusal);
 
       const holder = await lockAddressHolder(tx, email);

@@ -21,7 +21,7 @@ export const requestResetCode: Handler = async (ctx, deps) => {
   // Sealed before the address is looked up: the work is the same whether a message is sent or not.
   const mail = sealMail(resetCodeMail(code, expiresAt, now, ctx.clientAddress), deps.sealer);
   await deps.sql.begin(async (tx) => {
-    const refusal = await reserveAddressRequest(tx, 'reset', deps.addressKey(value.email), now);
+    const refusal = await reserveAddressRequest(tx, 'reset', deps.keys.address(value.email), now);
     if (refusal !== null) throw quotaRefused(refusal);
     await issueResetCode(tx, value.email, hashCode(code), expiresAt, mail, now);
   });

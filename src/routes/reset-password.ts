@@ -2,7 +2,7 @@ import { readJsonObject } from '../http/body.ts';
 import { checkCode } from '../http/codes.ts';
 import { HttpError, invalidFields, problems } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
-import { clearFailures, throttleKey } from '../login-throttle.ts';
+import { clearThrottle } from '../login-throttle.ts';
 import { passwordResetMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import { consumeCode, deleteCodes } from '../one-time-codes.ts';
@@ -29,7 +29,7 @@ export const resetPassword: Handler = async (ctx, deps) => {
     // back from a sign-in lock-out, so the throttle of the account is cleared.
     await revokeAllSessions(tx, account.id);
     await deleteCodes(tx, account.id, 'reset');
-    await clearFailures(tx, throttleKey(account.id, account.name));
+    await clearThrottle(tx, [deps.keys.loginIdentifier(account.name), deps.keys.loginIdentifier(account.email)]);
     await enqueueMail(tx, passwordResetMail(account.email, account.name, now, ctx.clientAddress), deps.sealer, now);
     return true;
   });

@@ -3,23 +3,31 @@ import { after, before, describe, it } from 'node:test';
 import { createPasswordHasher, type PasswordHasher } from '../../src/passwords.ts';
 import { registerAndSignIn, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
 
-describe('brute-force throttling per account', () => {
+describe('sign-in throttle', () => {
   let app: TestService;
+  let checks = 0;
   before(async () => {
-    app = await startTestService();
+    const real = createPasswordHasher({ ln: 4, r: 8, p: 1 });
+    // Counts the password checks actually made, to see what the throttle let through.
+    const counting: PasswordHasher = { ...real, verify: (password, stored) => ((checks += 1), real.verify(password, stored)) };
+    app = await startTestService({ env: { TRUST_PROXY: '1' }, passwords: counting });
   });
   after(async () => {
     await app.stop();
   });
-  const signIn = (username: string, password: string) => app.call('POST', '/auth/token', { json: { grant_type: 'password', username, password } });
+  const signIn = (username: string, password: string, from = '198.51.100.1') =>
+    app.call('POST', '/auth/token', { json: { grant_type: 'password', username, password }, headers: { 'x-forwarded-for': from } });
+  const seen = (response: { status: number; text: string; headers: Record<string, unknown> }) => `${response.status} ${String(response.headers['retry-after'] ?? '')} ${response.text}`;
 
   it('makes every attempt after five failures wait a doubling delay, before checking the password', async () => {
     const { user } = await registerAndSignIn(app);
     for (let i = 0; i < 5; i += 1) assert.equal((await signIn(user.name, 'wrong-password')).status, 400);
-    const blocked = await signIn(user.email, user.pwd);
-    assert.equal(blocked.status, 429, 'even the right password waits, and by address too');
+    checks = 0;
+    const blocked = await signIn(user.name, user.pwd);
+    assert.equal(blocked.status, 429, 'even the right password waits');
     assert.equal(blocked.headers['retry-after'], '1');
     assert.equal(blocked.json.error, 'temporarily_unavailable');
+    assert.equal(checks, 0, 'and is not checked');
 
     app.clock.advance(1);
     assert.equal((await signIn(user.name, 'wrong-password')).status, 400);
@@ -30,28 +38,66 @@ describe('brute-force throttling per account', () => {
     assert.equal((await signIn(user.name, user.pwd)).status, 200);
   });
 
-  it('throttles an unknown name exactly like a known one', async () => {
+  it('never checks more passwords than the allowance, however many guesses run in parallel', async () => {
     const { user } = await registerAndSignIn(app);
-    const known: string[] = [];
-    const unknown: string[] = [];
-    for (let i = 0; i < 7; i += 1) {
-      const a = await signIn(user.name, 'wrong-password');
-      const b = await signIn(`nobody-${user.name}`, 'wrong-password');
-      known.push(`${a.status} ${a.headers['retry-after'] ?? ''} ${a.text}`);
-      unknown.push(`${b.status} ${b.headers['retry-after'] ?? ''} ${b.text}`);
-    }
-    assert.deepEqual(unknown, known);
+    checks = 0;
+    const fresh = await Promise.all(Array.from({ length: 30 }, () => signIn(user.name, 'wrong-password', '198.51.100.2')));
+    assert.equal(checks, 5, 'five free failures, and not one more');
+    assert.equal(fresh.filter((response) => response.status === 429).length, 25);
+    app.clock.advance(2);
+    checks = 0;
+    const afterBlock = await Promise.all(Array.from({ length: 30 }, () => signIn(user.name, 'wrong-password', '198.51.100.2')));
+    assert.equal(checks, 1, 'after a block ends, one guess is checked and the next block starts');
+    assert.equal(afterBlock.filter((response) => response.status === 429).length, 29);
+  });
+
+  it('does not lock the owner out from another address', async () => {
+    const { user } = await registerAndSignIn(app);
+    for (let i = 0; i < 50; i += 1) await signIn(user.name, 'wrong-password', '203.0.113.66');
+    assert.equal((await signIn(user.name, 'wrong-password', '203.0.113.66')).status, 429, 'the attacker waits');
+    assert.equal((await signIn(user.name, user.pwd, '203.0.113.7')).status, 200, 'the owner at another address signs in at once');
+  });
+
+  it('bounds guesses spread over many addresses by a budget per identifier', async () => {
+    const { user } = await registerAndSignIn(app);
+    checks = 0;
+    const statuses: number[] = [];
+    for (let i = 0; i < 150; i += 1) statuses.push((await signIn(user.name, 'wrong-password', `10.1.${Math.floor(i / 200)}.${i % 200}`)).status);
+    assert.equal(statuses.filter((status) => status === 400).length, 100, 'LOGIN_FAILURES_PER_HOUR = 100');
+    assert.equal(statuses.filter((status) => status === 429).length, 50);
+    assert.equal(checks, 100);
+    const owner = await signIn(user.name, user.pwd, '203.0.113.8');
+    assert.equal(owner.status, 429, 'the name is out of budget for everyone');
+    const wait = Number(owner.headers['retry-after']);
+    assert.ok(wait > 0 && wait <= 36, `until one failure refills, at most an hour / 100: ${wait}`);
+    assert.equal((await signIn(user.email, user.pwd, '203.0.113.8')).status, 200, 'the address is another identifier, with its own budget');
+    app.clock.advance(36);
+    assert.equal((await signIn(user.name, user.pwd, '203.0.113.8')).status, 200, 'the budget refills');
+  });
+
+  it('answers an unknown name exactly like a known one, over every sequence', async () => {
+    const { user } = await registerAndSignIn(app);
+    const unknown = { name: `nobody-${user.name}`, email: `nobody-${user.email}` };
+    const run = async (who: { name: string; email: string }, from: string) => {
+      const answers: string[] = [];
+      for (let i = 0; i < 6; i += 1) answers.push(seen(await signIn(who.name, 'wrong-password', from)));
+      answers.push(seen(await signIn(who.name.toUpperCase(), 'wrong-password', from)), 'then in upper case');
+      answers.push(seen(await signIn(who.email, 'wrong-password', from)), 'then its address');
+      answers.push(seen(await signIn(who.email.toUpperCase(), 'wrong-password', from)), 'then its address in upper case');
+      return answers;
+    };
+    assert.deepEqual(await run(user, '192.0.2.50'), await run(unknown, '192.0.2.51'));
   });
 
   it('counts a wrong old password on PUT /acc/me/pwd', async () => {
     const { user, token } = await registerAndSignIn(app);
-    const change = (old_pwd: string) => app.call('PUT', '/acc/me/pwd', { token, json: { old_pwd, new_pwd: 'new-password-1' } });
+    const change = (old_pwd: string) => app.call('PUT', '/acc/me/pwd', { token, json: { old_pwd, new_pwd: 'new-password-1' }, headers: { 'x-forwarded-for': '198.51.100.9' } });
     for (let i = 0; i < 5; i += 1) assert.equal((await change('wrong-password')).status, 403);
     const blocked = await change(user.pwd);
     assert.equal(blocked.status, 429);
     assert.equal(blocked.json.type, 'urn:account-service:problem:throttled');
     assert.equal(blocked.headers['retry-after'], '1');
-    assert.equal((await signIn(user.name, user.pwd)).status, 429, 'sign-in shares the count');
+    assert.equal((await signIn(user.name, user.pwd, '198.51.100.9')).status, 429, 'sign-in by name from that address shares the count');
   });
 });
 
