@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { OverloadedError } from '../concurrency.ts';
 import { isDatabaseUnavailable } from '../db.ts';
 import { describeError } from '../log.ts';
@@ -21,7 +23,26 @@ export function createServer(deps: Deps, routes: readonly Route[], timeouts: Ser
     void handleRequest(req, res, deps, routes);
   });
   server.keepAliveTimeout = timeouts.keepAliveTimeout;
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => refuseUnparsed(error, socket, deps));
   return server;
+}
+
+/**
+ * A request the HTTP parser refused (a malformed request line, headers too large, too slow)
+ * never reaches a handler; it is answered, logged and counted here like any other. Only the
+ * parser's error code is logged: the bytes the client sent may hold anything.
+ */
+function refuseUnparsed(error: NodeJS.ErrnoException, socket: Duplex, deps: Deps): void {
+  // A client that hung up, or a socket already answered: nothing to answer, nothing refused.
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const requestId = randomUUID();
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: 0\r\nX-Request-Id: ${requestId}\r\n\r\n`);
+  deps.metrics.observe('OTHER', 'unparsed', status, 0);
+  deps.log.info('request refused by the HTTP parser', { request_id: requestId, status, reason: error.code ?? 'unknown', client: (socket as Socket).remoteAddress ?? 'unknown' });
 }
 
 async function handleRequest(req: IncomingMessage, res: ServerResponse, deps: Deps, routes: readonly Route[]): Promise<void> {

@@ -14,6 +14,32 @@ after(async () => {
 const problemType = (slug: string) => `urn:account-service:problem:${slug}`;
 
 describe('the HTTP edge', () => {
+  it('answers, logs and counts requests that the HTTP parser refuses, without their bytes', async () => {
+    const send = (bytes: string) =>
+      new Promise<string>((resolve, reject) => {
+        const { port } = new URL(app.url);
+        const socket = connect(Number(port), '127.0.0.1', () => socket.write(bytes));
+        let answer = '';
+        socket.on('data', (chunk) => (answer += chunk.toString()));
+        socket.on('close', () => resolve(answer));
+        socket.on('error', reject);
+      });
+    const before = app.logs.length;
+    assert.match(await send('BREW /coffee NOT-HTTP/9\r\n\r\n'), /^HTTP\/1\.1 400 Bad Request\r\n/);
+    assert.match(await send(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Secret-Header: ${'s'.repeat(20_000)}\r\n\r\n`), /^HTTP\/1\.1 431 /);
+    const lines = app.logs.slice(before).filter((line) => line.includes('refused by the HTTP parser')).map((line) => JSON.parse(line));
+    assert.deepEqual(lines.map((line) => line.status), [400, 431]);
+    for (const line of lines) {
+      assert.equal(line.client, '127.0.0.1');
+      assert.match(line.reason, /^HPE_/);
+      assert.match(line.request_id, /^[0-9a-f-]{36}$/);
+    }
+    assert.equal(app.logs.slice(before).join('').includes('sss'), false, 'no header value reaches the log');
+    const metrics = (await app.call('GET', '/metrics')).text;
+    assert.match(metrics, /^http_requests_total\{method="OTHER",route="unparsed",status="400"\} [1-9]/m);
+    assert.match(metrics, /^http_requests_total\{method="OTHER",route="unparsed",status="431"\} [1-9]/m);
+  });
+
   it('sets the safety headers and echoes a well-formed X-Request-Id', async () => {
     const response = await app.call('GET', '/healthz', { headers: { 'x-request-id': 'abc-123' } });
     assert.equal(response.status, 200);
