@@ -36,11 +36,24 @@ export async function upgradePasswordHash(sql: Sql, id: string, oldHash: string,
  * by a concurrent change, which then won).
  */
 export async function changePasswordHash(tx: Transaction, id: string, callerSessionId: string, newHash: string): Promise<boolean> {
-  const rows = await tx`
-    WITH ended AS (DELETE FROM sessions WHERE account_id = ${id} RETURNING id)
-    UPDATE accounts SET password_hash = ${newHash}
-    WHERE id = ${id} AND activated_at IS NOT NULL AND EXISTS (SELECT 1 FROM ended WHERE ended.id = ${callerSessionId})`;
-  return rows.count === 1;
+  if (!(await lockAccountOfSession(tx, id, callerSessionId))) return false;
+  await tx`DELETE FROM sessions WHERE account_id = ${id}`;
+  await tx`UPDATE accounts SET password_hash = ${newHash} WHERE id = ${id}`;
+  return true;
+}
+
+/**
+ * Locks the account row, then checks that the caller's session still lives. Two statements on
+ * purpose: the check must see what a transaction that held the lock before committed, and
+ * only a statement that starts after the lock is granted does. Every change that needs the
+ * caller's session (password change, deletion) goes through here, so that of two racing
+ * changes the second sees the first and loses.
+ */
+async function lockAccountOfSession(tx: Transaction, id: string, sessionId: string): Promise<boolean> {
+  const locked = await tx`SELECT 1 FROM accounts WHERE id = ${id} AND activated_at IS NOT NULL FOR UPDATE`;
+  if (locked.count === 0) return false;
+  const [row] = await tx`SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ${sessionId} AND account_id = ${id}) AS live`;
+  return row!.live as boolean;
 }
 
 /**
@@ -53,4 +66,18 @@ export async function findOutdatedHashes(sql: Sql, currentPrefix: string, afterI
     SELECT id, password_hash AS "passwordHash" FROM accounts
     WHERE id > ${afterId} AND NOT starts_with(password_hash, ${currentPrefix})
     ORDER BY id LIMIT ${limit}`;
+}
+
+/**
+ * Deletes an active account, in the caller's transaction, if the caller's session still lives.
+ * Its sessions, refresh tokens, codes and events go with it (foreign keys cascade); its code
+ * quotas (by the keyed hashes of its address) and every message to its address are deleted
+ * here, so that nothing of it stays behind but the notice the caller queues next.
+ */
+export async function deleteAccount(tx: Transaction, id: string, callerSessionId: string, addressKeys: Buffer[]): Promise<boolean> {
+  if (!(await lockAccountOfSession(tx, id, callerSessionId))) return false;
+  const [row] = await tx`DELETE FROM accounts WHERE id = ${id} RETURNING email`;
+  await tx`DELETE FROM address_quotas WHERE address_key IN ${tx(addressKeys)}`;
+  await tx`DELETE FROM outbox WHERE lower(recipient) = lower(${row!.email as string})`;
+  return true;
 }

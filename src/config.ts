@@ -20,6 +20,7 @@ export type Config = {
   regCodeTtlSeconds: number;
   resetCodeTtlSeconds: number;
   scrypt: ScryptParams;
+  eventRetentionDays: number;
   hashConcurrency: number;
   /** Failed password checks one sign-in identifier may take an hour, from all client addresses. */
   loginFailuresPerHour: number;
@@ -67,6 +68,7 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
     regCodeTtlSeconds: integer(env, 'REG_CODE_TTL', 1800, 60, 7 * 24 * 3600),
     resetCodeTtlSeconds: integer(env, 'RESET_CODE_TTL', 900, 60, 24 * 3600),
     scrypt,
+    eventRetentionDays: integer(env, 'EVENT_RETENTION_DAYS', 90, 1, 3650),
     hashConcurrency: integer(env, 'HASH_CONCURRENCY', 4, 1, 64),
     loginFailuresPerHour: integer(env, 'LOGIN_FAILURES_PER_HOUR', 100, 1, 100_000),
     rateLimit: integer(env, 'RATE_LIMIT', 20, 0, 1_000_000),

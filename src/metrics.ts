@@ -18,6 +18,7 @@ type Histogram = { counts: number[]; sum: number; count: number };
 const counterHelp = {
   refresh_token_rotations_total: 'Refresh tokens rotated.',
   refresh_token_reuses_total: 'Spent refresh tokens presented again after the retry window; each revoked its session.',
+  accounts_deleted_total: 'Accounts deleted by their owners.',
 } as const;
 export type CounterName = keyof typeof counterHelp;
 

@@ -1,6 +1,6 @@
 import { problems, problemTypePrefix } from './http/errors.ts';
 import type { Route } from './http/router.ts';
-import { activationSchema, passwordChangeSchema, passwordResetSchema, registrationSchema, resetCodeRequestSchema, type Schema } from './validation.ts';
+import { accountDeletionSchema, activationSchema, passwordChangeSchema, passwordResetSchema, registrationSchema, resetCodeRequestSchema, type Schema } from './validation.ts';
 
 type JsonObject = Record<string, unknown>;
 
@@ -11,6 +11,7 @@ const requestSchemas: Record<string, JsonObject> = {
   ResetCodeRequest: objectSchema(resetCodeRequestSchema),
   PasswordResetRequest: objectSchema(passwordResetSchema),
   PasswordChangeRequest: objectSchema(passwordChangeSchema),
+  AccountDeletionRequest: objectSchema(accountDeletionSchema),
   TokenRequest: {
     oneOf: [
       {
@@ -77,6 +78,26 @@ const responseSchemas: Record<string, JsonObject> = {
     properties: { id: { type: 'string', format: 'uuid' }, name: { type: 'string' }, email: { type: 'string' }, phone: { type: ['string', 'null'] }, created_at: { type: 'string', format: 'date-time' } },
   },
   Status: { type: 'object', required: ['status'], properties: { status: { type: 'string' } } },
+  Events: {
+    type: 'object',
+    required: ['events'],
+    properties: {
+      events: {
+        type: 'array',
+        maxItems: 50,
+        items: {
+          type: 'object',
+          required: ['type', 'occurred_at', 'client_address', 'session_id'],
+          properties: {
+            type: { type: 'string', description: 'An open set; known values: activated, signed-in, sign-in-failed, password-changed, reset-requested, password-reset, session-revoked, signed-out-everywhere.' },
+            occurred_at: { type: 'string', format: 'date-time' },
+            client_address: { type: 'string' },
+            session_id: { type: ['string', 'null'], format: 'uuid' },
+          },
+        },
+      },
+    },
+  },
   Empty: { type: 'object', additionalProperties: false, description: 'An empty JSON object.' },
   Problem: {
     type: 'object',

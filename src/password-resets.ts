@@ -8,9 +8,10 @@ export type ResetAccount = { id: string; name: string; email: string };
  * the sealed message to the address stored for it. It is one statement that runs the same
  * whether or not the address has an account: the answer and the work must not tell the two
  * apart, so the account's presence only changes how many rows the statement writes. (The
- * same inserts as storeCode in one-time-codes.ts and enqueueMail in mail/outbox.ts.)
+ * same inserts as storeCode in one-time-codes.ts, recordEvent in security-events.ts and
+ * enqueueMail in mail/outbox.ts.)
  */
-export async function issueResetCode(tx: Transaction, email: string, codeHash: Buffer, expiresAt: Date, mail: SealedMail, now: Date): Promise<void> {
+export async function issueResetCode(tx: Transaction, email: string, codeHash: Buffer, expiresAt: Date, mail: SealedMail, clientAddress: string, now: Date): Promise<void> {
   await tx`
     WITH account AS (
       SELECT id, email FROM accounts WHERE lower(email) = lower(${email}) AND activated_at IS NOT NULL FOR UPDATE
@@ -19,6 +20,9 @@ export async function issueResetCode(tx: Transaction, email: string, codeHash: B
     ), code AS (
       INSERT INTO one_time_codes (code_hash, purpose, account_id, expires_at, created_at)
       SELECT ${codeHash}, 'reset', id, ${expiresAt}, ${now} FROM account
+    ), event AS (
+      INSERT INTO security_events (account_id, type, occurred_at, client_address)
+      SELECT id, 'reset-requested', ${now}, ${clientAddress.slice(0, 64)} FROM account
     )
     INSERT INTO outbox (message_id, kind, recipient, sealed_content, next_attempt_at, created_at)
     SELECT ${mail.messageId}, ${mail.kind}, email, ${mail.sealed}, ${now}, ${now} FROM account`;

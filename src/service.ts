@@ -26,6 +26,7 @@ import { createSealer } from './sealing.ts';
 import { version } from './version.ts';
 import { createTokenService } from './tokens.ts';
 import { deleteExpiredSessions } from './sessions.ts';
+import { deleteOldEvents } from './security-events.ts';
 
 /** Configuration once main.ts has settled the database and the token secrets. */
 export type ServiceConfig = Config & { databaseUrl: string; tokenSecrets: Buffer[] };
@@ -48,6 +49,8 @@ export type Service = {
   sql: Sql;
   /** Hands a database error to the pool, which replaces itself if the error shows it broken (db.ts). */
   noteDatabaseFailure(error: unknown): void;
+  /** Deletes what has expired now, as the minutely sweep does. */
+  sweep(): Promise<void>;
   stop(): Promise<void>;
 };
 
@@ -101,15 +104,24 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       passwordLimiter,
       applicationName,
     };
-    const sweep = setInterval(() => {
+    // Deletes what has expired; every minute, and on demand for tests that move the clock.
+    const sweep = async () => {
       const now = clock();
       const graceStart = new Date(now.getTime() - expiredRegistrationGraceMs);
       const spentBefore = new Date(now.getTime() - spentRefreshTokenRetentionMs);
-      Promise.all([deleteExpiredRegistrations(sql, graceStart), deleteExpiredCodes(sql, graceStart), deleteStaleThrottleRows(sql, now), deleteStaleQuotas(sql, now), deleteExpiredSessions(sql, now, spentBefore)])
-        .then(([registrations, codes, throttle, quotas, sessions]) => log.debug('sweep done', { registrations, codes, throttle, quotas, ...sessions }))
-        .catch((error: unknown) => log.warn('sweep failed', describeError(error)));
-    }, sweepIntervalMs);
-    sweep.unref();
+      const eventsBefore = new Date(now.getTime() - config.eventRetentionDays * 24 * 3600 * 1000);
+      const [registrations, codes, throttle, quotas, sessions, events] = await Promise.all([
+        deleteExpiredRegistrations(sql, graceStart),
+        deleteExpiredCodes(sql, graceStart),
+        deleteStaleThrottleRows(sql, now),
+        deleteStaleQuotas(sql, now),
+        deleteExpiredSessions(sql, now, spentBefore),
+        deleteOldEvents(sql, eventsBefore),
+      ]);
+      log.debug('sweep done', { registrations, codes, throttle, quotas, ...sessions, events });
+    };
+    const sweepTimer = setInterval(() => void sweep().catch((error: unknown) => log.warn('sweep failed', describeError(error))), sweepIntervalMs);
+    sweepTimer.unref();
     let stopping = false;
     // In the background: the service answers at once, and requests keep their hashing slots.
     const wrapping = wrapOutdatedHashes(sql, unlimitedHasher, config.scrypt, () => stopping).then(
@@ -134,8 +146,9 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       server,
       sql,
       noteDatabaseFailure: database.noteFailure,
+      sweep,
       async stop() {
-        clearInterval(sweep);
+        clearInterval(sweepTimer);
         stopping = true;
         await closeServer(server);
         await wrapping;

@@ -1,6 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Account } from './accounts.ts';
 import type { Sql, Transaction } from './db.ts';
+import { recordEvent } from './security-events.ts';
 
 /** A live session as its owner sees it. */
 export type Session = { id: string; createdAt: Date; lastUsedAt: Date; clientAddress: string; userAgent: string };
@@ -30,16 +31,14 @@ function hashRefreshToken(token: string): Buffer {
 }
 
 /** Starts a session for a password sign-in; it lives `ttlSeconds` from now, however often it is refreshed. */
-export async function startSession(sql: Sql, accountId: string, client: Client, now: Date, ttlSeconds: number): Promise<SessionTokens> {
+export async function startSession(tx: Transaction, accountId: string, client: Client, now: Date, ttlSeconds: number): Promise<SessionTokens> {
   const sessionId = randomUUID();
   const refreshToken = generateRefreshToken();
   const expiresAt = new Date(now.getTime() + ttlSeconds * 1000);
-  await sql.begin(async (tx) => {
-    await tx`
-      INSERT INTO sessions (id, account_id, created_at, last_used_at, expires_at, client_address, user_agent)
-      VALUES (${sessionId}, ${accountId}, ${now}, ${now}, ${expiresAt}, ${client.address.slice(0, 64)}, ${client.userAgent.slice(0, maxUserAgentLength)})`;
-    await tx`INSERT INTO refresh_tokens (token_hash, session_id, created_at) VALUES (${hashRefreshToken(refreshToken)}, ${sessionId}, ${now})`;
-  });
+  await tx`
+    INSERT INTO sessions (id, account_id, created_at, last_used_at, expires_at, client_address, user_agent)
+    VALUES (${sessionId}, ${accountId}, ${now}, ${now}, ${expiresAt}, ${client.address.slice(0, 64)}, ${client.userAgent.slice(0, maxUserAgentLength)})`;
+  await tx`INSERT INTO refresh_tokens (token_hash, session_id, created_at) VALUES (${hashRefreshToken(refreshToken)}, ${sessionId}, ${now})`;
   return { sessionId, refreshToken };
 }
 
@@ -62,6 +61,7 @@ export async function rotateRefreshToken(sql: Sql, presented: string, client: Cl
     if (spentAt !== null) {
       if (now.getTime() - spentAt.getTime() <= retryWindowSeconds * 1000) return { outcome: 'refused' } as const;
       await tx`DELETE FROM sessions WHERE id = ${sessionId}`;
+      await recordEvent(tx, row.account_id as string, 'session-revoked', client.address, sessionId, now);
       return { outcome: 'reused', accountId: row.account_id as string, sessionId } as const;
     }
     const refreshToken = generateRefreshToken();
@@ -107,7 +107,7 @@ export async function revokeAllSessions(sql: Sql | Transaction, accountId: strin
 }
 
 /** Revokes the session an access token names; null if it is gone already. */
-export async function revokeSessionByAccessToken(sql: Sql, accountPublicId: string, sessionId: string): Promise<{ accountId: string; sessionId: string } | null> {
+export async function revokeSessionByAccessToken(sql: Sql | Transaction, accountPublicId: string, sessionId: string): Promise<{ accountId: string; sessionId: string } | null> {
   const [row] = await sql`
     DELETE FROM sessions WHERE id = ${sessionId} AND account_id = (SELECT id FROM accounts WHERE public_id = ${accountPublicId})
     RETURNING id, account_id`;
@@ -115,7 +115,7 @@ export async function revokeSessionByAccessToken(sql: Sql, accountPublicId: stri
 }
 
 /** Revokes the session a refresh token (current or spent) belongs to; null if the token is unknown. */
-export async function revokeSessionByRefreshToken(sql: Sql, token: string): Promise<{ accountId: string; sessionId: string } | null> {
+export async function revokeSessionByRefreshToken(sql: Sql | Transaction, token: string): Promise<{ accountId: string; sessionId: string } | null> {
   const [row] = await sql`
     DELETE FROM sessions WHERE id = (SELECT session_id FROM refresh_tokens WHERE token_hash = ${hashRefreshToken(token)})
     RETURNING id, account_id`;

@@ -35,6 +35,8 @@ export const passwordResetSchema = {
   new_pwd: field(patterns.password),
 } satisfies Schema;
 
+export const accountDeletionSchema = { pwd: field(patterns.password) } satisfies Schema;
+
 export const passwordChangeSchema = {
   old_pwd: field(patterns.password),
   new_pwd: field(patterns.password),

@@ -1,6 +1,6 @@
 /** What the outbox stores and the transport sends; never logged, as it may hold a code. */
 export type MailContent = { subject: string; text: string; html: string };
-export type MailKind = 'registration-code' | 'account-active' | 'password-changed' | 'registration-attempt' | 'reset-code' | 'password-reset';
+export type MailKind = 'registration-code' | 'account-active' | 'password-changed' | 'registration-attempt' | 'reset-code' | 'password-reset' | 'account-deleted';
 export type OutgoingMail = { kind: MailKind; to: string; content: MailContent };
 /** A message whose recipient the database supplies: the address stored for the account. */
 export type UnaddressedMail = Omit<OutgoingMail, 'to'>;
@@ -59,6 +59,15 @@ export function passwordResetMail(to: string, name: string, resetAt: Date, clien
     `the password of your account was reset with an e-mailed code at ${isoUtc(resetAt)} from the address ${clientAddress}.`,
     'All sessions have been signed out.',
     'If you did not do this, someone can read your e-mail: secure your mailbox, then reset the password again.',
+  ]) };
+}
+
+export function accountDeletedMail(to: string, name: string, deletedAt: Date, clientAddress: string): OutgoingMail {
+  return { to, ...compose('account-deleted', 'Your account was deleted', [
+    `Hello ${name},`,
+    `your account was deleted at ${isoUtc(deletedAt)} from the address ${clientAddress}, with everything it held.`,
+    'Its name and this address are free again. This message is the last we keep of it, and it is erased once sent.',
+    'If you did not do this, someone knew your password: secure this mailbox and your other accounts.',
   ]) };
 }
 

@@ -119,6 +119,12 @@ async function deliverNext(options: OutboxOptions): Promise<boolean> {
       }
       return true;
     }
+    // The notice of a deleted account is the last trace of it: the whole row goes once sent.
+    if (row.kind === 'account-deleted') {
+      await tx`DELETE FROM outbox WHERE id = ${row.id}`;
+      log.info('outbox message sent', { id: row.id, kind: row.kind, attempts });
+      return true;
+    }
     // The content is erased once sent: a registration code must not outlive its delivery.
     await tx`
       UPDATE outbox SET state = 'sent', attempts = ${attempts}, sealed_content = NULL, last_error = NULL, sent_at = ${clock()}

@@ -6,6 +6,7 @@ import { accountActiveMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import { consumeCode } from '../one-time-codes.ts';
 import { activateRegistration } from '../registrations.ts';
+import { recordEvent } from '../security-events.ts';
 import { activationSchema, validateFields } from '../validation.ts';
 
 /** POST /acc/reg: turn the pending registration that holds this code into an active account. */
@@ -18,6 +19,7 @@ export const activateAccount: Handler = async (ctx, deps) => {
     const accountId = await consumeCode(tx, 'registration', codeHash, now);
     const account = accountId === null ? null : await activateRegistration(tx, accountId, now);
     if (account === null) return false;
+    await recordEvent(tx, accountId, 'activated', ctx.clientAddress, null, now);
     await enqueueMail(tx, accountActiveMail(account.email, account.name), deps.sealer, now);
     return true;
   });

@@ -5,6 +5,7 @@ import { HttpError, invalidFields, problems } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
 import { passwordChangedMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
+import { recordEvent } from '../security-events.ts';
 import { passwordChangeSchema, validateFields } from '../validation.ts';
 
 /** PUT /acc/me/pwd: change the password, end every session of the account (the caller's too), notify the owner. */
@@ -18,6 +19,7 @@ export const changePassword: Handler = async (ctx, deps) => {
   }
   // A stolen token must not become a way around the sign-in throttle: wrong old passwords count too.
   if (!(await checkThrottledPassword(deps, ctx, account.name, value.old_pwd, account.passwordHash))) {
+    await recordEvent(deps.sql, account.id, 'sign-in-failed', ctx.clientAddress, sessionId, deps.clock());
     throw new HttpError(problems.wrongPassword);
   }
 
@@ -25,6 +27,7 @@ export const changePassword: Handler = async (ctx, deps) => {
   const now = deps.clock();
   const changed = await deps.sql.begin(async (tx) => {
     if (!(await changePasswordHash(tx, account.id, sessionId, newHash))) return false;
+    await recordEvent(tx, account.id, 'password-changed', ctx.clientAddress, sessionId, now);
     await enqueueMail(tx, passwordChangedMail(account.email, account.name, now, ctx.clientAddress), deps.sealer, now);
     return true;
   });

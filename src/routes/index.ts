@@ -10,6 +10,8 @@ import { requestRegistrationCode } from './request-registration-code.ts';
 import { requestResetCode } from './request-reset-code.ts';
 import { revokeToken } from './revoke-token.ts';
 import { getSessions } from './list-sessions.ts';
+import { getEvents } from './list-events.ts';
+import { deleteAccount } from './delete-account.ts';
 import { deleteSession } from './revoke-session.ts';
 import { deleteAllSessions } from './revoke-all-sessions.ts';
 import { resetPassword } from './reset-password.ts';
@@ -71,6 +73,18 @@ export const routes: readonly Route[] = [
     rateLimited: true,
     errorFormat: 'oauth',
     doc: { summary: 'Revoke the session of a refresh or access token (RFC 7009)', request: 'RevocationRequest', success: { status: 200, schema: 'Empty' }, errors: [400, 413, 415, 429, 500, 503] },
+  },
+  {
+    method: 'DELETE',
+    path: '/acc/me',
+    handler: deleteAccount,
+    doc: { summary: 'Delete the signed-in account and everything of it', auth: true, request: 'AccountDeletionRequest', success: { status: 204 }, errors: [400, 401, 403, 413, 415, 429, 500, 503] },
+  },
+  {
+    method: 'GET',
+    path: '/acc/me/events',
+    handler: getEvents,
+    doc: { summary: "The account's latest 50 security events, newest first", auth: true, success: { status: 200, schema: 'Events' }, errors: [401, 500, 503] },
   },
   {
     method: 'GET',

@@ -3,6 +3,7 @@ import { checkThrottledPassword } from '../http/auth.ts';
 import { OAuthError } from '../http/errors.ts';
 import { readOAuthParameters, stringParameter } from '../http/oauth.ts';
 import type { Deps, Handler, Reply, RequestContext } from '../http/router.ts';
+import { recordEvent } from '../security-events.ts';
 import { rotateRefreshToken, startSession, type Client } from '../sessions.ts';
 
 const maxUsernameLength = 254;
@@ -31,13 +32,21 @@ async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<str
   // The same scrypt work and the same answer whether the account is unknown or the password
   // wrong, so that neither timing nor response tells which names exist.
   const valid = await checkThrottledPassword(deps, ctx, username, password, account?.passwordHash ?? null);
-  if (account === null || !valid) throw new OAuthError('invalid_grant', 'The username or password is incorrect.');
+  if (account === null || !valid) {
+    // The same statement for an unknown name, writing nothing (security-events.ts).
+    await recordEvent(deps.sql, account?.id ?? null, 'sign-in-failed', ctx.clientAddress, null, deps.clock());
+    throw new OAuthError('invalid_grant', 'The username or password is incorrect.');
+  }
 
   if (deps.passwords.needsRehash(account.passwordHash)) {
     await upgradePasswordHash(deps.sql, account.id, account.passwordHash, await deps.passwords.hash(password));
   }
   const now = deps.clock();
-  const { sessionId, refreshToken } = await startSession(deps.sql, account.id, clientOf(ctx), now, deps.config.refreshTtlSeconds);
+  const { sessionId, refreshToken } = await deps.sql.begin(async (tx) => {
+    const started = await startSession(tx, account.id, clientOf(ctx), now, deps.config.refreshTtlSeconds);
+    await recordEvent(tx, account.id, 'signed-in', ctx.clientAddress, started.sessionId, now);
+    return started;
+  });
   return tokenReply(deps, account.publicId, sessionId, refreshToken, now);
 }
 

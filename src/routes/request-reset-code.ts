@@ -23,7 +23,7 @@ export const requestResetCode: Handler = async (ctx, deps) => {
   await deps.sql.begin(async (tx) => {
     const refusal = await reserveAddressRequest(tx, 'reset', deps.keys.address(value.email), now);
     if (refusal !== null) throw quotaRefused(refusal);
-    await issueResetCode(tx, value.email, hashCode(code), expiresAt, mail, now);
+    await issueResetCode(tx, value.email, hashCode(code), expiresAt, mail, ctx.clientAddress, now);
   });
   deps.outbox.wake();
   return { status: 204 };

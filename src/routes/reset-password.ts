@@ -7,6 +7,7 @@ import { passwordResetMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import { consumeCode, deleteCodes } from '../one-time-codes.ts';
 import { resetPasswordHash } from '../password-resets.ts';
+import { recordEvent } from '../security-events.ts';
 import { revokeAllSessions } from '../sessions.ts';
 import { passwordResetSchema, validateFields } from '../validation.ts';
 
@@ -28,6 +29,7 @@ export const resetPassword: Handler = async (ctx, deps) => {
     // Every session and every other reset code ends with this reset. It is also the owner's way
     // back from a sign-in lock-out, so the throttle of the account is cleared.
     await revokeAllSessions(tx, account.id);
+    await recordEvent(tx, account.id, 'password-reset', ctx.clientAddress, null, now);
     await deleteCodes(tx, account.id, 'reset');
     await clearThrottle(tx, [deps.keys.loginIdentifier(account.name), deps.keys.loginIdentifier(account.email)]);
     await enqueueMail(tx, passwordResetMail(account.email, account.name, now, ctx.clientAddress), deps.sealer, now);

@@ -1,6 +1,7 @@
 import { authenticate } from '../http/auth.ts';
 import { HttpError, problems } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
+import { recordEvent } from '../security-events.ts';
 import { revokeSession } from '../sessions.ts';
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -12,6 +13,12 @@ const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 export const deleteSession: Handler = async (ctx, deps) => {
   const { account } = await authenticate(ctx, deps);
   const id = ctx.params.id ?? '';
-  if (!uuid.test(id) || !(await revokeSession(deps.sql, account.id, id))) throw new HttpError(problems.unknownSession);
+  if (!uuid.test(id)) throw new HttpError(problems.unknownSession);
+  const revoked = await deps.sql.begin(async (tx) => {
+    if (!(await revokeSession(tx, account.id, id))) return false;
+    await recordEvent(tx, account.id, 'session-revoked', ctx.clientAddress, id, deps.clock());
+    return true;
+  });
+  if (!revoked) throw new HttpError(problems.unknownSession);
   return { status: 204 };
 };

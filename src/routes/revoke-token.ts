@@ -1,6 +1,7 @@
 import { OAuthError } from '../http/errors.ts';
 import { readOAuthParameters, stringParameter } from '../http/oauth.ts';
 import type { Handler } from '../http/router.ts';
+import { recordEvent } from '../security-events.ts';
 import { revokeSessionByAccessToken, revokeSessionByRefreshToken } from '../sessions.ts';
 
 const maxTokenLength = 4096;
@@ -15,9 +16,12 @@ export const revokeToken: Handler = async (ctx, deps) => {
   const hint = params.token_type_hint;
   if (hint !== undefined && typeof hint !== 'string') throw new OAuthError('invalid_request', 'token_type_hint must be a string.');
   // The hint only says where to look first (§2.1); both kinds are tried whatever it says.
-  const claims = deps.tokens.verifyToken(token, deps.clock());
-  if (claims !== null) await revokeSessionByAccessToken(deps.sql, claims.sub, claims.sid);
-  else await revokeSessionByRefreshToken(deps.sql, token);
+  const now = deps.clock();
+  const claims = deps.tokens.verifyToken(token, now);
+  await deps.sql.begin(async (tx) => {
+    const revoked = claims !== null ? await revokeSessionByAccessToken(tx, claims.sub, claims.sid) : await revokeSessionByRefreshToken(tx, token);
+    if (revoked !== null) await recordEvent(tx, revoked.accountId, 'session-revoked', ctx.clientAddress, revoked.sessionId, now);
+  });
   // The body is ignored by the RFC, but OAuth client libraries parse every answer as JSON.
   return { status: 200, body: {} };
 };

@@ -127,7 +127,7 @@ const passwordHash = await createPasswordHasher(defaultScrypt).hash('bench-passw
 const tokens = createTokenService({ secrets: [Buffer.from(secret)], ttlSeconds: 3600, issuer: 'account-service', audience: null });
 /** A signed-in session of the account, as a password grant makes it, and its access token. */
 const signedIn = async (id: string) => {
-  const { sessionId } = await startSession(sql, id, { address: '127.0.0.1', userAgent: 'bench' }, new Date(), 3600);
+  const { sessionId } = await sql.begin((tx) => startSession(tx, id, { address: '127.0.0.1', userAgent: 'bench' }, new Date(), 3600));
   const [row] = await sql`SELECT public_id FROM accounts WHERE id = ${id}`;
   return { publicId: row!.public_id as string, sessionId, token: tokens.issueToken(row!.public_id as string, sessionId, new Date()).token };
 };

@@ -1,0 +1,16 @@
+import { authenticate } from '../http/auth.ts';
+import type { Handler } from '../http/router.ts';
+import { isoUtc } from '../mail/messages.ts';
+import { listEvents } from '../security-events.ts';
+
+/** GET /acc/me/events: the account's latest security events, newest first. */
+export const getEvents: Handler = async (ctx, deps) => {
+  const { account } = await authenticate(ctx, deps);
+  const events = await listEvents(deps.sql, account.id);
+  return {
+    status: 200,
+    body: {
+      events: events.map((event) => ({ type: event.type, occurred_at: isoUtc(event.occurredAt), client_address: event.clientAddress, session_id: event.sessionId })),
+    },
+  };
+};

@@ -1,0 +1,201 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { createKeyedHashes } from '../../src/keyed-hashes.ts';
+import { codeIn } from '../helpers/smtp.ts';
+import { waitUntil } from '../helpers/wait.ts';
+import { registerAndSignIn, requestCode, startTestService, testSecret, type TestService } from '../helpers/service.ts';
+
+let app: TestService;
+before(async () => {
+  app = await startTestService({ env: { TRUST_PROXY: '1' } });
+});
+after(async () => {
+  await app.stop();
+});
+
+const from = (address: string) => ({ 'x-forwarded-for': address });
+const remove = (token: string, pwd: string, address = '198.51.100.20') => app.call('DELETE', '/acc/me', { token, json: { pwd }, headers: from(address) });
+const signIn = (username: string, password: string, address = '198.51.100.20') =>
+  app.call('POST', '/auth/token', { json: { grant_type: 'password', username, password }, headers: from(address) });
+const eventsOf = async (token: string) => (await app.call('GET', '/acc/me/events', { token })).json.events as Array<{ type: string; occurred_at: string; client_address: string; session_id: string | null }>;
+
+/** Every row of every table of the service's schema, as text, to look for traces of an account. */
+async function dumpTables(): Promise<string> {
+  const tables = await app.service.sql`SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename`;
+  assert.ok(tables.length >= 10, tables.map((row) => row.tablename).join());
+  const dumps = await Promise.all(tables.map(async ({ tablename }) => `${tablename}: ${JSON.stringify(await app.service.sql`SELECT * FROM ${app.service.sql(tablename as string)}`)}`));
+  return dumps.join('\n');
+}
+
+describe('DELETE /acc/me', () => {
+  it('refuses a wrong password with 403, and the failure counts toward the throttle', async () => {
+    const { user, token } = await registerAndSignIn(app);
+    for (let i = 0; i < 5; i += 1) {
+      const wrong = await remove(token, 'wrong-password');
+      assert.equal(wrong.status, 403);
+      assert.equal(wrong.json.type, 'urn:account-service:problem:wrong-password');
+    }
+    assert.equal((await remove(token, user.pwd)).status, 429, 'throttled like a sign-in');
+    assert.equal((await signIn(user.name, user.pwd)).status, 429, 'and sign-in shares the count');
+    assert.equal((await app.call('GET', '/acc/me', { token })).status, 200, 'nothing was deleted');
+  });
+
+  it('checks the token first, then the body', async () => {
+    const { token } = await registerAndSignIn(app);
+    assert.equal((await app.call('DELETE', '/acc/me', { json: { pwd: 'whatever-1' } })).status, 401);
+    for (const body of [{}, { pwd: 'short' }, { pwd: 12345678 }, { pwd: 'long-enough', extra: true }]) {
+      assert.equal((await app.call('DELETE', '/acc/me', { token, json: body })).status, 400, JSON.stringify(body));
+    }
+    assert.equal((await app.call('DELETE', '/acc/me', { token, body: 'pwd=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } })).status, 415);
+  });
+
+  it('deletes the account and everything of it, mails the owner, and frees the name and address at once', async () => {
+    const { user, token } = await registerAndSignIn(app);
+    const other = await signIn(user.email, user.pwd);
+    await app.call('GET', '/acc/me', { token });
+    const [row] = await app.service.sql`SELECT id, public_id FROM accounts WHERE name = ${user.name}`;
+    const before = app.smtp.messages.length;
+    await app.call('POST', '/acc/pwd/code', { json: { email: user.email } });
+    await app.smtp.waitFor((message) => message.subject === 'Your password reset code' && app.smtp.messages.indexOf(message) >= before);
+    await signIn(user.name, 'wrong-password');
+
+    const deleted = await remove(token, user.pwd);
+    assert.equal(deleted.status, 204);
+    assert.equal(deleted.text, '');
+    const notice = await app.smtp.waitFor((message) => message.to === user.email && message.subject === 'Your account was deleted');
+    assert.match(notice.text, /deleted at \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z from the address 198\.51\.100\.20/);
+    for (const access of [token, other.json.access_token]) assert.equal((await app.call('GET', '/acc/me', { token: access })).status, 401);
+    assert.equal((await app.call('POST', '/auth/token', { json: { grant_type: 'refresh_token', refresh_token: other.json.refresh_token } })).status, 400);
+
+    await waitUntil(async () => (await app.service.sql`SELECT count(*)::int AS n FROM outbox WHERE state = 'pending'`)[0]!.n === 0);
+    const dump = await dumpTables();
+    const keys = createKeyedHashes(Buffer.from(testSecret));
+    const hex = (bytes: Buffer) => `\\\\x${bytes.toString('hex')}`;
+    for (const trace of [user.name, user.email, user.email.toLowerCase(), row!.public_id as string, `"account_id":"${row!.id}"`, hex(keys.address(user.email)), hex(keys.loginIdentifier(user.name)), hex(keys.loginIdentifier(user.email))]) {
+      assert.equal(dump.includes(trace), false, `a trace of the account: ${trace}`);
+    }
+
+    const again = await registerAndSignIn(app, user);
+    assert.equal((await app.call('GET', '/acc/me', { token: again.token })).json.name, user.name, 'the same name and address register again at once');
+    const metrics = (await app.call('GET', '/metrics')).text;
+    assert.match(metrics, /^accounts_deleted_total [1-9]/m);
+  });
+
+  it('ends a race with a password change in one consistent state', async () => {
+    for (let round = 0; round < 3; round += 1) {
+      const { user, token } = await registerAndSignIn(app);
+      const [deletion, change] = await Promise.all([
+        remove(token, user.pwd, `198.51.100.${30 + round}`),
+        app.call('PUT', '/acc/me/pwd', { token, json: { old_pwd: user.pwd, new_pwd: 'changed-in-race' }, headers: from(`198.51.100.${40 + round}`) }),
+      ]);
+      const [row] = await app.service.sql`SELECT count(*)::int AS n FROM accounts WHERE name = ${user.name}`;
+      if (deletion.status === 204) {
+        assert.equal(change.status, 401, 'the change lost');
+        assert.equal(row!.n, 0);
+      } else {
+        assert.deepEqual([deletion.status, change.status], [401, 204], 'the deletion lost');
+        assert.equal(row!.n, 1);
+        assert.equal((await signIn(user.name, 'changed-in-race', '198.51.100.50')).status, 200);
+      }
+    }
+  });
+});
+
+describe('GET /acc/me/events', () => {
+  it('shows every event type after its cause, newest first, with the right session and address', async () => {
+    const { user, token } = await registerAndSignIn(app);
+    const [helperSession] = (await app.call('GET', '/acc/me/sessions', { token })).json.sessions.map((session: { id: string }) => session.id);
+    await signIn(user.name, 'wrong-password', '203.0.113.1');
+    const second = (await signIn(user.name, user.pwd, '203.0.113.2')).json;
+    const secondId = (await app.call('GET', '/acc/me/sessions', { token: second.access_token })).json.sessions.find((session: { current: boolean }) => session.current).id;
+    assert.equal((await app.call('DELETE', `/acc/me/sessions/${secondId}`, { token, headers: from('203.0.113.3') })).status, 204);
+    assert.equal((await app.call('PUT', '/acc/me/pwd', { token, json: { old_pwd: user.pwd, new_pwd: 'changed-password' }, headers: from('203.0.113.4') })).status, 204);
+    const before = app.smtp.messages.length;
+    await app.call('POST', '/acc/pwd/code', { json: { email: user.email }, headers: from('203.0.113.5') });
+    const mail = await app.smtp.waitFor((message) => message.subject === 'Your password reset code' && app.smtp.messages.indexOf(message) >= before);
+    await app.call('POST', '/acc/pwd', { json: { code: codeIn(mail), new_pwd: 'reset-password' }, headers: from('203.0.113.6') });
+    const third = (await signIn(user.name, 'reset-password', '203.0.113.7')).json;
+    await app.call('DELETE', '/acc/me/sessions', { token: third.access_token, headers: from('203.0.113.8') });
+    const last = (await signIn(user.name, 'reset-password', '203.0.113.9')).json;
+
+    const events = await eventsOf(last.access_token);
+    const lastId = (await app.call('GET', '/acc/me/sessions', { token: last.access_token })).json.sessions[0].id;
+    const thirdId = events.find((event) => event.client_address === '203.0.113.7')!.session_id;
+    assert.deepEqual(
+      events.map((event) => [event.type, event.client_address, event.session_id]),
+      [
+        ['signed-in', '203.0.113.9', lastId],
+        ['signed-out-everywhere', '203.0.113.8', thirdId],
+        ['signed-in', '203.0.113.7', thirdId],
+        ['password-reset', '203.0.113.6', null],
+        ['reset-requested', '203.0.113.5', null],
+        ['password-changed', '203.0.113.4', helperSession],
+        ['session-revoked', '203.0.113.3', secondId],
+        ['signed-in', '203.0.113.2', secondId],
+        ['sign-in-failed', '203.0.113.1', null],
+        ['signed-in', '127.0.0.1', helperSession],
+        ['activated', '127.0.0.1', null],
+      ],
+    );
+    for (const event of events) assert.match(event.occurred_at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
+    const dump = JSON.stringify(await app.service.sql`SELECT * FROM security_events`);
+    for (const secret of [user.pwd, 'changed-password', 'reset-password', codeIn(mail), last.access_token, last.refresh_token]) {
+      assert.equal(dump.includes(secret), false, 'no secret in any event');
+    }
+  });
+
+  it('records a revocation through POST /auth/revoke and a detected reuse', async () => {
+    const { user, token } = await registerAndSignIn(app);
+    const first = (await signIn(user.name, user.pwd, '203.0.113.20')).json;
+    await app.call('POST', '/auth/revoke', { json: { token: first.refresh_token }, headers: from('203.0.113.21') });
+    const second = (await signIn(user.name, user.pwd, '203.0.113.22')).json;
+    await app.call('POST', '/auth/token', { json: { grant_type: 'refresh_token', refresh_token: second.refresh_token } });
+    app.clock.advance(11);
+    await app.call('POST', '/auth/token', { json: { grant_type: 'refresh_token', refresh_token: second.refresh_token }, headers: from('203.0.113.23') });
+    const events = (await eventsOf(token)).slice(0, 4).map((event) => [event.type, event.client_address]);
+    assert.deepEqual(events, [
+      ['session-revoked', '203.0.113.23'],
+      ['signed-in', '203.0.113.22'],
+      ['session-revoked', '203.0.113.21'],
+      ['signed-in', '203.0.113.20'],
+    ]);
+  });
+
+  it("never shows another account's events, and writes nothing for an unknown name", async () => {
+    const mine = await registerAndSignIn(app);
+    const theirs = await registerAndSignIn(app);
+    await signIn(theirs.user.name, 'wrong-password', '203.0.113.30');
+    const count = async () => (await app.service.sql`SELECT count(*)::int AS n FROM security_events`)[0]!.n as number;
+    const before = await count();
+    await signIn(`nobody-${mine.user.name}`, 'wrong-password', '203.0.113.31');
+    assert.equal(await count(), before, 'a failed sign-in on an unknown name writes nothing');
+    const events = await eventsOf(mine.token);
+    assert.deepEqual(events.map((event) => event.type), ['signed-in', 'activated']);
+    assert.equal(events.some((event) => event.client_address.startsWith('203.0.113.3')), false);
+  });
+
+  it('shows the latest 50, and the sweep deletes events older than EVENT_RETENTION_DAYS', async () => {
+    const { user, token } = await registerAndSignIn(app);
+    for (let i = 0; i < 55; i += 1) await signIn(user.name, user.pwd, `203.0.114.${i}`);
+    const events = await eventsOf(token);
+    assert.equal(events.length, 50);
+    assert.equal(events[0]!.client_address, '203.0.114.54');
+    app.clock.advance(89 * 24 * 3600);
+    await app.service.sweep();
+    const [kept] = await app.service.sql`SELECT count(*)::int AS n FROM security_events e JOIN accounts a ON a.id = e.account_id WHERE a.name = ${user.name}`;
+    assert.equal(kept!.n, 57, 'kept within 90 days');
+    app.clock.advance(2 * 24 * 3600);
+    await app.service.sweep();
+    const [swept] = await app.service.sql`SELECT count(*)::int AS n FROM security_events e JOIN accounts a ON a.id = e.account_id WHERE a.name = ${user.name}`;
+    assert.equal(swept!.n, 0, 'swept after 90 days');
+  });
+});
+
+describe('a pending registration', () => {
+  it('has no events until it is activated', async () => {
+    const [before] = await app.service.sql`SELECT count(*)::int AS n FROM security_events`;
+    await requestCode(app, { name: `pending-${process.pid}`, email: `pending-${process.pid}@example.com`, pwd: 'pending-password' });
+    const [after] = await app.service.sql`SELECT count(*)::int AS n FROM security_events`;
+    assert.equal(after!.n, before!.n);
+  });
+});
