@@ -69,7 +69,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const applicationName = `account-service/${randomUUID().slice(0, 8)}`;
   const database = openDatabase(config.databaseUrl, {
     applicationName,
-    onRecycle: () => log.warn('database connections were broken; replaced the connection pool'),
+    onDown: () => log.warn('database unreachable or its connections broken; failing requests at once until it answers'),
+    onUp: () => log.info('database answers again; serving with a new connection pool'),
     ...(options.onQuery === undefined ? {} : { onQuery: options.onQuery }),
   });
   const { sql } = database;

@@ -2,14 +2,15 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { isDatabaseUnavailable, isDriverWriteDefect, isPoolBroken, isUniqueViolation, openDatabase, type Database } from '../src/db.ts';
 import { createTestDatabase } from './helpers/database.ts';
+import { waitUntil } from './helpers/wait.ts';
 
 describe('openDatabase', () => {
   let test: Awaited<ReturnType<typeof createTestDatabase>>;
   let database: Database;
-  let recycled = 0;
+  const transitions: string[] = [];
   before(async () => {
     test = await createTestDatabase();
-    database = openDatabase(test.url, { onRecycle: () => (recycled += 1) });
+    database = openDatabase(test.url, { onDown: () => transitions.push('down'), onUp: () => transitions.push('up') });
   });
   after(async () => {
     await database.end();
@@ -24,17 +25,29 @@ describe('openDatabase', () => {
     assert.equal(typeof sql.options, 'object');
   });
 
-  it('replaces a broken pool under the same handle, at most once in 10 s', async () => {
+  it('opens the breaker on an unreachable database: queries fail at once, a probe brings a fresh pool', async () => {
     const { sql } = database;
     const [before] = await sql`SELECT pg_backend_pid() AS pid`;
+    database.noteFailure(new Error('a query error is not an outage'));
+    assert.equal(database.isUp(), true);
     database.noteFailure({ code: 'ECONNREFUSED' });
-    assert.equal(recycled, 0, 'an unreachable database is not a broken pool');
-    database.noteFailure({ code: 'CONNECT_TIMEOUT' });
-    assert.equal(recycled, 1);
+    assert.equal(database.isUp(), false);
+    assert.deepEqual(transitions, ['down']);
+    const started = performance.now();
+    await assert.rejects(async () => sql`SELECT 1`, (error: { code?: string }) => error.code === 'DATABASE_DOWN' && isDatabaseUnavailable(error));
+    await assert.rejects(async () => sql.begin(async () => 1), (error: { code?: string }) => error.code === 'DATABASE_DOWN');
+    assert.ok(performance.now() - started < 100, 'at once, without touching the network');
+    const fragment = sql`SELECT 1`;
+    void fragment;
+    assert.equal(typeof sql.options, 'object', 'other properties still answer');
+
+    await waitUntil(async () => database.isUp());
+    assert.deepEqual(transitions, ['down', 'up']);
     const [after] = await sql`SELECT pg_backend_pid() AS pid`;
-    assert.notEqual(after!.pid, before!.pid, 'a new connection answers');
+    assert.notEqual(after!.pid, before!.pid, 'a new pool answers');
     database.noteFailure({ code: 'CONNECT_TIMEOUT' });
-    assert.equal(recycled, 1, 'not again within 10 s');
+    assert.equal(database.isUp(), false, 'a connection left broken by the driver opens it too');
+    await waitUntil(async () => database.isUp());
   });
 });
 

@@ -100,7 +100,8 @@ function toHttpError(error: unknown, deps: Deps, requestId: string): HttpError {
     return new HttpError(problems.overloaded, { detail: 'Too many password operations are waiting; try again shortly.', headers: { 'Retry-After': '1' } });
   }
   if (isDatabaseUnavailable(error)) {
-    deps.log.warn('database unavailable', { request_id: requestId, ...describeError(error) });
+    // Once the breaker is open (DATABASE_DOWN), it has said so once; a line per request would flood the log.
+    if ((error as { code?: unknown }).code !== 'DATABASE_DOWN') deps.log.warn('database unavailable', { request_id: requestId, ...describeError(error) });
     deps.noteDatabaseFailure(error);
     return new HttpError(problems.unavailable, { detail: 'The database is unavailable; try again shortly.', headers: { 'Retry-After': '5' } });
   }

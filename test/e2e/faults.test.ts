@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -132,4 +132,56 @@ describe('database faults, in the service process as deployed', () => {
     assert.equal(running.lines.some((line) => line.includes('"msg":"uncaught exception"')), false);
     await smtp.waitFor((message) => message.to === 'mid-send@example.com');
   });
+
+  it('answers every request within 1.5 s while PostgreSQL dies under load, and serves again within 2 s of its return', async () => {
+    const token = await register('under-load');
+    const port = Number(new URL(database.url).port);
+    const answers: Array<{ status: number; ms: number; at: number }> = [];
+    let streaming = true;
+    // Ten clients in a loop: reads, the unknown-code path and a write, as the database goes away.
+    const stream = async (client: number) => {
+      while (streaming) {
+        const started = performance.now();
+        const response =
+          client % 3 === 0
+            ? await call(url, 'GET', '/acc/me', { token })
+            : client % 3 === 1
+              ? await call(url, 'POST', '/acc/reg', { json: { code: 'ZZZZ-ZZZZ-ZZZZ-ZZZZ' } })
+              : await call(url, 'GET', '/acc/me/sessions', { token });
+        answers.push({ status: response.status, ms: performance.now() - started, at: performance.now() });
+      }
+    };
+    const clients = Array.from({ length: 10 }, (_, client) => stream(client));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    // pg_ctl -m immediate: SIGQUIT to the postmaster, which kills its backends without a goodbye.
+    const postmaster = Number((await readFile(join(dataDir, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0]);
+    process.kill(postmaster, 'SIGQUIT');
+    const stoppedAt = performance.now();
+    await waitUntil(async () => !isAlive(postmaster), 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    assert.equal((await call(url, 'GET', '/healthz')).status, 200, 'the process answers its health check throughout');
+    database = await startEmbeddedDatabase(dataDir, log, port);
+    const backAt = performance.now();
+    await waitUntil(async () => answers.some((answer) => answer.at > backAt && answer.status === 200), 10_000);
+    const recoveredAt = answers.find((answer) => answer.at > backAt && answer.status === 200)!.at;
+    streaming = false;
+    await Promise.all(clients);
+
+    const during = answers.filter((answer) => answer.at > stoppedAt && answer.at < backAt);
+    assert.ok(during.length > 20, `requests during the outage: ${during.length}`);
+    assert.ok(during.some((answer) => answer.status === 503), 'the outage is answered 503');
+    const slowest = Math.max(...answers.map((answer) => answer.ms));
+    assert.ok(slowest < 1_500, `every answer within 1.5 s, the slowest took ${Math.round(slowest)} ms`);
+    assert.deepEqual([...new Set(answers.map((answer) => answer.status))].filter((status) => ![200, 404, 503].includes(status)), [], 'nothing but success or 503');
+    assert.ok(recoveredAt - backAt < 2_000, `success again ${Math.round(recoveredAt - backAt)} ms after the database returned`);
+  });
 });
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
