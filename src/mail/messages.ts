@@ -1,3 +1,5 @@
+import { formatCount } from '../count.ts';
+
 /** What the outbox stores and the transport sends; never logged, as it may hold a code. */
 export type MailContent = { subject: string; text: string; html: string };
 export type MailKind = 'registration-code' | 'account-active' | 'password-changed' | 'registration-attempt';
@@ -9,7 +11,7 @@ export function registrationCodeMail(to: string, name: string, code: string, exp
     `Hello ${name},`,
     'your registration code is:',
     code,
-    `It is valid for ${minutes} minutes, until ${isoUtc(expiresAt)}. Send it to activate your account.`,
+    `It is valid for ${formatCount(minutes, 'minute')}, until ${isoUtc(expiresAt)}. Send it to activate your account.`,
     'If you did not ask to register, ignore this message: without the code no account is created.',
   ]);
 }
