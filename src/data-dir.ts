@@ -61,13 +61,17 @@ function instanceRunning(dir: string, pid: number | null): Error {
  * Linux a pid that a reboot gave to a program other than Node.js is not taken for an instance.
  */
 async function isServiceProcess(pid: number): Promise<boolean> {
-  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    // EPERM: the process exists but belongs to another user.
-    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
-  }
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || !isProcessRunning(pid)) return false;
   const commandLine = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => null);
   return commandLine === null || /node/.test(commandLine);
+}
+
+export function isProcessRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: the process exists but belongs to another user.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }

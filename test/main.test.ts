@@ -165,7 +165,8 @@ describe('main', () => {
       const second = runMain(env);
       assert.equal(await second.exit, 1);
       const holder = (await readFile(join(dataDir, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0]!;
-      assert.match(second.stderr(), new RegExp(`PostgreSQL process ${holder} holds it .*kill ${holder}`));
+      assert.match(second.stderr(), new RegExp(`PostgreSQL process ${holder} holds it, left running by an earlier run that was killed: stop it with \`kill ${holder}\``));
+      assert.doesNotMatch(second.stderr(), /another running instance/, 'the killed run holds DATA_DIR no more');
       process.kill(Number(holder), 'SIGINT');
     } finally {
       await new Promise((resolve) => setTimeout(resolve, 500));
