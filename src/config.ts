@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 
 export type ScryptParams = { ln: number; r: number; p: number };
@@ -55,11 +56,11 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
   }
   return {
     port: integer(env, 'PORT', 8080, 0, 65535),
-    host: env.HOST || '127.0.0.1',
+    host: parseHost(env.HOST),
     databaseUrl,
     dataDir: resolve(env.DATA_DIR || '.data'),
     smtpUrl: optionalUrl(env, 'SMTP_URL', ['smtp:', 'smtps:']),
-    mailFrom: env.MAIL_FROM || 'Accounts <no-reply@localhost>',
+    mailFrom: parseMailFrom(env.MAIL_FROM),
     tokenSecrets,
     tokenTtlSeconds: integer(env, 'TOKEN_TTL', 900, 60, 7 * 24 * 3600),
     refreshTtlSeconds: integer(env, 'REFRESH_TTL', 30 * 24 * 3600, 300, 365 * 24 * 3600),
@@ -121,6 +122,28 @@ function optionalUrl(env: NodeJS.ProcessEnv, name: string, protocols: string[]):
   return raw;
 }
 
+function parseHost(raw: string | undefined): string {
+  if (raw === undefined || raw === '') return '127.0.0.1';
+  if (isIP(raw) === 0 && !isHostName(raw)) {
+    throw new ConfigError(`HOST must be an IP address (127.0.0.1, 0.0.0.0, ::) or a host name, got ${JSON.stringify(raw)}`);
+  }
+  return raw;
+}
+
+const mailAddress = /[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]{1,64}@(?:[A-Za-z0-9-]{1,63}\.)*[A-Za-z0-9-]{1,63}/;
+/** A quoted string, or a phrase without the characters that would end or split it. */
+const displayName = /"(?:[^"\\\x00-\x1f]|\\.)*"|[^"(),:;<>@[\]\\\x00-\x1f\x7f]+/;
+const mailbox = new RegExp(`^(?:${mailAddress.source}|(?:${displayName.source})? *<${mailAddress.source}>)$`);
+
+/** `address` or `Name <address>`; a name with a comma must be quoted, or mail programs read two addresses. */
+function parseMailFrom(raw: string | undefined): string {
+  if (raw === undefined || raw === '') return 'Accounts <no-reply@localhost>';
+  if (!mailbox.test(raw)) {
+    throw new ConfigError(`MAIL_FROM must be an address or Name <address> (quote a name that has a comma), got ${JSON.stringify(raw)}`);
+  }
+  return raw;
+}
+
 function parseOrigins(raw: string | undefined): string[] {
   if (raw === undefined || raw.trim() === '') return [];
   const origins = raw.split(',').map((origin) => origin.trim());
@@ -153,6 +176,12 @@ export function parseScryptParams(raw: string | undefined): ScryptParams {
 
 export function formatScryptParams(params: ScryptParams): string {
   return `ln=${params.ln},r=${params.r},p=${params.p}`;
+}
+
+/** RFC 1123 host name: dot-separated labels of letters, digits and inner hyphens; not all digits, which would be a bad IPv4 address. */
+function isHostName(value: string): boolean {
+  const labels = value.replace(/\.$/, '').split('.');
+  return value.length <= 253 && !/^[0-9.]+$/.test(value) && labels.every((label) => /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/.test(label));
 }
 
 /** True for `scheme://host[:port]` with nothing after it, as browsers send in Origin. */

@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { ConfigError } from './config.ts';
+import { isProcessRunning } from './data-dir.ts';
 import { loadOrCreateSecret } from './local-secrets.ts';
 import type { Logger } from './log.ts';
 
@@ -37,9 +38,10 @@ export async function startEmbeddedDatabase(dataDir: string, log: Logger, port?:
   try {
     await pg.start();
   } catch {
-    // A PostgreSQL left running by an earlier run that was killed keeps its lock on the directory.
-    const holder = await readFile(join(databaseDir, 'postmaster.pid'), 'utf8').then((text) => text.split('\n')[0], () => undefined);
-    const hint = holder === undefined ? '' : ` PostgreSQL process ${holder} holds it (from an earlier run?): stop it with \`kill ${holder}\`.`;
+    // The service holds DATA_DIR (data-dir.ts), so a live PostgreSQL here was left running by an
+    // earlier run that was killed, and keeps its lock on the directory.
+    const holder = await readFile(join(databaseDir, 'postmaster.pid'), 'utf8').then((text) => Number(text.split('\n')[0]), () => 0);
+    const hint = holder > 0 && isProcessRunning(holder) ? ` PostgreSQL process ${holder} holds it, left running by an earlier run that was killed: stop it with \`kill ${holder}\`.` : '';
     throw new Error(`embedded PostgreSQL in ${databaseDir} did not start.${hint} LOG_LEVEL=debug shows its output.`);
   }
   log.info('embedded postgres started', { dir: databaseDir, port });

@@ -1,6 +1,8 @@
 import { ConfigError, parseConfig } from './config.ts';
+import { lockDataDir, prepareDataDir, type DataDirLock } from './data-dir.ts';
 import { connectDatabase, isDriverWriteDefect } from './db.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './embedded-db.ts';
+import { checkListenAddress } from './http/listen-check.ts';
 import { loadOrCreateSecret } from './local-secrets.ts';
 import { createBufferedWriter, createLogger, describeError, type Logger } from './log.ts';
 import { loadMigrations, migrate } from './migrations.ts';
@@ -56,7 +58,12 @@ async function main(argv: string[]): Promise<void> {
   for (const warning of config.warnings) log.warn(warning);
 
   let embedded: EmbeddedDatabase | null = null;
+  let lock: DataDirLock | null = null;
   try {
+    // Everything that can be refused is checked before the database starts or migrations run.
+    if (config.databaseUrl === null || config.smtpUrl === null) await prepareDataDir(config.dataDir);
+    if (config.databaseUrl === null) lock = await lockDataDir(config.dataDir);
+    if (!argv.includes('--migrate')) await checkListenAddress(config.host, config.port);
     if (config.databaseUrl === null) embedded = await startEmbeddedDatabase(config.dataDir, log);
     const settled: ServiceConfig = {
       ...config,
@@ -69,6 +76,7 @@ async function main(argv: string[]): Promise<void> {
       const applied = await migrate(sql, await loadMigrations()).finally(() => sql.end());
       log.info('migrations applied', { applied });
       await embedded?.stop();
+      await lock?.release();
       return;
     }
     const service = await startService({ config: settled, log });
@@ -86,19 +94,21 @@ async function main(argv: string[]): Promise<void> {
     onShutdownSignal(log, async () => {
       await service.stop();
       await embedded?.stop();
+      await lock?.release();
     });
   } catch (error) {
     await embedded?.stop().catch(() => {});
+    await lock?.release();
     throw error;
   }
 }
 
 function onShutdownSignal(log: Logger, shutdown: () => Promise<void>): void {
   let stopping = false;
-  const handle = (signal: NodeJS.Signals) => {
+  const handle = (cause: string) => {
     if (stopping) return;
     stopping = true;
-    log.info('shutting down', { signal });
+    log.info('shutting down', { cause });
     setTimeout(() => {
       log.error('shutdown took too long; exiting');
       exit(1);
@@ -116,6 +126,14 @@ function onShutdownSignal(log: Logger, shutdown: () => Promise<void>): void {
   };
   process.on('SIGTERM', handle);
   process.on('SIGINT', handle);
+  // npm forwards SIGINT and SIGTERM to the script it runs, but an npm killed outright forwards
+  // nothing: under npm the service stops once npm, its parent, is gone.
+  if (process.env.npm_lifecycle_event !== undefined) {
+    const parent = process.ppid;
+    setInterval(() => {
+      if (process.ppid !== parent) handle('npm exited');
+    }, 1_000).unref();
+  }
 }
 
 main(process.argv.slice(2)).then(
@@ -124,6 +142,6 @@ main(process.argv.slice(2)).then(
     const message = error instanceof Error ? error.message : String(error);
     output?.flush();
     process.stderr.write(`account-service: ${message}\n`);
-    process.exit(1);
+    process.exit(error instanceof ConfigError ? 2 : 1);
   },
 );

@@ -1,6 +1,7 @@
 import { problems, problemTypePrefix } from './http/errors.ts';
 import type { Route } from './http/router.ts';
 import { accountDeletionSchema, activationSchema, passwordChangeSchema, passwordResetSchema, registrationSchema, resetCodeRequestSchema, type Schema } from './validation.ts';
+import { license } from './version.ts';
 
 type JsonObject = Record<string, unknown>;
 
@@ -103,7 +104,8 @@ const responseSchemas: Record<string, JsonObject> = {
     type: 'object',
     required: ['type', 'title', 'status'],
     properties: {
-      type: { type: 'string', enum: Object.values(problems).map((problem) => problemTypePrefix + problem.slug) },
+      // An open string, not an enum: a client generated from this document must not break when a type is added.
+      type: { type: 'string', description: 'A stable URI to branch on; more may be added.', examples: Object.values(problems).map((problem) => problemTypePrefix + problem.slug) },
       title: { type: 'string' },
       status: { type: 'integer' },
       detail: { type: 'string' },
@@ -120,6 +122,22 @@ const responseSchemas: Record<string, JsonObject> = {
   },
 };
 
+/** Response headers, referred to by the responses that carry them. */
+const headers: Record<string, JsonObject> = {
+  'X-Request-Id': {
+    required: true,
+    description: "The request's own X-Request-Id when it is well-formed, else a generated one; the log line of the request carries it.",
+    schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
+  },
+  'Retry-After': { required: true, description: 'Seconds to wait before trying again.', schema: { type: 'integer', minimum: 0 } },
+  'WWW-Authenticate': {
+    required: true,
+    description: 'Bearer realm="accounts" (RFC 6750), with error="invalid_token" when a token was sent.',
+    schema: { type: 'string' },
+  },
+  Allow: { required: true, description: 'The methods this path serves.', schema: { type: 'string' } },
+};
+
 /** An OpenAPI 3.1 document made from the route table itself, so that the two cannot drift apart. */
 export function buildOpenApiDocument(routes: readonly Route[], version: string): JsonObject {
   const paths: Record<string, JsonObject> = {};
@@ -132,10 +150,13 @@ export function buildOpenApiDocument(routes: readonly Route[], version: string):
       title: 'Account service',
       version,
       description: 'Two-step registration, password reset by e-mailed code, sessions with bearer and refresh tokens, and password change. Unknown paths answer 404 and known paths with another method 405, both as problems.',
+      license: { name: license },
     },
+    servers: [{ url: '/', description: 'The service that serves this document' }],
     paths,
     components: {
       schemas: { ...requestSchemas, ...responseSchemas },
+      headers,
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
     },
   };
@@ -145,6 +166,8 @@ function operation(route: Route): JsonObject {
   const { doc } = route;
   const responses: Record<string, JsonObject> = { [doc.success.status]: successResponse(route) };
   for (const status of doc.errors) responses[status] = errorResponse(route, status);
+  // Every path answers its other methods 405, and that is each operation's one certain 4xx.
+  responses[405] = errorResponse({ ...route, errorFormat: undefined }, 405);
   return {
     operationId: route.handler.name,
     summary: doc.summary,
@@ -168,30 +191,43 @@ function requestBody(name: string): JsonObject {
 
 function successResponse(route: Route): JsonObject {
   const { status, schema, contentType = 'application/json' } = route.doc.success;
-  if (schema === undefined) return { description: status === 204 ? 'Done; no body.' : 'OK' };
-  return { description: 'OK', content: { [contentType]: { schema: schema === 'any' ? {} : { $ref: `#/components/schemas/${schema}` } } } };
+  const base = { headers: headerRefs('X-Request-Id') };
+  if (schema === undefined) return { description: status === 204 ? 'Done; no body.' : 'OK', ...base };
+  return { description: 'OK', ...base, content: { [contentType]: { schema: schema === 'any' ? {} : { $ref: `#/components/schemas/${schema}` } } } };
 }
 
 function errorResponse(route: Route, status: number): JsonObject {
-  const retryAfter = status === 429 || status === 503 ? { headers: { 'Retry-After': { schema: { type: 'integer' }, description: 'Seconds to wait.' } } } : {};
-  const auth = status === 401 ? { headers: { 'WWW-Authenticate': { schema: { type: 'string' }, description: 'Bearer realm="accounts" (RFC 6750).' } } } : {};
+  const extra = status === 429 || status === 503 ? ['Retry-After'] : status === 401 ? ['WWW-Authenticate'] : status === 405 ? ['Allow'] : [];
+  const headers = headerRefs('X-Request-Id', ...extra);
   if (route.errorFormat === 'oauth') {
-    return { description: `RFC 6749 §5.2 error (${status}).`, ...retryAfter, content: { 'application/json': { schema: { $ref: '#/components/schemas/OAuthError' } } } };
+    return { description: `RFC 6749 §5.2 error (${status}).`, headers, content: { 'application/json': { schema: { $ref: '#/components/schemas/OAuthError' } } } };
   }
   const types = Object.values(problems).filter((problem) => problem.status === status).map((problem) => problemTypePrefix + problem.slug);
   return {
     description: `RFC 9457 problem: ${types.join(', ')}.`,
-    ...retryAfter,
-    ...auth,
+    headers,
     content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
   };
+}
+
+function headerRefs(...names: string[]): JsonObject {
+  return Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
 }
 
 /** A JSON Schema for a validation schema: the spec's patterns, required fields, no others. */
 function objectSchema(schema: Schema): JsonObject {
   const properties = Object.fromEntries(
-    Object.entries(schema).map(([name, rule]) => [name, { type: rule.nullable ? ['string', 'null'] : 'string', pattern: rule.pattern.source }]),
+    Object.entries(schema).map(([name, rule]) => [name, { type: rule.nullable ? ['string', 'null'] : 'string', pattern: unicodeSafePattern(rule.pattern.source) }]),
   );
   const required = Object.entries(schema).filter(([, rule]) => rule.required).map(([name]) => name);
   return { type: 'object', additionalProperties: false, required, properties };
+}
+
+/**
+ * A pattern as JSON Schema validators compile it, with the `u` flag (Ajv, Prism), which refuses
+ * escapes of characters that need none, such as the spec's `\@`. Dropping those backslashes
+ * keeps the meaning in both modes; the service itself still validates with the spec's regex.
+ */
+export function unicodeSafePattern(source: string): string {
+  return source.replace(/\\(.)/g, (escape, char: string) => (/[A-Za-z0-9\\^$.*+?()[\]{}|/-]/.test(char) ? escape : char));
 }

@@ -100,9 +100,32 @@ describe('parseConfig', () => {
       [{ CORS_ORIGINS: 'https://app.example.com/' }, /^CORS_ORIGINS must be a comma-separated list of origins/],
       [{ CORS_ORIGINS: 'app.example.com' }, /^CORS_ORIGINS /],
       [{ CORS_ORIGINS: 'ftp://x.y' }, /^CORS_ORIGINS /],
+      [{ HOST: 'not a host' }, /^HOST must be an IP address \(127\.0\.0\.1, 0\.0\.0\.0, ::\) or a host name, got "not a host"$/],
+      [{ HOST: 'http://example.com' }, /^HOST /],
+      [{ HOST: '[::1]' }, /^HOST /],
+      [{ HOST: '256.1.1.1' }, /^HOST /],
+      [{ HOST: 'under_score' }, /^HOST /],
+      [{ HOST: '-leading.example' }, /^HOST /],
+      [{ HOST: `${'a'.repeat(64)}.example` }, /^HOST /],
+      [{ MAIL_FROM: 'Accounts' }, /^MAIL_FROM must be an address or Name <address> \(quote a name that has a comma\), got "Accounts"$/],
+      [{ MAIL_FROM: 'Doe, John <john@example.com>' }, /^MAIL_FROM /],
+      [{ MAIL_FROM: 'a@example.com, b@example.com' }, /^MAIL_FROM /],
+      [{ MAIL_FROM: 'Accounts <no-reply@localhost' }, /^MAIL_FROM /],
+      [{ MAIL_FROM: 'Accounts <>' }, /^MAIL_FROM /],
+      [{ MAIL_FROM: 'no reply@example.com' }, /^MAIL_FROM /],
+      [{ MAIL_FROM: 'a@example.com\r\nBcc: victim@example.com' }, /^MAIL_FROM .*\\r\\nBcc/],
     ];
     for (const [env, message] of cases) {
       assert.throws(() => parseConfig(env), (error: unknown) => error instanceof ConfigError && message.test(error.message) && !error.message.includes('\n'), JSON.stringify(env));
+    }
+  });
+
+  it('takes any IP address or host name for HOST, and an address with or without a name for MAIL_FROM', () => {
+    for (const host of ['0.0.0.0', '::', '::1', '192.168.1.10', 'localhost', 'api.example.com', 'node-1.internal.', 'xn--bcher-kva.example']) {
+      assert.equal(parseConfig({ HOST: host }).host, host);
+    }
+    for (const from of ['no-reply@example.com', 'Accounts <no-reply@localhost>', '"Doe, John" <john@example.com>', 'Zoë Ça <z+tag@mail.example.org>', '<a@b.c>']) {
+      assert.equal(parseConfig({ MAIL_FROM: from }).mailFrom, from);
     }
   });
 

@@ -1,14 +1,33 @@
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadMigrations } from '../src/migrations.ts';
 import { createTestDatabase } from './helpers/database.ts';
 import { call } from './helpers/http.ts';
-import { fromSource, runMain, type Running } from './helpers/process.ts';
+import { fromSource, runMain, runNpmStart, type Running } from './helpers/process.ts';
 import { codeIn, startTestSmtp, type TestSmtp } from './helpers/smtp.ts';
 import { testSecret } from './helpers/service.ts';
+import { waitUntil } from './helpers/wait.ts';
+
+/** A fresh DATA_DIR that PostgreSQL, run as its own user when the tests run as root, can enter. */
+async function makeDataDir(prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  await chmod(dir, 0o755);
+  return dir;
+}
+
+const isAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 
 describe('main', () => {
@@ -24,11 +43,49 @@ describe('main', () => {
     for (const [env, pattern] of [
       [{ PORT: 'x' }, /^account-service: PORT must be a whole number/],
       [{ DATABASE_URL: 'postgres://127.0.0.1:1/x' }, /^account-service: TOKEN_SECRET is required when DATABASE_URL is set/],
+      [{ HOST: 'no such host' }, /^account-service: HOST must be an IP address .* or a host name, got "no such host"\n$/],
+      [{ MAIL_FROM: 'Accounts' }, /^account-service: MAIL_FROM must be an address or Name <address>/],
     ] as const) {
       const running = runMain(env);
       assert.equal(await running.exit, 2);
       assert.match(running.stderr(), pattern);
       assert.equal(running.stderr().trim().split('\n').length, 1);
+    }
+  });
+
+  it('refuses a DATA_DIR it cannot create with one line naming it, before anything starts', async () => {
+    const dir = await makeDataDir('account-service-file-');
+    try {
+      await writeFile(join(dir, 'file'), 'in the way');
+      const running = runMain({ DATA_DIR: join(dir, 'file', 'data'), PORT: '0' });
+      assert.equal(await running.exit, 2);
+      assert.equal(running.stderr(), `account-service: DATA_DIR ${join(dir, 'file', 'data')} cannot be created or written (a file is in the way); set DATA_DIR to a directory this user may write\n`);
+      assert.deepEqual(running.lines.filter((line) => line.includes('postgres')), []);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('stops with one line naming PORT or HOST when it cannot listen, before the database starts', async () => {
+    const busy = createServer();
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+    const { port } = busy.address() as { port: number };
+    const dataDir = await makeDataDir('account-service-port-');
+    try {
+      for (const [env, pattern] of [
+        [{ PORT: String(port) }, new RegExp(`^account-service: PORT ${port} is already in use on 127\\.0\\.0\\.1 .*; set PORT to a free port, such as PORT=${port + 1}, or PORT=0 for any\\n$`)],
+        [{ PORT: '0', HOST: '192.0.2.1' }, /^account-service: HOST 192\.0\.2\.1 is not an address of this machine; set HOST to/],
+      ] as const) {
+        const running = runMain({ DATA_DIR: dataDir, SCRYPT_PARAMS: 'ln=4,r=8,p=1', ...env });
+        assert.equal(await running.exit, 2);
+        assert.match(running.stderr(), pattern);
+        assert.equal(running.stderr().trim().split('\n').length, 1);
+        assert.equal(existsSync(join(dataDir, 'pg')), false, 'the embedded database was not even created');
+        assert.equal(existsSync(join(dataDir, 'service.pid')), false, 'DATA_DIR is released');
+      }
+    } finally {
+      busy.close();
+      await rm(dataDir, { recursive: true, force: true });
     }
   });
 
@@ -111,13 +168,63 @@ describe('main', () => {
       const second = runMain(env);
       assert.equal(await second.exit, 1);
       const holder = (await readFile(join(dataDir, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0]!;
-      assert.match(second.stderr(), new RegExp(`PostgreSQL process ${holder} holds it .*kill ${holder}`));
+      assert.match(second.stderr(), new RegExp(`PostgreSQL process ${holder} holds it, left running by an earlier run that was killed: stop it with \`kill ${holder}\``));
+      assert.doesNotMatch(second.stderr(), /another running instance/, 'the killed run holds DATA_DIR no more');
       process.kill(Number(holder), 'SIGINT');
     } finally {
       await new Promise((resolve) => setTimeout(resolve, 500));
       await rm(dataDir, { recursive: true, force: true });
     }
   });
+
+  it('tells a second start on the same DATA_DIR that another instance runs there, and how to run one more', async () => {
+    const dataDir = await makeDataDir('account-service-twice-');
+    try {
+      const env = { DATA_DIR: dataDir, PORT: '0', SCRYPT_PARAMS: 'ln=4,r=8,p=1' };
+      const first = runMain(env);
+      const { url } = (await first.waitFor(/"msg":"listening"/)) as { url: string };
+      const second = runMain(env);
+      assert.equal(await second.exit, 1);
+      assert.equal(
+        second.stderr(),
+        `account-service: another running instance (process ${first.pid}) uses DATA_DIR ${dataDir}. To run a second instance, give it a directory and a port of its own, e.g. DATA_DIR=.data-2 PORT=8081 npm start\n`,
+      );
+      assert.equal((await call(url, 'GET', '/readyz')).status, 200, 'the first instance and its database are untouched');
+      first.kill('SIGTERM');
+      assert.equal(await first.exit, 0);
+      assert.equal(existsSync(join(dataDir, 'service.pid')), false, 'a clean stop releases DATA_DIR');
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    it(`stops the service and its embedded PostgreSQL within 10 s when only npm start gets ${signal}`, async () => {
+      const dataDir = await makeDataDir('account-service-npm-');
+      try {
+        const npm = runNpmStart({ DATA_DIR: dataDir, PORT: '0', SCRYPT_PARAMS: 'ln=4,r=8,p=1' });
+        const { url } = (await npm.waitFor(/"msg":"listening"/)) as { url: string };
+        const postgres = Number((await readFile(join(dataDir, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0]);
+        assert.ok(isAlive(postgres));
+        assert.equal((await call(url, 'GET', '/healthz')).status, 200);
+        let npmExited = false;
+        void npm.exit.then(() => (npmExited = true));
+        process.kill(npm.pid, signal);
+        const refused = () => call(url, 'GET', '/healthz').then(() => false, () => true);
+        // Fails after 10 s: the port still answers, PostgreSQL still runs, or npm has not exited.
+        await waitUntil(async () => npmExited && (await refused()) && !isAlive(postgres), 10_000);
+        assert.ok(npm.lines.some((line) => line.includes('"msg":"stopped"')), 'the service shut down in its own order');
+      } finally {
+        // After a failure, stop what was left running, so that it outlives neither the test nor its directory.
+        const service = Number(await readFile(join(dataDir, 'service.pid'), 'utf8').catch(() => ''));
+        if (service > 0 && isAlive(service)) {
+          process.kill(service, 'SIGTERM');
+          await waitUntil(async () => !isAlive(service), 10_000).catch(() => {});
+        }
+        await rm(dataDir, { recursive: true, force: true });
+      }
+    });
+  }
 
   it('starts on embedded defaults with nothing configured, and keeps data and secrets across restarts', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'account-service-main-'));

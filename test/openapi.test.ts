@@ -1,13 +1,27 @@
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import formats from 'ajv-formats';
 import { problems, problemTypePrefix } from '../src/http/errors.ts';
-import { buildOpenApiDocument } from '../src/openapi.ts';
+import { buildOpenApiDocument, unicodeSafePattern } from '../src/openapi.ts';
 import { routes } from '../src/routes/index.ts';
-import { patterns } from '../src/validation.ts';
-import { startTestService, type TestService } from './helpers/service.ts';
+import { activationSchema, passwordChangeSchema, patterns, registrationSchema, type Schema } from '../src/validation.ts';
+import type { CallOptions, HttpResult } from './helpers/http.ts';
+import { codeIn } from './helpers/smtp.ts';
+import { startTestService, uniqueUser, type TestService } from './helpers/service.ts';
 
-type Document = { openapi: string; paths: Record<string, Record<string, { responses: Record<string, unknown>; requestBody?: unknown; security: unknown[] }>>; components: { schemas: Record<string, any> } };
+type Response = { description: string; headers?: Record<string, { $ref: string }>; content?: Record<string, { schema: unknown }> };
+type Operation = { responses: Record<string, Response>; requestBody?: { content: Record<string, { schema: unknown }> }; security: unknown[] };
+type Document = {
+  openapi: string;
+  info: { version: string; license: { name: string } };
+  servers: Array<{ url: string }>;
+  paths: Record<string, Record<string, Operation>>;
+  components: { schemas: Record<string, any>; headers: Record<string, { required?: boolean; schema: unknown }> };
+};
 const document = buildOpenApiDocument(routes, '1.2.3') as unknown as Document;
+const operations = Object.entries(document.paths).flatMap(([path, methods]) => Object.entries(methods).map(([method, operation]) => ({ name: `${method.toUpperCase()} ${path}`, operation })));
 
 describe('the OpenAPI document', () => {
   it('is OpenAPI 3.1 with the version given', () => {
@@ -23,14 +37,14 @@ describe('the OpenAPI document', () => {
   it('lists the success and every error status of each route', () => {
     for (const route of routes) {
       const statuses = Object.keys(document.paths[route.path]![route.method.toLowerCase()]!.responses).map(Number).sort();
-      assert.deepEqual(statuses, [route.doc.success.status, ...route.doc.errors].sort(), `${route.method} ${route.path}`);
+      assert.deepEqual(statuses, [route.doc.success.status, ...route.doc.errors, 405].sort(), `${route.method} ${route.path}`);
     }
   });
 
-  it('carries the spec patterns as written, and refuses unknown fields', () => {
+  it('carries the spec patterns, the e-mail one without its needless escape of @, and refuses unknown fields', () => {
     const { RegistrationRequest, ActivationRequest, PasswordChangeRequest } = document.components.schemas;
     assert.equal(RegistrationRequest.properties.name.pattern, patterns.name.source);
-    assert.equal(RegistrationRequest.properties.email.pattern, patterns.email.source);
+    assert.equal(RegistrationRequest.properties.email.pattern, '^[a-zA-Z0-9-._]{1,64}@[a-zA-Z0-9\\[]{1}[a-zA-Z0-9.-:]{1,61}[a-zA-Z0-9\\]]{1}$');
     assert.equal(RegistrationRequest.properties.pwd.pattern, '^.{6,32}$');
     assert.equal(RegistrationRequest.properties.phone.pattern, patterns.phone.source);
     assert.deepEqual(RegistrationRequest.properties.phone.type, ['string', 'null']);
@@ -40,8 +54,81 @@ describe('the OpenAPI document', () => {
     assert.deepEqual(PasswordChangeRequest.required, ['old_pwd', 'new_pwd']);
   });
 
-  it('names every problem type', () => {
-    assert.deepEqual(document.components.schemas.Problem.properties.type.enum, Object.values(problems).map((problem) => problemTypePrefix + problem.slug));
+  it('names every problem type, in an open string so that a new type breaks no generated client', () => {
+    const type = document.components.schemas.Problem.properties.type;
+    assert.equal(type.type, 'string');
+    assert.equal(type.enum, undefined);
+    assert.deepEqual(type.examples, Object.values(problems).map((problem) => problemTypePrefix + problem.slug));
+  });
+
+  it('has a server relative to itself and the package licence', async () => {
+    const pkg = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8'));
+    assert.deepEqual(document.servers.map((server) => server.url), ['/']);
+    assert.equal(document.info.license.name, pkg.license);
+  });
+
+  it('documents X-Request-Id on every response, and Retry-After, WWW-Authenticate and Allow where they are sent', () => {
+    for (const { name, operation } of operations) {
+      for (const [status, response] of Object.entries(operation.responses)) {
+        const headers = Object.keys(response.headers ?? {}).sort();
+        const expected = ['X-Request-Id', ...(status === '429' || status === '503' ? ['Retry-After'] : []), ...(status === '401' ? ['WWW-Authenticate'] : []), ...(status === '405' ? ['Allow'] : [])];
+        assert.deepEqual(headers, expected.sort(), `${name} ${status}`);
+        for (const header of Object.values(response.headers ?? {})) assert.ok(document.components.headers[header.$ref.split('/').pop()!], header.$ref);
+      }
+    }
+  });
+
+  it('gives every operation at least one 4xx, at the least 405 with Allow for the path\'s other methods', () => {
+    for (const { name, operation } of operations) {
+      assert.ok(Object.keys(operation.responses).some((status) => status.startsWith('4')), name);
+      assert.match(operation.responses['405']!.description, /method-not-allowed/, name);
+    }
+  });
+
+  it('has only patterns that compile with the u flag, as JSON Schema validators compile them', () => {
+    const found: string[] = [];
+    const collect = (node: unknown): void => {
+      if (Array.isArray(node)) node.forEach(collect);
+      else if (typeof node === 'object' && node !== null) {
+        for (const [key, value] of Object.entries(node)) {
+          if (key === 'pattern' && typeof value === 'string') found.push(value);
+          else collect(value);
+        }
+      }
+    };
+    collect(document);
+    assert.ok(found.length >= 8, `found ${found.length} patterns`);
+    for (const pattern of found) assert.doesNotThrow(() => new RegExp(pattern, 'u'), pattern);
+    assert.throws(() => new RegExp(patterns.email.source, 'u'), 'the spec regex as written is not valid with u');
+  });
+
+  it('emits patterns that accept and reject the same strings as the spec regexes', () => {
+    const schemas: Array<[string, Schema]> = [
+      ['RegistrationRequest', registrationSchema],
+      ['ActivationRequest', activationSchema],
+      ['PasswordChangeRequest', passwordChangeSchema],
+    ];
+    for (const [schemaName, schema] of schemas) {
+      for (const [field, rule] of Object.entries(schema)) {
+        const emitted = document.components.schemas[schemaName].properties[field].pattern as string;
+        const asValidators = new RegExp(emitted, 'u');
+        const asService = new RegExp(emitted, rule.pattern.flags);
+        let accepted = 0;
+        for (const sample of samplesFor(rule.pattern)) {
+          const expected = rule.pattern.test(sample);
+          assert.equal(asValidators.test(sample), expected, `${schemaName}.${field} with u: ${JSON.stringify(sample)}`);
+          assert.equal(asService.test(sample), expected, `${schemaName}.${field}: ${JSON.stringify(sample)}`);
+          if (expected) accepted += 1;
+        }
+        assert.ok(accepted >= 25, `${schemaName}.${field}: only ${accepted} samples matched`);
+      }
+    }
+  });
+
+  it('drops only the escapes that the u flag refuses', () => {
+    assert.equal(unicodeSafePattern('a\\@b'), 'a@b');
+    assert.equal(unicodeSafePattern('\\s\\+\\[\\]\\.\\-\\\\\\d'), '\\s\\+\\[\\]\\.\\-\\\\\\d');
+    assert.equal(unicodeSafePattern('\\\\@'), '\\\\@', 'an escaped backslash stays');
   });
 
   it('marks the bearer routes as secured', () => {
@@ -58,6 +145,14 @@ describe('GET /openapi.json', () => {
   after(async () => {
     await app.stop();
   });
+  const checkAgainstDocument = createDocumentChecker(document);
+  /** One request to the running service; its answer must have `status` and agree with the document. */
+  const exchange = async (method: string, path: string, status: number, options: CallOptions = {}, schemaRefuses?: boolean): Promise<HttpResult> => {
+    const response = await app.call(method, path, options);
+    assert.equal(response.status, status, `${method} ${path}: ${response.text}`);
+    checkAgainstDocument(method, path, options, response, schemaRefuses);
+    return response;
+  };
 
   it('serves the document', async () => {
     const response = await app.call('GET', '/openapi.json');
@@ -65,4 +160,144 @@ describe('GET /openapi.json', () => {
     assert.equal(response.json.openapi, '3.1.0');
     assert.deepEqual(Object.keys(response.json.paths).sort(), Object.keys(document.paths).sort());
   });
+
+  it('describes the requests and answers of the running service, as Ajv in strict mode checks them', async () => {
+    const user = { ...uniqueUser('doc'), phone: '+41 123 456 7890' };
+    await exchange('POST', '/acc/reg/code', 204, { json: user });
+    await exchange('POST', '/acc/reg/code', 429, { json: user });
+    await exchange('POST', '/acc/reg/code', 409, { json: { ...uniqueUser('doc'), name: user.name } });
+    await exchange('POST', '/acc/reg/code', 400, { json: { name: 'X', email: 'a@b', pwd: '1', phone: 5, admin: true } });
+    await exchange('POST', '/acc/reg/code', 400, { body: '{"name":', headers: { 'content-type': 'application/json' } });
+    await exchange('POST', '/acc/reg/code', 415, { body: 'name=x', headers: { 'content-type': 'text/plain' } });
+    await exchange('POST', '/acc/reg/code', 413, { json: { name: 'x'.repeat(9000) } });
+    const code = codeIn(await app.smtp.waitFor((message) => message.to === user.email));
+    await exchange('POST', '/acc/reg', 404, { json: { code: 'ABCD-ABCD-ABCD-ABCD' } });
+    await exchange('POST', '/acc/reg', 400, { json: { code: 'ABCD' } });
+    await exchange('POST', '/acc/reg', 204, { json: { code } });
+
+    const token = (await exchange('POST', '/auth/token', 200, { json: { grant_type: 'password', username: user.name, password: user.pwd } })).json.access_token as string;
+    await exchange('POST', '/auth/token', 400, { json: { grant_type: 'password', username: user.email, password: 'wrong-password' } });
+    await exchange('POST', '/auth/token', 400, { json: { grant_type: 'client_credentials', username: user.name, password: user.pwd } });
+    await exchange('POST', '/auth/token', 400, { body: `grant_type=password&username=${user.name}&password=wrong-password`, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    await exchange('POST', '/auth/token', 415, { body: 'x', headers: { 'content-type': 'text/plain' } });
+
+    await exchange('GET', '/acc/me', 200, { token });
+    await exchange('GET', '/acc/me', 401);
+    await exchange('GET', '/acc/me', 401, { token: 'not-a-token' });
+    // new_pwd equal to old_pwd: a rule across two fields, beyond what a schema says.
+    await exchange('PUT', '/acc/me/pwd', 400, { token, json: { old_pwd: user.pwd, new_pwd: user.pwd } }, false);
+    await exchange('PUT', '/acc/me/pwd', 400, { token, json: { old_pwd: user.pwd, new_pwd: '12345' } });
+    await exchange('PUT', '/acc/me/pwd', 403, { token, json: { old_pwd: 'wrong-password', new_pwd: 'another-one' } });
+    await exchange('PUT', '/acc/me/pwd', 204, { token, json: { old_pwd: user.pwd, new_pwd: 'another-one' } });
+
+    for (const path of ['/healthz', '/readyz', '/openapi.json', '/metrics']) await exchange('GET', path, 200);
+    await exchange('DELETE', '/healthz', 405);
+    await exchange('POST', '/acc/me', 405, { json: {} });
+    await exchange('GET', '/auth/token', 405);
+
+    const late = uniqueUser('doc');
+    await exchange('POST', '/acc/reg/code', 204, { json: late });
+    const lateCode = codeIn(await app.smtp.waitFor((message) => message.to === late.email));
+    app.clock.advance(1801);
+    await exchange('POST', '/acc/reg', 410, { json: { code: lateCode } });
+  });
 });
+
+/**
+ * Strings to compare two regexes on: valid examples for every pattern, each mutated at random
+ * (an insertion, deletion or replacement from an alphabet that has every character the patterns
+ * name, their neighbours, white space, non-ASCII, an astral character and a lone surrogate),
+ * and random strings. Seeded, so that a failure repeats.
+ */
+function samplesFor(pattern: RegExp): string[] {
+  const valid = [
+    'alice@example.com', 'a.b-c_d@[127.0.0.1]', 'x@b/:9c', 'Z9@a.b-c.d', `${'l'.repeat(64)}@${'d'.repeat(63)}`,
+    '+41 123 456 7890', '+01\t234\u00a0567\n8901', '+99 000 0000 0000', 'ABCD-efgh-IJKL-mnop', 'zzzz-AAAA-qQqQ-XyZw', 'ab', 'name-2', 'secret', 'pässwörd😀',
+  ].filter((sample) => pattern.test(sample));
+  const alphabet = [...'aZz09-._@[]:/,+;\\ \t\n\u00a0é\u2028', '😀', '\ud800'];
+  let seed = 12345;
+  const random = (below: number) => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed % below;
+  };
+  const pick = () => alphabet[random(alphabet.length)]!;
+  const samples: string[] = [...valid];
+  for (let round = 0; round < 400; round += 1) {
+    for (const example of valid) {
+      const chars = [...example];
+      for (let edits = 1 + random(2); edits > 0; edits -= 1) {
+        const at = random(chars.length + 1);
+        const kind = random(3);
+        if (kind === 0) chars.splice(at, 0, pick());
+        else if (kind === 1) chars.splice(at, 1);
+        else chars.splice(at, 1, pick());
+      }
+      samples.push(chars.join(''));
+    }
+    samples.push(Array.from({ length: random(80) }, pick).join(''));
+  }
+  return samples;
+}
+
+/**
+ * Validates what the running service answered against the document, with Ajv in strict mode:
+ * the request body against the request schema, the status against the documented responses,
+ * each documented header, and the body against the schema of its media type.
+ */
+function createDocumentChecker(doc: Document) {
+  const ajv = new Ajv2020({ strict: true, allowUnionTypes: true });
+  formats.default(ajv);
+  const base = 'urn:account-service:openapi';
+  const rewrite = (node: unknown): unknown =>
+    JSON.parse(JSON.stringify(node).replaceAll('"#/components/schemas/', `"${base}#/$defs/`));
+  ajv.addSchema({ $id: base, $defs: rewrite(doc.components.schemas) as Record<string, unknown> });
+  const compiled = new Map<string, ValidateFunction>();
+  const validate = (schema: unknown, value: unknown): string | null => {
+    const key = JSON.stringify(schema);
+    if (!compiled.has(key)) compiled.set(key, ajv.compile(rewrite(schema) as object));
+    const check = compiled.get(key)!;
+    return check(value) ? null : ajv.errorsText(check.errors);
+  };
+
+  /** `schemaRefuses`: whether the request schema refuses the body; by default, when the service refused it as invalid. */
+  return (method: string, path: string, request: CallOptions, response: HttpResult, schemaRefuses?: boolean): void => {
+    const label = `${method} ${path} ${response.status}`;
+    const methods = doc.paths[path];
+    assert.ok(methods, `${path} is documented`);
+    // A 405 answers a method the path does not serve, so any of its operations documents it.
+    const operation = methods[method.toLowerCase()] ?? (response.status === 405 ? Object.values(methods)[0] : undefined);
+    assert.ok(operation, `${method} ${path} is documented`);
+
+    const requestSchema = operation.requestBody?.content['application/json']?.schema;
+    // A body refused for its size or type was never read, so the schema has nothing to say of it.
+    if (request.json !== undefined && requestSchema !== undefined && response.status !== 413 && response.status !== 415) {
+      const refused = schemaRefuses ?? (response.status === 400 && (/invalid-fields$/.test(response.json?.type) || ['invalid_request', 'unsupported_grant_type'].includes(response.json?.error)));
+      const problem = validate(requestSchema, request.json);
+      if (refused) assert.notEqual(problem, null, `${label}: the document accepts a body the service refused`);
+      else assert.equal(problem, null, `${label}: the document refuses a body the service took: ${problem}`);
+    }
+
+    const documented = operation.responses[String(response.status)];
+    assert.ok(documented, `${label}: status not documented`);
+    for (const [name, { $ref }] of Object.entries(documented.headers ?? {})) {
+      const header = doc.components.headers[$ref.split('/').pop()!]!;
+      const value = response.headers[name.toLowerCase()];
+      if (value === undefined) {
+        assert.notEqual(header.required, true, `${label}: required header ${name} missing`);
+        continue;
+      }
+      const typed = (header.schema as { type?: string }).type === 'integer' && /^[0-9]+$/.test(String(value)) ? Number(value) : value;
+      assert.equal(validate(header.schema, typed), null, `${label}: header ${name}: ${value}`);
+    }
+
+    if (documented.content === undefined) {
+      assert.equal(response.text, '', `${label}: a body where none is documented`);
+      return;
+    }
+    const mediaType = String(response.headers['content-type']).split(';')[0]!.trim();
+    const content = documented.content[mediaType];
+    assert.ok(content, `${label}: ${mediaType} is not documented (${Object.keys(documented.content)})`);
+    const body = mediaType.endsWith('json') ? response.json : response.text;
+    assert.equal(validate(content.schema, body), null, `${label}: body ${response.text.slice(0, 200)}`);
+  };
+}

@@ -75,8 +75,8 @@ describe('the production install (what the image runs)', () => {
   });
 
   it('stops with a clear line, not a crash, when DATABASE_URL is missing (no embedded database in production)', async () => {
-    const running = runMain({}, [], ['dist/main.js'], dir);
-    assert.equal(await running.exit, 1);
+    const running = runMain({ PORT: '0' }, [], ['dist/main.js'], dir);
+    assert.equal(await running.exit, 2, 'a configuration error');
     assert.equal(running.stderr(), 'account-service: DATABASE_URL is not set, and the embedded PostgreSQL (a development dependency) is not installed\n');
   });
 

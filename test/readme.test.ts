@@ -1,27 +1,129 @@
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { relative, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { problems } from '../src/http/errors.ts';
 import { routes } from '../src/routes/index.ts';
 
+const root = new URL('..', import.meta.url).pathname;
 const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8');
 const source = await readFile(new URL('../src/config.ts', import.meta.url), 'utf8');
 
-describe('README', () => {
-  it('lists every problem type with its status', () => {
-    for (const problem of Object.values(problems)) {
-      assert.match(readme, new RegExp(`\\| \`${problem.slug}\` \\| ${problem.status} \\|`), problem.slug);
+type Table = { line: number; header: string[]; delimited: boolean; rows: string[][] };
+
+/** Splits a table line into its cells; `\|` is a pipe inside a cell. */
+function cells(line: string): string[] {
+  return line
+    .trim()
+    .replace(/^\||\|$/g, '')
+    .split(/(?<!\\)\|/)
+    .map((cell) => cell.trim());
+}
+
+/**
+ * The Markdown tables of a document, outside code blocks. A run of table lines must start with
+ * a header and a delimiter row, and every row must have the header's number of cells: a table
+ * cut by a blank line or a row with a cell too many or too few fails here.
+ */
+function parseTables(markdown: string): Table[] {
+  const tables: Table[] = [];
+  let inCode = false;
+  let current: Table | null = null;
+  markdown.split('\n').forEach((text, index) => {
+    if (/^\s*```/.test(text)) inCode = !inCode;
+    const isRow = !inCode && text.trimStart().startsWith('|');
+    if (!isRow) {
+      current = null;
+      return;
     }
+    if (current === null) {
+      current = { line: index + 1, header: cells(text), delimited: false, rows: [] };
+      tables.push(current);
+      return;
+    }
+    const row = cells(text);
+    assert.equal(row.length, current.header.length, `README line ${index + 1}: ${row.length} cells in a table of ${current.header.length} columns`);
+    if (!current.delimited) {
+      assert.ok(row.every((cell) => /^:?-{3,}:?$/.test(cell)), `README line ${index + 1}: the table starting at line ${current.line} has no delimiter row`);
+      current.delimited = true;
+      return;
+    }
+    current.rows.push(row);
+  });
+  for (const table of tables) assert.ok(table.delimited, `README line ${table.line}: a table row outside a table (cut off by a blank line?)`);
+  return tables;
+}
+
+/** The table whose first header cell matches, with its rows keyed by the first cell. */
+function tableStartingWith(header: RegExp): Map<string, string[]> {
+  const found = parseTables(readme).filter((table) => header.test(table.header[0]!));
+  assert.equal(found.length, 1, `one table headed ${header}`);
+  const rows = new Map<string, string[]>();
+  for (const row of found[0]!.rows) {
+    assert.equal(rows.has(row[0]!), false, `${row[0]} appears twice`);
+    rows.set(row[0]!, row);
+  }
+  return rows;
+}
+
+describe('the Markdown table parser of this test', () => {
+  it('refuses a table cut by a blank line, a row of the wrong width, and a table without a delimiter', () => {
+    assert.equal(parseTables('| a | b |\n|---|---|\n| 1 | 2 |\n')[0]!.rows.length, 1);
+    assert.deepEqual(parseTables('| a | b |\n|---|---|\n| `x\\|y` | 2 |\n')[0]!.rows[0], ['`x\\|y`', '2']);
+    assert.deepEqual(parseTables('```\n| not | a table |\n```\n'), []);
+    assert.throws(() => parseTables('| a | b |\n|---|---|\n| 1 | 2 |\n\n| 3 | 4 |\n'), /a table row outside a table|no delimiter row/);
+    assert.throws(() => parseTables('| a | b |\n|---|---|\n| 1 | 2 | 3 |\n'), /3 cells in a table of 2 columns/);
+    assert.throws(() => parseTables('| a | b |\n| 1 | 2 |\n'), /no delimiter row/);
+  });
+});
+
+describe('README', () => {
+  it('has only whole tables', () => {
+    const tables = parseTables(readme);
+    assert.ok(tables.length >= 5, `found ${tables.length} tables`);
   });
 
-  it('documents every route', () => {
-    for (const route of routes) assert.ok(readme.includes(`\`${route.method} ${route.path}\``), `${route.method} ${route.path}`);
+  it('lists every problem type with its status in the problems table, and no other', () => {
+    const rows = tableStartingWith(/^`type`/);
+    for (const problem of Object.values(problems)) {
+      const row = rows.get(`\`${problem.slug}\``);
+      assert.ok(row, `${problem.slug} has a row`);
+      assert.equal(row[1], String(problem.status), problem.slug);
+    }
+    assert.equal(rows.size, Object.keys(problems).length, `rows: ${[...rows.keys()]}`);
   });
 
-  it('documents every environment variable the configuration reads', () => {
+  it('has a row for every route in the endpoints table, with every error status it answers, and no other', () => {
+    const rows = tableStartingWith(/^Method and path$/);
+    for (const route of routes) {
+      const row = rows.get(`\`${route.method} ${route.path}\``);
+      assert.ok(row, `${route.method} ${route.path} has a row`);
+      const listed = new Set(row.at(-1)!.match(/\b[1-5][0-9]{2}\b/g) ?? []);
+      for (const status of route.doc.errors) assert.ok(listed.has(String(status)), `${route.method} ${route.path}: ${status} is listed`);
+    }
+    assert.equal(rows.size, routes.length, `rows: ${[...rows.keys()]}`);
+  });
+
+  it('has a row for every environment variable the configuration reads in the configuration table, and no other', () => {
     const read = new Set([...source.matchAll(/env(?:\.|, ')([A-Z_]{3,})/g)].map((match) => match[1]!));
-    assert.ok(read.size >= 10, `found ${[...read]}`);
-    for (const name of read) assert.match(readme, new RegExp(`\\| \`${name}\` \\|`), name);
+    assert.ok(read.size >= 15, `found ${[...read]}`);
+    const rows = tableStartingWith(/^Variable$/);
+    assert.deepEqual([...rows.keys()].sort(), [...read].map((name) => `\`${name}\``).sort());
+    for (const [name, row] of rows) assert.ok(row.every((cell) => cell !== ''), `${name} has an empty cell`);
+  });
+
+  it('points at nothing outside the repository, and at no file that is missing', () => {
+    assert.doesNotMatch(readme, /\.\.\//, 'a path that leaves the repository');
+    for (const [, target] of readme.matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (/^(https?:|mailto:|#)/.test(target!)) continue;
+      const path = resolve(root, target!.split('#')[0]!);
+      assert.ok(!relative(root, path).startsWith('..'), `${target} is outside the repository`);
+      assert.ok(existsSync(path), `${target} exists`);
+    }
+    const mentioned = [...readme.matchAll(/`((?:src|test|sql|\.ci)\/[\w./-]+\.(?:ts|sql|json)|\.ci\/run|redocly\.yaml|Dockerfile|\.dockerignore)`/g)].map((match) => match[1]!);
+    assert.ok(mentioned.length >= 10, `found ${mentioned}`);
+    for (const path of mentioned) assert.ok(existsSync(resolve(root, path)), `${path} is named in the README but missing`);
   });
 
   it('gives the two commands', () => {

@@ -1,4 +1,6 @@
 import type { QuotaRefusal } from '../address-quotas.ts';
+import { formatCount } from '../count.ts';
+
 /** A field that failed validation, as RFC 9457 `invalid-params` lists it. */
 export type InvalidParam = { name: string; reason: string };
 
@@ -90,7 +92,7 @@ export function problemBody(error: HttpError): Record<string, unknown> {
 
 /** 429 for a key whose failed password checks must now wait `seconds`. */
 export function throttled(seconds: number): HttpError {
-  return new HttpError(problems.throttled, { detail: `Try again in ${seconds} seconds.`, headers: { 'Retry-After': String(seconds) } });
+  return new HttpError(problems.throttled, { detail: `Try again in ${formatCount(seconds, 'second')}.`, headers: { 'Retry-After': String(seconds) } });
 }
 
 /** 429 for an address that asked for a code too recently or too often (address-quotas.ts). */

@@ -1,3 +1,5 @@
+import { formatCount } from '../count.ts';
+
 /** What the outbox stores and the transport sends; never logged, as it may hold a code. */
 export type MailContent = { subject: string; text: string; html: string };
 export type MailKind = 'registration-code' | 'account-active' | 'password-changed' | 'registration-attempt' | 'reset-code' | 'password-reset' | 'account-deleted';
@@ -11,7 +13,7 @@ export function registrationCodeMail(to: string, name: string, code: string, exp
     'Hello,',
     `this code activates the account "${name}" with this address:`,
     code,
-    `It is valid for ${minutesUntil(expiresAt, now)} minutes, until ${isoUtc(expiresAt)}. Send it to activate the account.`,
+    `It is valid for ${formatCount(minutesUntil(expiresAt, now), 'minute')}, until ${isoUtc(expiresAt)}. Send it to activate the account.`,
     `If you did not ask to register "${name}", ignore this message: without the code no account is created.`,
   ]) };
 }
@@ -48,7 +50,7 @@ export function resetCodeMail(code: string, expiresAt: Date, now: Date, clientAd
     'Hello,',
     `someone asked at ${isoUtc(now)}, from the address ${clientAddress}, to reset the password of the account with this address. The code is:`,
     code,
-    `It is valid for ${minutesUntil(expiresAt, now)} minutes, until ${isoUtc(expiresAt)}. Send it with a new password to set it.`,
+    `It is valid for ${formatCount(minutesUntil(expiresAt, now), 'minute')}, until ${isoUtc(expiresAt)}. Send it with a new password to set it.`,
     'Your password is unchanged. If it was not you, ignore this message.',
   ]);
 }

@@ -7,6 +7,9 @@ import type { MailContent } from './messages.ts';
 export type Envelope = MailContent & { messageId: string; from: string; to: string };
 export type MailTransport = { send(mail: Envelope): Promise<void>; close(): void };
 
+/** RFC 3834: every message is machine-made, so that vacation responders and the like do not answer it. */
+const automaticHeaders = { 'Auto-Submitted': 'auto-generated' };
+
 /** Short timeouts: the outbox holds a row lock while it sends, and a slow server is retried anyway. */
 export const smtpTimeouts = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 };
 
@@ -15,7 +18,7 @@ export function createSmtpTransport(url: string, timeouts: typeof smtpTimeouts =
   const transporter = nodemailer.createTransport({ url, ...timeouts });
   return {
     async send(mail) {
-      await transporter.sendMail(mail);
+      await transporter.sendMail({ ...mail, headers: automaticHeaders });
     },
     close: () => transporter.close(),
   };
@@ -26,7 +29,7 @@ export function createFileTransport(dir: string, log: Logger): MailTransport {
   const transporter = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
   return {
     async send(mail) {
-      const info = await transporter.sendMail(mail);
+      const info = await transporter.sendMail({ ...mail, headers: automaticHeaders });
       await mkdir(dir, { recursive: true, mode: 0o700 });
       // Named by time, then by the Message-ID's local part, so a directory listing is in order.
       const path = join(dir, `${Date.now()}-${mail.messageId.replace(/^<|@.*$/g, '').replace(/[^A-Za-z0-9-]/g, '_')}.eml`);

@@ -28,10 +28,13 @@ describe('sign-in throttle', () => {
     assert.equal(blocked.headers['retry-after'], '1');
     assert.equal(blocked.json.error, 'temporarily_unavailable');
     assert.equal(checks, 0, 'and is not checked');
+    assert.equal(blocked.json.error_description, 'Try again in 1 second.');
 
     app.clock.advance(1);
     assert.equal((await signIn(user.name, 'wrong-password')).status, 400);
-    assert.equal((await signIn(user.name, user.pwd)).headers['retry-after'], '2', 'the wait doubles');
+    const doubled = await signIn(user.name, user.pwd);
+    assert.equal(doubled.headers['retry-after'], '2', 'the wait doubles');
+    assert.equal(doubled.json.error_description, 'Try again in 2 seconds.');
     app.clock.advance(2);
     assert.equal((await signIn(user.name, user.pwd)).status, 200, 'the right password after the wait');
     assert.equal((await signIn(user.name, 'wrong-password')).status, 400, 'a success resets the count');

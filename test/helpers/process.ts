@@ -8,7 +8,16 @@ export const fromSource = ['--import', 'tsx', 'src/main.ts'];
 
 /** Runs the service as its own process, as `npm start` does, with only the given environment. */
 export function runMain(env: Record<string, string>, args: string[] = [], entry = fromSource, cwd = root): Running {
-  const child = spawn(process.execPath, [...entry, ...args], {
+  return run(process.execPath, [...entry, ...args], env, cwd);
+}
+
+/** Runs `npm start` itself, as a developer, an IDE or a supervisor does; `pid` is npm's. */
+export function runNpmStart(env: Record<string, string>): Running {
+  return run('npm', ['start', '--silent'], { HOME: process.env.HOME ?? '', ...env }, root);
+}
+
+function run(command: string, args: string[], env: Record<string, string>, cwd: string): Running {
+  const child = spawn(command, args, {
     cwd,
     env: { PATH: process.env.PATH ?? '', NODE_V8_COVERAGE: process.env.NODE_V8_COVERAGE ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

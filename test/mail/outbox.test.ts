@@ -190,6 +190,7 @@ describe('the file transport', () => {
     const raw = await readFile(join(dir, 'mail', file!), 'utf8');
     assert.match(raw, /Subject: Hi/);
     assert.match(raw, /Hello there/);
+    assert.match(raw, /^Auto-Submitted: auto-generated$/m, 'RFC 3834, as over SMTP');
     assert.equal(JSON.parse(lines[0]!).path, join(dir, 'mail', file!));
     await rm(dir, { recursive: true });
   });

@@ -1,0 +1,37 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { codeIn, type ReceivedMail } from '../helpers/smtp.ts';
+import { signIn, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
+
+let app: TestService;
+before(async () => {
+  // The shortest code lifetime, so that the message has to say "1 minute".
+  app = await startTestService({ env: { REG_CODE_TTL: '60' } });
+});
+after(async () => {
+  await app.stop();
+});
+
+describe('every message, as an SMTP server receives it', () => {
+  it('is marked Auto-Submitted: auto-generated (RFC 3834), and counts agree with their nouns', async () => {
+    const user = uniqueUser('mail');
+    const received = (subject: string) => app.smtp.waitFor((message) => message.to === user.email && message.subject === subject);
+    assert.equal((await app.call('POST', '/acc/reg/code', { json: user })).status, 204);
+    const codeMail = await received('Your registration code');
+    assert.match(codeMail.text, /It is valid for 1 minute, until /);
+
+    assert.equal((await app.call('POST', '/acc/reg', { json: { code: codeIn(codeMail) } })).status, 204);
+    const activeMail = await received('Your account is active');
+    assert.equal((await app.call('POST', '/acc/reg/code', { json: { ...user, name: `${user.name}-again` } })).status, 204);
+    const attemptMail = await received('Someone tried to register with your address');
+    const token = await signIn(app, user.name, user.pwd);
+    assert.equal((await app.call('PUT', '/acc/me/pwd', { token, json: { old_pwd: user.pwd, new_pwd: `${user.pwd}-new` } })).status, 204);
+    const changedMail = await received('Your password was changed');
+
+    const messages: ReceivedMail[] = [codeMail, activeMail, attemptMail, changedMail];
+    for (const mail of messages) {
+      assert.match(mail.raw, /^Auto-Submitted: auto-generated\r?$/m, mail.subject);
+      assert.doesNotMatch(mail.text, /\b1 [a-z]+s\b/, `${mail.subject}: a count of one with a plural noun`);
+    }
+  });
+});

@@ -1,0 +1,42 @@
+import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import { describe, it } from 'node:test';
+import { ConfigError } from '../../src/config.ts';
+import { checkListenAddress, listenError } from '../../src/http/listen-check.ts';
+
+const failure = (code: string) => Object.assign(new Error(code), { code });
+
+describe('checkListenAddress', () => {
+  it('lets go of a free port at once, so that the service can take it', async () => {
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const { port } = probe.address() as { port: number };
+    await new Promise((resolve) => probe.close(resolve));
+    await checkListenAddress('127.0.0.1', port);
+    await checkListenAddress('127.0.0.1', port);
+  });
+
+  it('names PORT when the port is taken', async () => {
+    const busy = createServer();
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+    const { port } = busy.address() as { port: number };
+    try {
+      await assert.rejects(checkListenAddress('127.0.0.1', port), (error: Error) => error instanceof ConfigError && error.message.startsWith(`PORT ${port} is already in use on 127.0.0.1`));
+    } finally {
+      busy.close();
+    }
+  });
+});
+
+describe('listenError', () => {
+  it('turns each listen failure into one line naming the variable to change', () => {
+    assert.match(listenError(failure('EADDRINUSE'), '::', 65535).message, /^PORT 65535 is already in use on ::.*such as PORT=65534, or PORT=0 for any$/);
+    assert.match(listenError(failure('EACCES'), '0.0.0.0', 80).message, /^PORT 80 on 0\.0\.0\.0 needs privileges this user lacks; set PORT to 1024 or above$/);
+    assert.match(listenError(failure('EADDRNOTAVAIL'), '192.0.2.1', 8080).message, /^HOST 192\.0\.2\.1 is not an address of this machine/);
+    for (const code of ['ENOTFOUND', 'EAI_AGAIN', 'EAI_NONAME']) {
+      assert.match(listenError(failure(code), 'nowhere.invalid', 8080).message, /^HOST nowhere\.invalid cannot be resolved/);
+    }
+    const other = failure('EMFILE');
+    assert.equal(listenError(other, '127.0.0.1', 8080), other, 'anything else stays as it was');
+  });
+});
