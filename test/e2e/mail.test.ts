@@ -22,13 +22,21 @@ describe('every message, as an SMTP server receives it', () => {
 
     assert.equal((await app.call('POST', '/acc/reg', { json: { code: codeIn(codeMail) } })).status, 204);
     const activeMail = await received('Your account is active');
+    app.clock.advance(61);
     assert.equal((await app.call('POST', '/acc/reg/code', { json: { ...user, name: `${user.name}-again` } })).status, 204);
     const attemptMail = await received('Someone tried to register with your address');
     const token = await signIn(app, user.name, user.pwd);
     assert.equal((await app.call('PUT', '/acc/me/pwd', { token, json: { old_pwd: user.pwd, new_pwd: `${user.pwd}-new` } })).status, 204);
     const changedMail = await received('Your password was changed');
+    assert.equal((await app.call('POST', '/acc/pwd/code', { json: { email: user.email } })).status, 204);
+    const resetCodeMail = await received('Your password reset code');
+    assert.equal((await app.call('POST', '/acc/pwd', { json: { code: codeIn(resetCodeMail), new_pwd: 'reset-password-1' } })).status, 204);
+    const resetMail = await received('Your password was reset');
+    const fresh = await signIn(app, user.name, 'reset-password-1');
+    assert.equal((await app.call('DELETE', '/acc/me', { token: fresh, json: { pwd: 'reset-password-1' } })).status, 204);
+    const deletedMail = await received('Your account was deleted');
 
-    const messages: ReceivedMail[] = [codeMail, activeMail, attemptMail, changedMail];
+    const messages: ReceivedMail[] = [codeMail, activeMail, attemptMail, changedMail, resetCodeMail, resetMail, deletedMail];
     for (const mail of messages) {
       assert.match(mail.raw, /^Auto-Submitted: auto-generated\r?$/m, mail.subject);
       assert.doesNotMatch(mail.text, /\b1 [a-z]+s\b/, `${mail.subject}: a count of one with a plural noun`);
