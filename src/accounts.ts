@@ -26,8 +26,18 @@ export async function findAccountByLogin(sql: Sql, username: string): Promise<Ac
  * Stores another hash of the same password (current parameters, or a wrapped chain). It changes
  * nothing if the password was changed meanwhile, and sessions stay as they are.
  */
-export async function upgradePasswordHash(sql: Sql, id: string, oldHash: string, newHash: string): Promise<void> {
+export async function upgradePasswordHash(sql: Sql | Transaction, id: string, oldHash: string, newHash: string): Promise<void> {
   await sql`UPDATE accounts SET password_hash = ${newHash} WHERE id = ${id} AND password_hash = ${oldHash}`;
+}
+
+/**
+ * Locks the account row for the rest of the transaction if it still holds `passwordHash`; false
+ * if the password was changed or reset meanwhile, or the account is gone. A change, a reset and
+ * a deletion all write the row, so they wait for this transaction or it waits for them.
+ */
+export async function lockUnchangedPasswordHash(tx: Transaction, id: string, passwordHash: string): Promise<boolean> {
+  const rows = await tx`SELECT 1 FROM accounts WHERE id = ${id} AND password_hash = ${passwordHash} AND activated_at IS NOT NULL FOR UPDATE`;
+  return rows.count === 1;
 }
 
 /**

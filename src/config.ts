@@ -30,6 +30,8 @@ export type Config = {
   trustProxy: number;
   /** Exact origins allowed to call from a browser; empty means no CORS at all. */
   corsOrigins: string[];
+  /** Null: /metrics is public and leaves out the gauges that follow single accounts. */
+  metricsToken: string | null;
   logLevel: LogLevel;
   /** Human-readable reasons why the configuration is weaker than production defaults. */
   warnings: string[];
@@ -75,6 +77,7 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
     rateLimit: integer(env, 'RATE_LIMIT', 20, 0, 1_000_000),
     trustProxy: integer(env, 'TRUST_PROXY', 0, 0, 10),
     corsOrigins: parseOrigins(env.CORS_ORIGINS),
+    metricsToken: parseMetricsToken(env.METRICS_TOKEN),
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info'),
     warnings,
   };
@@ -150,6 +153,13 @@ function parseOrigins(raw: string | undefined): string[] {
   const bad = origins.find((origin) => !isOrigin(origin));
   if (bad !== undefined) throw new ConfigError(`CORS_ORIGINS must be a comma-separated list of origins such as https://app.example.com, got ${JSON.stringify(bad)}`);
   return origins;
+}
+
+function parseMetricsToken(raw: string | undefined): string | null {
+  if (raw === undefined || raw === '') return null;
+  // The value is a secret: say what is wrong, never what it is.
+  if (!/^[\x21-\x7e]{16,256}$/.test(raw)) throw new ConfigError('METRICS_TOKEN must be 16 to 256 printable characters without spaces');
+  return raw;
 }
 
 function parseTokenSecrets(raw: string | undefined): Buffer[] | null {

@@ -49,12 +49,20 @@ export async function startSession(tx: Transaction, accountId: string, client: C
  */
 export async function rotateRefreshToken(sql: Sql, presented: string, client: Client, now: Date): Promise<Rotation> {
   return sql.begin(async (tx) => {
-    // Locks the token row, so that of concurrent rotations with one token exactly one spends it.
+    // The session row is locked first, and then the token is read in a statement of its own,
+    // which sees whatever a transaction that held the lock before committed. Concurrent
+    // rotations of one session thus queue, and exactly one spends the token. Every revocation
+    // deletes the session row first as well: the same lock order, so no deadlock, and a
+    // rotation that waited for a revocation finds nothing and is refused.
+    const tokenHash = hashRefreshToken(presented);
+    const locked = await tx`
+      SELECT s.id FROM sessions s WHERE s.id = (SELECT session_id FROM refresh_tokens WHERE token_hash = ${tokenHash})
+      FOR UPDATE`;
+    if (locked.count === 0) return { outcome: 'refused' } as const;
     const [row] = await tx`
       SELECT r.session_id, r.spent_at, s.account_id, s.expires_at, a.public_id
       FROM refresh_tokens r JOIN sessions s ON s.id = r.session_id JOIN accounts a ON a.id = s.account_id
-      WHERE r.token_hash = ${hashRefreshToken(presented)}
-      FOR UPDATE OF r`;
+      WHERE r.token_hash = ${tokenHash}`;
     if (row === undefined || (row.expires_at as Date) <= now) return { outcome: 'refused' } as const;
     const sessionId = row.session_id as string;
     const spentAt = row.spent_at as Date | null;
@@ -65,7 +73,7 @@ export async function rotateRefreshToken(sql: Sql, presented: string, client: Cl
       return { outcome: 'reused', accountId: row.account_id as string, sessionId } as const;
     }
     const refreshToken = generateRefreshToken();
-    await tx`UPDATE refresh_tokens SET spent_at = ${now} WHERE token_hash = ${hashRefreshToken(presented)}`;
+    await tx`UPDATE refresh_tokens SET spent_at = ${now} WHERE token_hash = ${tokenHash}`;
     await tx`INSERT INTO refresh_tokens (token_hash, session_id, created_at) VALUES (${hashRefreshToken(refreshToken)}, ${sessionId}, ${now})`;
     await tx`
       UPDATE sessions SET last_used_at = ${now}, client_address = ${client.address.slice(0, 64)}, user_agent = ${client.userAgent.slice(0, maxUserAgentLength)}

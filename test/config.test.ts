@@ -81,6 +81,7 @@ describe('parseConfig', () => {
       [{ TOKEN_TTL: '10' }, /^TOKEN_TTL /],
       [{ REG_CODE_TTL: '0' }, /^REG_CODE_TTL /],
       [{ RESET_CODE_TTL: '59' }, /^RESET_CODE_TTL /],
+      [{ METRICS_TOKEN: 'short' }, /^METRICS_TOKEN must be 16 to 256 printable characters without spaces$/],
       [{ REFRESH_TTL: 'forever' }, /^REFRESH_TTL /],
       [{ TOKEN_ISSUER: 'has space' }, /^TOKEN_ISSUER /],
       [{ TOKEN_AUDIENCE: 'x'.repeat(201) }, /^TOKEN_AUDIENCE /],

@@ -26,16 +26,24 @@ describe('createMetrics', () => {
 describe('GET /metrics', () => {
   let app: TestService;
   before(async () => {
-    app = await startTestService();
+    app = await startTestService({ env: { METRICS_TOKEN: 'metrics-token-0123456789' } });
   });
   after(async () => {
     await app.stop();
   });
 
-  it('reports requests, latency, the outbox, hashing and the pool', async () => {
+  it('needs METRICS_TOKEN when it is set', async () => {
+    for (const headers of [{}, { authorization: 'Bearer wrong-token-0123456789' }, { authorization: 'Basic bWV0cmljcw==' }] as Array<Record<string, string>>) {
+      const refused = await app.call('GET', '/metrics', { headers });
+      assert.equal(refused.status, 401);
+      assert.equal(refused.headers['www-authenticate'], 'Bearer realm="metrics"');
+    }
+  });
+
+  it('reports requests, latency, the outbox, sessions, hashing and the pool', async () => {
     await requestCode(app, uniqueUser());
     await app.call('GET', '/nowhere');
-    const response = await app.call('GET', '/metrics');
+    const response = await app.call('GET', '/metrics', { headers: { authorization: 'Bearer metrics-token-0123456789' } });
     assert.equal(response.status, 200);
     assert.equal(response.headers['content-type'], 'text/plain; version=0.0.4; charset=utf-8');
     const text = response.text;
@@ -44,11 +52,28 @@ describe('GET /metrics', () => {
     assert.match(text, /^http_request_duration_seconds_count\{method="POST",route="\/acc\/reg\/code"\} 1$/m);
     assert.match(text, /^outbox_messages\{state="(pending|sent)"\} 1$/m);
     assert.match(text, /^outbox_messages\{state="failed"\} 0$/m);
+    assert.match(text, /^sessions_active 0$/m);
     assert.match(text, /^password_hash_running 0$/m);
     assert.match(text, /^password_hash_queued 0$/m);
     assert.match(text, /^database_pool_connections\{state="active"\} [1-9]/m);
     assert.match(text, /^database_pool_max 10$/m);
     assert.match(text, /^database_up 1$/m);
     assert.match(text, /^process_resident_memory_bytes \d+$/m);
+  });
+});
+
+describe('GET /metrics without METRICS_TOKEN', () => {
+  it('is public, and leaves out the gauges that move with single accounts', async () => {
+    const app = await startTestService();
+    try {
+      await requestCode(app, uniqueUser());
+      const response = await app.call('GET', '/metrics');
+      assert.equal(response.status, 200);
+      assert.doesNotMatch(response.text, /^outbox_messages/m, 'mail queued per address would tell which addresses have accounts');
+      assert.doesNotMatch(response.text, /^sessions_active/m);
+      assert.match(response.text, /^database_up 1$/m);
+    } finally {
+      await app.stop();
+    }
   });
 });

@@ -74,6 +74,46 @@ describe('the production install (what the image runs)', () => {
     }
   });
 
+  it('keeps signing in a known user during a registration flood at ten times the hashing capacity', async () => {
+    const database = await createTestDatabase();
+    try {
+      // Production scrypt cost, two hashing slots: the bulk lane may hold one, sign-ins keep the other.
+      const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, SMTP_URL: smtp.url, PORT: '0', RATE_LIMIT: '0', HASH_CONCURRENCY: '2' }, [], ['dist/main.js'], dir);
+      const { url } = (await running.waitFor(/"msg":"listening"/)) as { url: string };
+      const owner = { name: `owner-${process.pid}`, email: `owner-${process.pid}@example.com`, pwd: 'owner-secret-1' };
+      const started = performance.now();
+      assert.equal((await call(url, 'POST', '/acc/reg/code', { json: owner })).status, 204);
+      const hashMs = performance.now() - started;
+      const code = codeIn(await smtp.waitFor((message) => message.to === owner.email));
+      assert.equal((await call(url, 'POST', '/acc/reg', { json: { code } })).status, 204);
+
+      // Offered open loop, like an attacker who does not wait for answers: ten times what two slots can hash.
+      const perSecond = Math.ceil((10 * 2 * 1000) / hashMs);
+      const flood: Array<Promise<number>> = [];
+      const offering = setInterval(() => {
+        const index = flood.length;
+        flood.push(call(url, 'POST', '/acc/reg/code', { json: { name: `flood-${index}`, email: `flood-${index}@example.com`, pwd: 'secret-1' } }).then((response) => response.status, () => 0));
+      }, 1000 / perSecond);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const signIns: number[] = [];
+      for (let i = 0; i < 10; i += 1) {
+        const response = await call(url, 'POST', '/auth/token', { json: { grant_type: 'password', username: owner.name, password: owner.pwd } });
+        signIns.push(response.status);
+      }
+      clearInterval(offering);
+      const statuses = await Promise.all(flood);
+      assert.ok(signIns.filter((status) => status === 200).length >= 9, `sign-ins: ${signIns}`);
+      assert.ok(statuses.filter((status) => status === 503).length > 0, `the flood was shed: ${flood.length} offered`);
+      const peakKiB = Number(/VmHWM:\s+(\d+)/.exec(await readFile(`/proc/${running.pid}/status`, 'utf8'))![1]);
+      const boundMiB = 2 * 32 + 150;
+      assert.ok(peakKiB / 1024 < boundMiB, `peak resident memory ${Math.round(peakKiB / 1024)} MiB, bound ${boundMiB} MiB`);
+      running.kill('SIGTERM');
+      assert.equal(await running.exit, 0);
+    } finally {
+      await database.drop();
+    }
+  });
+
   it('stops with a clear line, not a crash, when DATABASE_URL is missing (no embedded database in production)', async () => {
     const running = runMain({ PORT: '0' }, [], ['dist/main.js'], dir);
     assert.equal(await running.exit, 2, 'a configuration error');

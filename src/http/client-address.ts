@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { isIP } from 'node:net';
 
 /**
  * The client's address: the TCP peer, or with `trustedProxies` = n, the address that the
@@ -14,5 +15,8 @@ export function clientAddress(req: IncomingMessage, trustedProxies: number): str
     .map((part) => part.trim())
     .filter((part) => part !== '');
   const chain = [...forwarded, peer];
-  return chain[Math.max(0, chain.length - 1 - trustedProxies)]!;
+  const candidate = chain[Math.max(0, chain.length - 1 - trustedProxies)]!;
+  // Only an IP address: the value goes into e-mails, logs and the session list, and a header
+  // that a client wrote itself (a misconfigured TRUST_PROXY) could otherwise say anything.
+  return isIP(candidate) === 0 ? peer : candidate;
 }

@@ -116,6 +116,6 @@ export const routes: readonly Route[] = [
     method: 'GET',
     path: '/metrics',
     handler: getMetrics,
-    doc: { summary: 'Metrics in the Prometheus text format', success: { status: 200, schema: 'any', contentType: 'text/plain' }, errors: [500] },
+    doc: { summary: 'Metrics in the Prometheus text format', success: { status: 200, schema: 'any', contentType: 'text/plain' }, errors: [401, 500] },
   },
 ];

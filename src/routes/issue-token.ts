@@ -1,4 +1,4 @@
-import { findAccountByLogin, upgradePasswordHash } from '../accounts.ts';
+import { findAccountByLogin, lockUnchangedPasswordHash, upgradePasswordHash } from '../accounts.ts';
 import { checkThrottledPassword } from '../http/auth.ts';
 import { OAuthError } from '../http/errors.ts';
 import { readOAuthParameters, stringParameter } from '../http/oauth.ts';
@@ -38,16 +38,19 @@ async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<str
     throw new OAuthError('invalid_grant', 'The username or password is incorrect.');
   }
 
-  if (deps.passwords.needsRehash(account.passwordHash)) {
-    await upgradePasswordHash(deps.sql, account.id, account.passwordHash, await deps.passwords.hash(password));
-  }
+  const upgraded = deps.passwords.needsRehash(account.passwordHash) ? await deps.passwords.hash(password) : null;
   const now = deps.clock();
-  const { sessionId, refreshToken } = await deps.sql.begin(async (tx) => {
-    const started = await startSession(tx, account.id, clientOf(ctx), now, deps.config.refreshTtlSeconds);
-    await recordEvent(tx, account.id, 'signed-in', ctx.clientAddress, started.sessionId, now);
-    return started;
+  const started = await deps.sql.begin(async (tx) => {
+    // The password was checked against the hash read before; if a reset or change replaced it
+    // meanwhile (and ended every session), this sign-in must not start a session after them.
+    if (!(await lockUnchangedPasswordHash(tx, account.id, account.passwordHash))) return null;
+    if (upgraded !== null) await upgradePasswordHash(tx, account.id, account.passwordHash, upgraded);
+    const session = await startSession(tx, account.id, clientOf(ctx), now, deps.config.refreshTtlSeconds);
+    await recordEvent(tx, account.id, 'signed-in', ctx.clientAddress, session.sessionId, now);
+    return session;
   });
-  return tokenReply(deps, account.publicId, sessionId, refreshToken, now);
+  if (started === null) throw new OAuthError('invalid_grant', 'The username or password is incorrect.');
+  return tokenReply(deps, account.publicId, started.sessionId, started.refreshToken, now);
 }
 
 async function refreshGrant(ctx: RequestContext, deps: Deps, params: Record<string, unknown>): Promise<Reply> {

@@ -1,3 +1,5 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { HttpError, problems } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
 import type { Gauge } from '../metrics.ts';
 import { countLiveSessions } from '../sessions.ts';
@@ -5,8 +7,16 @@ import { countLiveSessions } from '../sessions.ts';
 /**
  * GET /metrics: Prometheus text format. The database gauges are read at scrape time; when the
  * database does not answer they are left out and `database_up` is 0, so a scrape never fails.
+ *
+ * Gauges that move with what happens to single accounts (mail queued, sessions started) would
+ * tell a stranger who watches them whether an address has an account. They are shown only to a
+ * scraper that presents METRICS_TOKEN; without it configured, /metrics is public and leaves them out.
  */
-export const getMetrics: Handler = async (_ctx, deps) => {
+export const getMetrics: Handler = async (ctx, deps) => {
+  const detailed = deps.config.metricsToken !== null;
+  if (detailed && !presentsToken(ctx.req.headers.authorization, deps.config.metricsToken!)) {
+    throw new HttpError(problems.invalidToken, { detail: 'This endpoint needs the metrics token.', headers: { 'WWW-Authenticate': 'Bearer realm="metrics"' } });
+  }
   const hashing = deps.passwordLimiter.stats();
   const gauges: Gauge[] = [
     { name: 'password_hash_running', help: 'scrypt computations running now.', samples: [{ value: hashing.running }] },
@@ -20,10 +30,14 @@ export const getMetrics: Handler = async (_ctx, deps) => {
       SELECT coalesce(state, 'unknown') AS state, count(*)::int AS n FROM pg_stat_activity
       WHERE application_name = ${deps.applicationName} GROUP BY 1`;
     const counts = (rows: typeof outbox, names: string[]) => names.map((name) => ({ labels: { state: name }, value: rows.find((row) => row.state === name)?.n ?? 0 }));
+    if (detailed) {
+      gauges.push(
+        { name: 'outbox_messages', help: 'E-mail messages in the outbox, by state.', samples: counts(outbox, ['pending', 'sent', 'failed']) },
+        { name: 'sessions_active', help: 'Live sessions of every account (all instances).', samples: [{ value: await countLiveSessions(deps.sql, deps.clock()) }] },
+      );
+    }
     gauges.push(
-      { name: 'outbox_messages', help: 'E-mail messages in the outbox, by state.', samples: counts(outbox, ['pending', 'sent', 'failed']) },
       { name: 'database_pool_connections', help: "This instance's database connections, by state (the scrape's own is active).", samples: counts(connections, ['active', 'idle', 'idle in transaction']) },
-      { name: 'sessions_active', help: 'Live sessions of every account (all instances).', samples: [{ value: await countLiveSessions(deps.sql, deps.clock()) }] },
       { name: 'database_pool_max', help: 'Most database connections this instance opens.', samples: [{ value: deps.sql.options.max }] },
       { name: 'database_up', help: '1 when the database answered this scrape.', samples: [{ value: 1 }] },
     );
@@ -32,3 +46,10 @@ export const getMetrics: Handler = async (_ctx, deps) => {
   }
   return { status: 200, body: deps.metrics.render(gauges), headers: { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8' } };
 };
+
+/** Compared as SHA-256 digests in constant time, so that neither length nor content leaks by timing. */
+function presentsToken(header: string | undefined, token: string): boolean {
+  const given = /^Bearer (.+)$/.exec(header ?? '')?.[1] ?? '';
+  const digest = (value: string) => createHash('sha256').update(value).digest();
+  return timingSafeEqual(digest(given), digest(token));
+}

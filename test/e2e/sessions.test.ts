@@ -213,13 +213,55 @@ describe('GET and DELETE /acc/me/sessions', () => {
   });
 });
 
+describe('races that must not leave a session alive', () => {
+  it('revokes a session whatever a refresh racing it does, and never answers 500', async () => {
+    const { user } = await registerAndSignIn(app);
+    for (let round = 0; round < 12; round += 1) {
+      const tokens = await signIn(user.name, user.pwd);
+      const ender =
+        round % 3 === 0
+          ? revoke({ token: tokens.refresh_token })
+          : round % 3 === 1
+            ? (async () => app.call('DELETE', `/acc/me/sessions/${(await sessionsOf(tokens.access_token)).find((session) => session.current)!.id}`, { token: tokens.access_token }))()
+            : app.call('DELETE', '/acc/me/sessions', { token: tokens.access_token });
+      const [refreshed, ended] = await Promise.all([refresh(tokens.refresh_token), ender]);
+      assert.ok([200, 400].includes(refreshed.status), `refresh ${refreshed.status} ${refreshed.text}`);
+      assert.ok([200, 204].includes(ended.status), `round ${round}: ${ended.status} ${ended.text}`);
+      if (refreshed.status === 200) {
+        assert.equal((await me(refreshed.json.access_token)).status, 401, `round ${round}: the refreshed pair dies with the session`);
+        assert.equal((await refresh(refreshed.json.refresh_token)).status, 400);
+      }
+      assert.equal((await me(tokens.access_token)).status, 401);
+    }
+  });
+
+  it('lets no sign-in with the old password outlive a reset that raced it', async () => {
+    const { user } = await registerAndSignIn(app);
+    app.clock.advance(61);
+    const before = app.smtp.messages.length;
+    assert.equal((await app.call('POST', '/acc/pwd/code', { json: { email: user.email } })).status, 204);
+    const mail = await app.smtp.waitFor((message) => message.subject === 'Your password reset code' && app.smtp.messages.indexOf(message) >= before);
+    const signIns = Array.from({ length: 8 }, (_, index) =>
+      new Promise((resolve) => setTimeout(resolve, index * 3)).then(() => app.call('POST', '/auth/token', { json: { grant_type: 'password', username: user.name, password: user.pwd }, headers: { 'x-forwarded-for': `192.0.2.${index}` } })),
+    );
+    const reset = app.call('POST', '/acc/pwd', { json: { code: codeIn(mail), new_pwd: 'reset-in-race' } });
+    const [resetAnswer, ...answers] = await Promise.all([reset, ...signIns]);
+    assert.equal(resetAnswer.status, 204);
+    for (const answer of answers.filter((response) => response.status === 200)) {
+      assert.equal((await me(answer.json.access_token)).status, 401, 'a session started with the old password is gone');
+    }
+    assert.equal((await sessionsOf((await signIn(user.name, 'reset-in-race')).access_token)).length, 1, 'only the new sign-in');
+  });
+});
+
 describe('sessions across instances and standard clients', () => {
   it('refuses a revoked session on a second instance at once', async () => {
     const database = await createTestDatabase();
     const one = await startTestService({ databaseUrl: database.url });
+    // Started after the registration: each instance mails its own test SMTP server.
+    const { token } = await registerAndSignIn(one);
     const two = await startTestService({ databaseUrl: database.url });
     try {
-      const { token } = await registerAndSignIn(one);
       assert.equal((await two.call('GET', '/acc/me', { token })).status, 200);
       assert.equal((await one.call('DELETE', '/acc/me/sessions', { token })).status, 204);
       assert.equal((await two.call('GET', '/acc/me', { token })).status, 401);
