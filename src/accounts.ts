@@ -88,6 +88,7 @@ export async function deleteAccount(tx: Transaction, id: string, callerSessionId
   if (!(await lockAccountOfSession(tx, id, callerSessionId))) return false;
   const [row] = await tx`DELETE FROM accounts WHERE id = ${id} RETURNING email`;
   await tx`DELETE FROM address_quotas WHERE address_key IN ${tx(addressKeys)}`;
+  await tx`DELETE FROM name_holds WHERE address = lower(${row!.email as string})`;
   await tx`DELETE FROM outbox WHERE lower(recipient) = lower(${row!.email as string})`;
   return true;
 }

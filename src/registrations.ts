@@ -22,16 +22,30 @@ export async function releaseExpiredHolders(tx: Transaction, name: string, email
 }
 
 /**
- * True when the name belongs to an active account, or to a pending registration of another
- * address. The same query runs whatever the state of `email`, so that a 409 says nothing
- * about the address; the unique index still decides any race.
+ * Claims the name for the address until `expiresAt`, or says it is taken: by an active
+ * account, or by a live hold of another address (name_holds, sql/007). Every request that
+ * passes its checks holds its name, whatever the address holds, so that what a later request
+ * for the name is answered never depends on the state of this address. A hold the address
+ * already has is kept as it is, not extended. The unique index on accounts still decides a
+ * race between two new registrations.
  */
-export async function isNameTaken(tx: Transaction, name: string, email: string): Promise<boolean> {
-  const [row] = await tx`
-    SELECT EXISTS (
-      SELECT 1 FROM accounts WHERE name = ${name} AND (activated_at IS NOT NULL OR lower(email) <> lower(${email}))
-    ) AS taken`;
-  return row!.taken as boolean;
+export async function claimName(tx: Transaction, name: string, email: string, expiresAt: Date, now: Date): Promise<boolean> {
+  const [active] = await tx`SELECT EXISTS (SELECT 1 FROM accounts WHERE name = ${name} AND activated_at IS NOT NULL) AS taken`;
+  if (active!.taken as boolean) return false;
+  const claimed = await tx`
+    INSERT INTO name_holds AS h (name, address, expires_at) VALUES (${name}, lower(${email}), ${expiresAt})
+    ON CONFLICT (name) DO UPDATE SET address = excluded.address, expires_at = excluded.expires_at
+    WHERE h.expires_at <= ${now}
+    RETURNING 1`;
+  if (claimed.count === 1) return true;
+  const [hold] = await tx`SELECT address = lower(${email}) AS own FROM name_holds WHERE name = ${name}`;
+  return hold?.own === true;
+}
+
+/** Deletes holds that have expired; returns how many. */
+export async function deleteExpiredNameHolds(sql: Sql, now: Date): Promise<number> {
+  const rows = await sql`DELETE FROM name_holds WHERE expires_at <= ${now}`;
+  return rows.count;
 }
 
 /** Locks and returns what holds the address, so that concurrent requests for it queue up. */

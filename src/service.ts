@@ -14,7 +14,7 @@ import { createLimiter } from './concurrency.ts';
 import { createPasswordHasher, limitPasswordHasher, type PasswordHasher } from './passwords.ts';
 import { createRateLimiter } from './rate-limit.ts';
 import { deleteStaleThrottleRows } from './login-throttle.ts';
-import { deleteExpiredRegistrations } from './registrations.ts';
+import { deleteExpiredNameHolds, deleteExpiredRegistrations } from './registrations.ts';
 import { deleteStaleQuotas } from './address-quotas.ts';
 import { createKeyedHashes } from './keyed-hashes.ts';
 import { deleteExpiredCodes } from './one-time-codes.ts';
@@ -111,15 +111,16 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       const graceStart = new Date(now.getTime() - expiredRegistrationGraceMs);
       const spentBefore = new Date(now.getTime() - spentRefreshTokenRetentionMs);
       const eventsBefore = new Date(now.getTime() - config.eventRetentionDays * 24 * 3600 * 1000);
-      const [registrations, codes, throttle, quotas, sessions, events] = await Promise.all([
+      const [registrations, codes, throttle, quotas, sessions, events, holds] = await Promise.all([
         deleteExpiredRegistrations(sql, graceStart),
         deleteExpiredCodes(sql, graceStart),
         deleteStaleThrottleRows(sql, now),
         deleteStaleQuotas(sql, now),
         deleteExpiredSessions(sql, now, spentBefore),
         deleteOldEvents(sql, eventsBefore),
+        deleteExpiredNameHolds(sql, now),
       ]);
-      log.debug('sweep done', { registrations, codes, throttle, quotas, ...sessions, events });
+      log.debug('sweep done', { registrations, codes, throttle, quotas, ...sessions, events, holds });
     };
     const sweepTimer = setInterval(() => void sweep().catch((error: unknown) => log.warn('sweep failed', describeError(error))), sweepIntervalMs);
     sweepTimer.unref();

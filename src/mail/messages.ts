@@ -7,13 +7,23 @@ export type OutgoingMail = { kind: MailKind; to: string; content: MailContent };
 /** A message whose recipient the database supplies: the address stored for the account. */
 export type UnaddressedMail = Omit<OutgoingMail, 'to'>;
 
-/** The code of a pending registration; it names the account the code activates, which a later request never changes. */
-export function registrationCodeMail(to: string, name: string, code: string, expiresAt: Date, now: Date): OutgoingMail {
+/**
+ * The code of a pending registration; it names the account the code activates, which a later
+ * request never changes. `repeat`: the address already had this registration waiting, so the
+ * mail warns that the code activates what the first request asked for.
+ */
+export function registrationCodeMail(to: string, name: string, code: string, expiresAt: Date, now: Date, repeat = false): OutgoingMail {
+  const warning = repeat
+    ? [
+        `This address already had a registration waiting. The code activates that registration as it was first asked for: the account "${name}" with the password chosen then, whatever a later request said. If you did not ask for "${name}" yourself, do not use the code; after ${isoUtc(expiresAt)} the address is free for a registration of your own.`,
+      ]
+    : [];
   return { to, ...compose('registration-code', 'Your registration code', [
     'Hello,',
     `this code activates the account "${name}" with this address:`,
     code,
     `It is valid for ${formatCount(minutesUntil(expiresAt, now), 'minute')}, until ${isoUtc(expiresAt)}. Send it to activate the account.`,
+    ...warning,
     `If you did not ask to register "${name}", ignore this message: without the code no account is created.`,
   ]) };
 }

@@ -6,7 +6,7 @@ import type { Handler } from '../http/router.ts';
 import { registrationAttemptMail, registrationCodeMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import { generateCode, hashCode, storeCode } from '../one-time-codes.ts';
-import { insertRegistration, isNameTaken, lockAddressHolder, recordAttemptNotice, releaseExpiredHolders } from '../registrations.ts';
+import { claimName, insertRegistration, lockAddressHolder, recordAttemptNotice, releaseExpiredHolders } from '../registrations.ts';
 import { registrationSchema, validateFields } from '../validation.ts';
 
 /** At most one "someone tried to register" notice per account in this time, so nobody can flood its mailbox. */
@@ -16,8 +16,9 @@ export const attemptNoticeIntervalMs = 60 * 60 * 1000;
  * POST /acc/reg/code: store a pending registration and e-mail its code.
  *
  * Whatever the address holds (nothing, a pending registration, an account), the same checks
- * run in the same order and the caller gets the same answer: 400, then 409 for a taken name,
- * then 429 from the address's quota, then 204. Only the mailbox learns which case it was.
+ * run in the same order and the caller gets the same answer: 400, then 409 for a taken name
+ * (and the name is held for this address on every path), then 429 from the address's quota,
+ * then 204. Only the mailbox learns which case it was.
  */
 export const requestRegistrationCode: Handler = async (ctx, deps) => {
   const { value, invalid } = validateFields(await readJsonObject(ctx.req), registrationSchema);
@@ -30,16 +31,16 @@ export const requestRegistrationCode: Handler = async (ctx, deps) => {
   const passwordHash = await deps.passwords.hash(pwd, 'bulk');
   const code = generateCode();
   const now = deps.clock();
+  const expiresAt = new Date(now.getTime() + deps.config.regCodeTtlSeconds * 1000);
   try {
     await deps.sql.begin(async (tx) => {
       await releaseExpiredHolders(tx, name, email, now);
-      if (await isNameTaken(tx, name, email)) throw new HttpError(problems.nameTaken);
+      if (!(await claimName(tx, name, email, expiresAt, now))) throw new HttpError(problems.nameTaken);
       const refusal = await reserveAddressRequest(tx, 'registration', deps.keys.address(email), now);
       if (refusal !== null) throw quotaRefused(refusal);
 
       const holder = await lockAddressHolder(tx, email);
       if (holder === null) {
-        const expiresAt = new Date(now.getTime() + deps.config.regCodeTtlSeconds * 1000);
         const id = await insertRegistration(tx, { name, email, phone, passwordHash, expiresAt });
         await storeCode(tx, 'registration', id, hashCode(code), expiresAt, now);
         await enqueueMail(tx, registrationCodeMail(email, name, code, expiresAt, now), deps.sealer, now);
@@ -48,7 +49,7 @@ export const requestRegistrationCode: Handler = async (ctx, deps) => {
         // stay those of the first request, so that nobody who knows the address can change what
         // the owner's code activates. Only a new code is sent, and older ones stop working.
         await storeCode(tx, 'registration', holder.id, hashCode(code), holder.expiresAt, now);
-        await enqueueMail(tx, registrationCodeMail(holder.email, holder.name, code, holder.expiresAt, now), deps.sealer, now);
+        await enqueueMail(tx, registrationCodeMail(holder.email, holder.name, code, holder.expiresAt, now, true), deps.sealer, now);
       } else if (now.getTime() - (holder.attemptNotifiedAt?.getTime() ?? -Infinity) >= attemptNoticeIntervalMs) {
         // Nothing is stored; the owner is told, at the address stored for the account.
         await recordAttemptNotice(tx, holder.id, now);

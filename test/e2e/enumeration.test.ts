@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { HttpResult } from '../helpers/http.ts';
 import { requestCode, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
@@ -104,5 +105,17 @@ describe('POST /acc/reg/code answers every state alike over names', () => {
       once((email) => register(email, taken.name)),
     ]);
     assert.deepEqual(statuses, ['204', '429', '409', '204', '409']);
+  });
+
+  it('a name sent with the address, then the same name with another address', async () => {
+    // The name a request holds must not depend on what the address holds (outside testers' finding).
+    const nameFor = (email: string) => `held-${createHash('sha256').update(email).digest('hex').slice(0, 12)}`;
+    const statuses = await assertAlike([
+      once((email) => register(email, nameFor(email))),
+      once((email) => register(`other-${nameFor(email)}@example.org`, nameFor(email))),
+      { advance: 61 },
+      once((email) => register(email, nameFor(email))),
+    ]);
+    assert.deepEqual(statuses, ['204', '409', '204']);
   });
 });

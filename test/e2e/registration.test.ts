@@ -108,6 +108,7 @@ describe('POST /acc/reg/code and POST /acc/reg', () => {
     assert.notEqual(secondCode, firstCode);
     const mail = app.smtp.messages.filter((message) => message.text.includes(secondCode))[0]!;
     assert.match(mail.text, new RegExp(`activates the account "${victim.name}"`), 'the new code names the first request\'s account');
+    assert.match(mail.text, /already had a registration waiting\. The code activates that registration as it was first asked for/, 'and warns that it is the first request\'s');
     assert.doesNotMatch(mail.text, new RegExp(attacker.name));
     assert.equal(await countRows(victim.email), 1);
     assert.equal((await app.call('POST', '/acc/reg', { json: { code: firstCode } })).status, 404, 'older codes stop working');
@@ -117,7 +118,8 @@ describe('POST /acc/reg/code and POST /acc/reg', () => {
     assert.deepEqual([me.json.name, me.json.email, me.json.phone], [victim.name, victim.email, victim.phone], 'the first request\'s data');
     const attackerSignIn = await app.call('POST', '/auth/token', { json: { grant_type: 'password', username: victim.email, password: attacker.pwd } });
     assert.equal(attackerSignIn.status, 400, "the attacker's password does not open the account");
-    assert.equal((await app.call('POST', '/acc/reg/code', { json: { ...uniqueUser(), name: attacker.name } })).status, 204, "the attacker's name was never reserved");
+    const [account] = await app.service.sql`SELECT count(*)::int AS n FROM accounts WHERE name = ${attacker.name}`;
+    assert.equal(account!.n, 0, "the attacker's name went to no account; it is only held for the address until the code lifetime ends");
   });
 
   it('keeps the expiry of the first request when a repeat sends a new code', async () => {
@@ -242,7 +244,7 @@ describe('POST /acc/reg/code and POST /acc/reg', () => {
       }
       assert.equal(known.hashes, 1);
       // The same checks in the same order; then each state makes its own writes.
-      const checks = ['DELETE FROM accounts', 'SELECT EXISTS (', 'INSERT INTO address_quotas', 'SELECT id, name,'];
+      const checks = ['DELETE FROM accounts', 'SELECT EXISTS (SELECT', 'INSERT INTO name_holds', 'INSERT INTO address_quotas', 'SELECT id, name,'];
       assert.deepEqual(known.kinds, [...checks, 'UPDATE accounts SET', 'INSERT INTO outbox']);
       assert.deepEqual(waiting.kinds, [...checks, 'DELETE FROM one_time_codes', 'INSERT INTO one_time_codes', 'INSERT INTO outbox']);
       assert.deepEqual(unknown.kinds, [...checks, 'INSERT INTO accounts', 'DELETE FROM one_time_codes', 'INSERT INTO one_time_codes', 'INSERT INTO outbox']);
