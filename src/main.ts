@@ -1,11 +1,11 @@
 import { ConfigError, parseConfig } from './config.ts';
-import { lockDataDir, prepareDataDir, type DataDirLock } from './data-dir.ts';
-import { connectDatabase, isDriverWriteDefect } from './db.ts';
-import { startEmbeddedDatabase, type EmbeddedDatabase } from './embedded-db.ts';
+import { lockDataDir, prepareDataDir, type DataDirLock } from './storage/data-dir.ts';
+import { connectDatabase, isDriverWriteDefect } from './storage/db.ts';
+import { startEmbeddedDatabase, type EmbeddedDatabase } from './storage/embedded-db.ts';
 import { checkListenAddress } from './http/listen-check.ts';
-import { loadOrCreateSecret } from './local-secrets.ts';
+import { loadOrCreateSecret } from './storage/local-secrets.ts';
 import { createBufferedWriter, createLogger, describeError, type Logger } from './log.ts';
-import { loadMigrations, migrate } from './migrations.ts';
+import { loadMigrations, migrate } from './storage/migrations.ts';
 import { startService, type ServiceConfig } from './service.ts';
 import { version } from './version.ts';
 

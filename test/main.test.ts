@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { loadMigrations } from '../src/migrations.ts';
+import { loadMigrations } from '../src/storage/migrations.ts';
 import { createTestDatabase } from './helpers/database.ts';
 import { call } from './helpers/http.ts';
 import { fromSource, runMain, runNpmStart, type Running } from './helpers/process.ts';

@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { chmod, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { startEmbeddedDatabase, type EmbeddedDatabase } from '../src/embedded-db.ts';
+import { startEmbeddedDatabase, type EmbeddedDatabase } from '../src/storage/embedded-db.ts';
 import { createLogger } from '../src/log.ts';
 
 const root = new URL('..', import.meta.url).pathname;

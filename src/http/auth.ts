@@ -1,6 +1,6 @@
-import type { Account } from '../accounts.ts';
-import { reserveAttempt, settleSuccess } from '../login-throttle.ts';
-import { findSessionAccount } from '../sessions.ts';
+import type { Account } from '../accounts/accounts.ts';
+import { reserveAttempt, settleSuccess } from '../accounts/login-throttle.ts';
+import { findSessionAccount } from '../sessions/sessions.ts';
 import { HttpError, problems, throttled } from './errors.ts';
 import type { Deps, RequestContext } from './router.ts';
 

@@ -1,4 +1,4 @@
-import { findCodeExpiry, hashCode, type CodePurpose } from '../one-time-codes.ts';
+import { findCodeExpiry, hashCode, type CodePurpose } from '../accounts/one-time-codes.ts';
 import { HttpError, problems } from './errors.ts';
 import type { Deps } from './router.ts';
 

@@ -1,4 +1,4 @@
-import type { QuotaRefusal } from '../address-quotas.ts';
+import type { QuotaRefusal } from '../accounts/address-quotas.ts';
 import { formatCount } from '../count.ts';
 
 /** A field that failed validation, as RFC 9457 `invalid-params` lists it. */

@@ -1,15 +1,15 @@
 import type { IncomingMessage } from 'node:http';
 import type { Limiter } from '../concurrency.ts';
 import type { Config } from '../config.ts';
-import type { Sql } from '../db.ts';
+import type { Sql } from '../storage/db.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
-import type { Migration } from '../migrations.ts';
-import type { PasswordHasher } from '../passwords.ts';
+import type { Migration } from '../storage/migrations.ts';
+import type { PasswordHasher } from '../accounts/passwords.ts';
 import type { RateLimiter } from '../rate-limit.ts';
 import type { KeyedHashes } from '../keyed-hashes.ts';
 import type { Sealer } from '../sealing.ts';
-import type { TokenService } from '../tokens.ts';
+import type { TokenService } from '../sessions/tokens.ts';
 
 /** Everything a handler may use, handed in so that tests can supply their own clock or database. */
 export type Deps = {

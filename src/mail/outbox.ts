@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Sql, Transaction } from '../db.ts';
+import type { Sql, Transaction } from '../storage/db.ts';
 import { describeError, type Logger } from '../log.ts';
 import type { Sealer } from '../sealing.ts';
 import type { MailContent, OutgoingMail, UnaddressedMail } from './messages.ts';

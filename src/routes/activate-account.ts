@@ -4,9 +4,9 @@ import { HttpError, invalidFields, problems } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
 import { accountActiveMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
-import { consumeCode } from '../one-time-codes.ts';
-import { activateRegistration } from '../registrations.ts';
-import { recordEvent } from '../security-events.ts';
+import { consumeCode } from '../accounts/one-time-codes.ts';
+import { activateRegistration } from '../accounts/registrations.ts';
+import { recordEvent } from '../accounts/security-events.ts';
 import { activationSchema, validateFields } from '../validation.ts';
 
 /** POST /acc/reg: turn the pending registration that holds this code into an active account. */

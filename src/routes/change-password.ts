@@ -1,11 +1,11 @@
-import { changePasswordHash } from '../accounts.ts';
+import { changePasswordHash } from '../accounts/accounts.ts';
 import { authenticate, checkThrottledPassword, invalidToken } from '../http/auth.ts';
 import { readJsonObject } from '../http/body.ts';
 import { HttpError, invalidFields, problems } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
 import { passwordChangedMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
-import { recordEvent } from '../security-events.ts';
+import { recordEvent } from '../accounts/security-events.ts';
 import { passwordChangeSchema, validateFields } from '../validation.ts';
 
 /** PUT /acc/me/pwd: change the password, end every session of the account (the caller's too), notify the owner. */

@@ -1,12 +1,12 @@
-import { deleteAccount as deleteAccountRow } from '../accounts.ts';
+import { deleteAccount as deleteAccountRow } from '../accounts/accounts.ts';
 import { authenticate, checkThrottledPassword, invalidToken } from '../http/auth.ts';
 import { readJsonObject } from '../http/body.ts';
 import { HttpError, invalidFields, problems } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
-import { clearThrottle } from '../login-throttle.ts';
+import { clearThrottle } from '../accounts/login-throttle.ts';
 import { accountDeletedMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
-import { recordEvent } from '../security-events.ts';
+import { recordEvent } from '../accounts/security-events.ts';
 import { accountDeletionSchema, validateFields } from '../validation.ts';
 
 /**

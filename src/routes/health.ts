@@ -1,6 +1,6 @@
 import { HttpError, problems } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
-import { isSchemaCurrent } from '../migrations.ts';
+import { isSchemaCurrent } from '../storage/migrations.ts';
 
 const readinessTimeoutMs = 2_000;
 

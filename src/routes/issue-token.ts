@@ -1,10 +1,10 @@
-import { findAccountByLogin, lockUnchangedPasswordHash, upgradePasswordHash } from '../accounts.ts';
+import { findAccountByLogin, lockUnchangedPasswordHash, upgradePasswordHash } from '../accounts/accounts.ts';
 import { checkThrottledPassword } from '../http/auth.ts';
 import { OAuthError } from '../http/errors.ts';
 import { readOAuthParameters, stringParameter } from '../http/oauth.ts';
 import type { Deps, Handler, Reply, RequestContext } from '../http/router.ts';
-import { recordEvent } from '../security-events.ts';
-import { rotateRefreshToken, startSession, type Client } from '../sessions.ts';
+import { recordEvent } from '../accounts/security-events.ts';
+import { rotateRefreshToken, startSession, type Client } from '../sessions/sessions.ts';
 
 const maxUsernameLength = 254;
 const maxPasswordLength = 256;

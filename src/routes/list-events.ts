@@ -1,7 +1,7 @@
 import { authenticate } from '../http/auth.ts';
 import type { Handler } from '../http/router.ts';
 import { isoUtc } from '../mail/messages.ts';
-import { listEvents } from '../security-events.ts';
+import { listEvents } from '../accounts/security-events.ts';
 
 /** GET /acc/me/events: the account's latest security events, newest first. */
 export const getEvents: Handler = async (ctx, deps) => {

@@ -1,7 +1,7 @@
 import { authenticate } from '../http/auth.ts';
 import type { Handler } from '../http/router.ts';
 import { isoUtc } from '../mail/messages.ts';
-import { listSessions } from '../sessions.ts';
+import { listSessions } from '../sessions/sessions.ts';
 
 /** GET /acc/me/sessions: where the account is signed in, the caller's own session marked. */
 export const getSessions: Handler = async (ctx, deps) => {

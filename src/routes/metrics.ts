@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { HttpError, problems } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
 import type { Gauge } from '../metrics.ts';
-import { countLiveSessions } from '../sessions.ts';
+import { countLiveSessions } from '../sessions/sessions.ts';
 
 /**
  * GET /metrics: Prometheus text format. The database gauges are read at scrape time; when the

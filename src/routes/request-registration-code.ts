@@ -1,12 +1,12 @@
-import { reserveAddressRequest } from '../address-quotas.ts';
-import { isUniqueViolation } from '../db.ts';
+import { reserveAddressRequest } from '../accounts/address-quotas.ts';
+import { isUniqueViolation } from '../storage/db.ts';
 import { readJsonObject } from '../http/body.ts';
 import { HttpError, invalidFields, problems, quotaRefused } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
 import { registrationAttemptMail, registrationCodeMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
-import { generateCode, hashCode, storeCode } from '../one-time-codes.ts';
-import { claimName, insertRegistration, lockAddressHolder, recordAttemptNotice, releaseExpiredHolders } from '../registrations.ts';
+import { generateCode, hashCode, storeCode } from '../accounts/one-time-codes.ts';
+import { claimName, insertRegistration, lockAddressHolder, recordAttemptNotice, releaseExpiredHolders } from '../accounts/registrations.ts';
 import { registrationSchema, validateFields } from '../validation.ts';
 
 /** At most one "someone tried to register" notice per account in this time, so nobody can flood its mailbox. */

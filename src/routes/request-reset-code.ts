@@ -1,11 +1,11 @@
-import { reserveAddressRequest } from '../address-quotas.ts';
+import { reserveAddressRequest } from '../accounts/address-quotas.ts';
 import { readJsonObject } from '../http/body.ts';
 import { invalidFields, quotaRefused } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
 import { resetCodeMail } from '../mail/messages.ts';
 import { sealMail } from '../mail/outbox.ts';
-import { generateCode, hashCode } from '../one-time-codes.ts';
-import { issueResetCode } from '../password-resets.ts';
+import { generateCode, hashCode } from '../accounts/one-time-codes.ts';
+import { issueResetCode } from '../accounts/password-resets.ts';
 import { resetCodeRequestSchema, validateFields } from '../validation.ts';
 
 /**

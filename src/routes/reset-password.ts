@@ -2,13 +2,13 @@ import { readJsonObject } from '../http/body.ts';
 import { checkCode } from '../http/codes.ts';
 import { HttpError, invalidFields, problems } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
-import { clearThrottle } from '../login-throttle.ts';
+import { clearThrottle } from '../accounts/login-throttle.ts';
 import { passwordResetMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
-import { consumeCode, deleteCodes } from '../one-time-codes.ts';
-import { resetPasswordHash } from '../password-resets.ts';
-import { recordEvent } from '../security-events.ts';
-import { revokeAllSessions } from '../sessions.ts';
+import { consumeCode, deleteCodes } from '../accounts/one-time-codes.ts';
+import { resetPasswordHash } from '../accounts/password-resets.ts';
+import { recordEvent } from '../accounts/security-events.ts';
+import { revokeAllSessions } from '../sessions/sessions.ts';
 import { passwordResetSchema, validateFields } from '../validation.ts';
 
 /**

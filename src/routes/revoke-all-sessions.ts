@@ -1,7 +1,7 @@
 import { authenticate } from '../http/auth.ts';
 import type { Handler } from '../http/router.ts';
-import { recordEvent } from '../security-events.ts';
-import { revokeAllSessions } from '../sessions.ts';
+import { recordEvent } from '../accounts/security-events.ts';
+import { revokeAllSessions } from '../sessions/sessions.ts';
 
 /** DELETE /acc/me/sessions: sign out everywhere, the caller's own session included. */
 export const deleteAllSessions: Handler = async (ctx, deps) => {

@@ -1,8 +1,8 @@
 import { authenticate } from '../http/auth.ts';
 import { HttpError, problems } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
-import { recordEvent } from '../security-events.ts';
-import { revokeSession } from '../sessions.ts';
+import { recordEvent } from '../accounts/security-events.ts';
+import { revokeSession } from '../sessions/sessions.ts';
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

@@ -1,8 +1,8 @@
 import { OAuthError } from '../http/errors.ts';
 import { readOAuthParameters, stringParameter } from '../http/oauth.ts';
 import type { Handler } from '../http/router.ts';
-import { recordEvent } from '../security-events.ts';
-import { revokeSessionByAccessToken, revokeSessionByRefreshToken } from '../sessions.ts';
+import { recordEvent } from '../accounts/security-events.ts';
+import { revokeSessionByAccessToken, revokeSessionByRefreshToken } from '../sessions/sessions.ts';
 
 const maxTokenLength = 4096;
 

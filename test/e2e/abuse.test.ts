@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createPasswordHasher, type PasswordHasher } from '../../src/passwords.ts';
+import { createPasswordHasher, type PasswordHasher } from '../../src/accounts/passwords.ts';
 import { registerAndSignIn, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
 
 describe('sign-in throttle', () => {

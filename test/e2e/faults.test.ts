@@ -4,7 +4,7 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../src/embedded-db.ts';
+import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../src/storage/embedded-db.ts';
 import { createLogger } from '../../src/log.ts';
 import { call } from '../helpers/http.ts';
 import { runMain, type Running } from '../helpers/process.ts';

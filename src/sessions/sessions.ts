@@ -1,7 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import type { Account } from './accounts.ts';
-import type { Sql, Transaction } from './db.ts';
-import { recordEvent } from './security-events.ts';
+import type { Account } from '../accounts/accounts.ts';
+import type { Sql, Transaction } from '../storage/db.ts';
+import { recordEvent } from '../accounts/security-events.ts';
 
 /** A live session as its owner sees it. */
 export type Session = { id: string; createdAt: Date; lastUsedAt: Date; clientAddress: string; userAgent: string };

@@ -1,4 +1,4 @@
-import type { Sql, Transaction } from './db.ts';
+import type { Sql, Transaction } from '../storage/db.ts';
 
 /** Failures allowed from one client address before each further attempt must wait. */
 export const freeFailures = 5;

@@ -1,5 +1,5 @@
-import type { Transaction } from './db.ts';
-import type { SealedMail } from './mail/outbox.ts';
+import type { Transaction } from '../storage/db.ts';
+import type { SealedMail } from '../mail/outbox.ts';
 
 export type ResetAccount = { id: string; name: string; email: string };
 

@@ -1,6 +1,6 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
-import type { Lane, Limiter } from './concurrency.ts';
-import type { ScryptParams } from './config.ts';
+import type { Lane, Limiter } from '../concurrency.ts';
+import type { ScryptParams } from '../config.ts';
 
 export type PasswordHasher = {
   /** `lane` says whose work it is, for the hashing limiter's fairness (concurrency.ts). */

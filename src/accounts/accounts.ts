@@ -1,4 +1,4 @@
-import type { Sql, Transaction } from './db.ts';
+import type { Sql, Transaction } from '../storage/db.ts';
 
 /** An active account. Pending registrations live in the same table but are never returned here. */
 export type Account = {

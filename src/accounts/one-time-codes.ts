@@ -1,5 +1,5 @@
 import { createHash, randomInt } from 'node:crypto';
-import type { Sql, Transaction } from './db.ts';
+import type { Sql, Transaction } from '../storage/db.ts';
 
 /** What a code is for. A code works only at the endpoint of its own purpose. */
 export type CodePurpose = 'registration' | 'reset';

@@ -1,6 +1,6 @@
 import { findOutdatedHashes, upgradePasswordHash } from './accounts.ts';
-import type { ScryptParams } from './config.ts';
-import type { Sql } from './db.ts';
+import type { ScryptParams } from '../config.ts';
+import type { Sql } from '../storage/db.ts';
 import { scryptWork, storedWork, type PasswordHasher } from './passwords.ts';
 
 export type WrapResult = { wrapped: number; unwrappable: number };

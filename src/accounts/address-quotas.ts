@@ -1,4 +1,4 @@
-import type { Sql, Transaction } from './db.ts';
+import type { Sql, Transaction } from '../storage/db.ts';
 import type { CodePurpose } from './one-time-codes.ts';
 
 /** How long an address must wait before it may ask for another code of the same purpose. */

@@ -1,4 +1,4 @@
-import type { Sql, Transaction } from './db.ts';
+import type { Sql, Transaction } from '../storage/db.ts';
 
 export type EventType =
   | 'activated'

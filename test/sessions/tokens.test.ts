@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { createTokenService } from '../src/tokens.ts';
+import { createTokenService } from '../../src/sessions/tokens.ts';
 
 const secret = Buffer.from('k'.repeat(32));
 const options = { secrets: [secret], ttlSeconds: 900, issuer: 'https://accounts.example', audience: null };

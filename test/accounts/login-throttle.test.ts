@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createKeyedHashes } from '../src/keyed-hashes.ts';
-import { delaySeconds } from '../src/login-throttle.ts';
+import { createKeyedHashes } from '../../src/keyed-hashes.ts';
+import { delaySeconds } from '../../src/accounts/login-throttle.ts';
 
 describe('login throttle', () => {
   it('allows four failures, then doubles the wait from 1 s up to 15 minutes', () => {

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { scrypt } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { createPasswordHasher, parseHash, scryptWork, storedWork, type Derive } from '../src/passwords.ts';
-import { createTestDatabase } from './helpers/database.ts';
-import { registerAndSignIn, startTestService } from './helpers/service.ts';
-import { waitUntil } from './helpers/wait.ts';
+import { createPasswordHasher, parseHash, scryptWork, storedWork, type Derive } from '../../src/accounts/passwords.ts';
+import { createTestDatabase } from '../helpers/database.ts';
+import { registerAndSignIn, startTestService } from '../helpers/service.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 /** Real scrypt that adds up the work N·r·p of every call, to compare paths without timing them. */
 function meteredScrypt(): { derive: Derive; take(): number } {

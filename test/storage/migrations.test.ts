@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import { connectDatabase, type Sql } from '../src/db.ts';
-import { isSchemaCurrent, loadMigrations, migrate, MigrationError, type Migration } from '../src/migrations.ts';
-import { createTestDatabase } from './helpers/database.ts';
+import { connectDatabase, type Sql } from '../../src/storage/db.ts';
+import { isSchemaCurrent, loadMigrations, migrate, MigrationError, type Migration } from '../../src/storage/migrations.ts';
+import { createTestDatabase } from '../helpers/database.ts';
 
 let database: Awaited<ReturnType<typeof createTestDatabase>>;
 let sql: Sql;

@@ -5,7 +5,7 @@ import type { Sql } from './db.ts';
 export type Migration = { version: number; name: string; text: string; checksum: string };
 
 /** The SQL files ship beside `src/` and `dist/` alike. */
-export const migrationsDir = new URL('../sql/', import.meta.url);
+export const migrationsDir = new URL('../../sql/', import.meta.url);
 const fileName = /^([0-9]{3})_[a-z0-9_]+\.sql$/;
 // Any constant works; it only has to be the same for every instance of the service.
 const lockKey = 0x61636373; // "accs"

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { isDatabaseUnavailable, isDriverWriteDefect, isPoolBroken, isUniqueViolation, openDatabase, type Database } from '../src/db.ts';
-import { createTestDatabase } from './helpers/database.ts';
-import { waitUntil } from './helpers/wait.ts';
+import { isDatabaseUnavailable, isDriverWriteDefect, isPoolBroken, isUniqueViolation, openDatabase, type Database } from '../../src/storage/db.ts';
+import { createTestDatabase } from '../helpers/database.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 describe('openDatabase', () => {
   let test: Awaited<ReturnType<typeof createTestDatabase>>;
