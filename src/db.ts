@@ -3,7 +3,10 @@ import postgres from 'postgres';
 export type Sql = postgres.Sql;
 export type Transaction = postgres.TransactionSql;
 
-/** The pool behind a stable handle, so that a broken pool can be replaced without rewiring. */
+/**
+ * The pool behind a stable handle, so that the pool can be replaced without rewiring: when it is
+ * broken (noteFailure), and every `queriesPerPool` queries (see defaultQueriesPerPool).
+ */
 export type Database = {
   sql: Sql;
   /** Replaces the pool if `error` shows that it is broken (see isPoolBroken); at most once in 10 s. */
@@ -13,17 +16,70 @@ export type Database = {
 
 const recycleIntervalMs = 10_000;
 
-export type PoolOptions = { applicationName?: string; onRecycle?: () => void; onQuery?: (text: string) => void };
+/**
+ * postgres 3.4.9 gets slower with every query a pool serves, and holds more memory (README,
+ * "Driver defects"): its queue of busy (or idle) connections keeps an empty slot for every
+ * connection taken from its head until the queue is empty, which it never is while the pool is
+ * busy, and each hand-over searches all the slots. A fresh pool starts with empty queues, so the
+ * handle renews its pool after this many queries. The search then stays short (a few µs a query)
+ * for the price of ten new connections, about once a second at full load. Measured in README
+ * "Driver defects"; drop the renewal once the driver's Queue.remove searches from its head.
+ */
+export const defaultQueriesPerPool = 10_000;
+/** What a renewed pool had started may finish: longer than a request (30 s) or an outbox send. */
+const retiredPoolTimeoutSeconds = 60;
+
+export type PoolOptions = {
+  applicationName?: string;
+  onRecycle?: () => void;
+  onQuery?: (text: string) => void;
+  queriesPerPool?: number;
+  /** Called when a renewed pool's predecessor has been asked to end. */
+  onRenew?: () => void;
+};
 
 export function openDatabase(url: string, options: PoolOptions = {}): Database {
-  const { onRecycle = () => {} } = options;
+  const { onRecycle = () => {}, onRenew = () => {}, queriesPerPool = defaultQueriesPerPool } = options;
   let current = connectDatabase(url, options);
+  let served = 0;
   let recycledAt = 0;
+  const retiring = new Set<Sql>();
+  const replace = (): Sql => {
+    const retired = current;
+    current = connectDatabase(url, options);
+    served = 0;
+    return retired;
+  };
+  // Every call on the handle counts (queries, fragments, begin, unsafe): a signal, not a tally.
+  const use = (): Sql => {
+    if (++served >= queriesPerPool) retire(replace());
+    return current;
+  };
+  const retire = (pool: Sql) => {
+    retiring.add(pool);
+    // end() would drop a query still waiting in the old pool's own queue: it is served later on a
+    // connection that reopens after the end and idles until idle_timeout. Queries made on the handle
+    // just before the switch reach that queue a microtask later; a reservation queues behind all of
+    // them, and once it is granted they have all been sent. end() then lets them finish, open
+    // transactions included, before it closes the connections.
+    setImmediate(() => {
+      void pool
+        .reserve()
+        .then((reserved) => reserved.release(), () => {})
+        .then(() => {
+          onRenew();
+          return pool.end({ timeout: retiredPoolTimeoutSeconds });
+        })
+        .catch(() => {})
+        .finally(() => retiring.delete(pool));
+    });
+  };
   const sql = new Proxy(function pool() {}, {
-    apply: (_target, _this, args: unknown[]) => (current as unknown as (...args: unknown[]) => unknown)(...args),
+    apply: (_target, _this, args: unknown[]) => (use() as unknown as (...args: unknown[]) => unknown)(...args),
     get: (_target, property) => {
-      const value = (current as unknown as Record<PropertyKey, unknown>)[property];
-      return typeof value === 'function' ? value.bind(current) : value;
+      const pool = typeof (current as unknown as Record<PropertyKey, unknown>)[property] === 'function' ? use() : current;
+      const value = (pool as unknown as Record<PropertyKey, unknown>)[property];
+      return typeof value === 'function' ? value.bind(pool) : value;
     },
   }) as unknown as Sql;
   return {
@@ -31,12 +87,12 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
     noteFailure(error) {
       if (!isPoolBroken(error) || Date.now() - recycledAt < recycleIntervalMs) return;
       recycledAt = Date.now();
-      const retired = current;
-      current = connectDatabase(url, options);
-      void retired.end({ timeout: 5 }).catch(() => {});
+      void replace().end({ timeout: 5 }).catch(() => {});
       onRecycle();
     },
-    end: () => current.end({ timeout: 5 }),
+    async end() {
+      await Promise.all([...retiring, current].map((pool) => pool.end({ timeout: 5 })));
+    },
   };
 }
 

@@ -60,6 +60,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const database = openDatabase(config.databaseUrl, {
     applicationName,
     onRecycle: () => log.warn('database connections were broken; replaced the connection pool'),
+    onRenew: () => log.debug('renewed the connection pool (driver queue defect, see db.ts)'),
     ...(options.onQuery === undefined ? {} : { onQuery: options.onQuery }),
   });
   const { sql } = database;

@@ -1,12 +1,14 @@
 // The driver defect of README "Driver defects" (postgres 3.4.9, Queue), reproduced with nothing
 // but the driver: a pool of 10, 50 concurrent loops of one indexed read, queries a second per
-// interval. Usage: DATABASE_URL=... node --import tsx test/bench/driver-queue.ts [--seconds=20]
-// [--pool=workaround] (the service's pool handle from src/db.ts instead of the bare driver).
+// 5 s interval and their last/first ratio. Usage:
+//   DATABASE_URL=postgres://... node --import tsx test/bench/driver-queue.ts [--seconds=20] [--loops=50]
+//     [--pool=workaround]   the service's pool handle (src/db.ts, with its renewal) instead of the bare driver
 import postgres from 'postgres';
 import { openDatabase } from '../../src/db.ts';
 
 const option = (name: string, fallback: string) => process.argv.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const seconds = Number(option('seconds', '20'));
+const loops = Number(option('loops', '50'));
 const interval = 5;
 const url = process.env.DATABASE_URL;
 if (url === undefined || url === '') throw new Error('set DATABASE_URL');
@@ -28,8 +30,10 @@ const ticker = setInterval(() => {
   rates.push((done - last) / interval);
   last = done;
   process.stdout.write(`${rates.length * interval} s: ${Math.round(rates.at(-1)!)} queries/s, rss ${Math.round(process.memoryUsage().rss / 2 ** 20)} MiB\n`);
-  if (rates.length * interval >= seconds) (running = false), clearInterval(ticker);
+  if (rates.length * interval < seconds) return;
+  running = false;
+  clearInterval(ticker);
 }, interval * 1000);
-await Promise.all(Array.from({ length: Number(option("loops", "50")) }, loop));
+await Promise.all(Array.from({ length: loops }, loop));
 process.stdout.write(`${done} queries; last/first interval ${(rates.at(-1)! / rates[0]!).toFixed(2)}\n`);
 await (database === null ? sql.end() : database.end());
