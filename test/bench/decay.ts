@@ -1,7 +1,7 @@
 // The decay run: does DB-bound throughput hold up with uptime? GET /acc/me for 60 s at 50
-// connections against a fresh service process, driven by wrk. Three back-to-back wrk runs
-// (the first 10 s, the middle, the last 10 s) give the two windows without a Lua script.
-// Self-contained: it needs a running service (its URL and process id) and a valid token.
+// connections against a fresh service process, driven by wrk: one wrk run per 10 s window, back
+// to back, so that every window has its own rate without a Lua script. Self-contained: it needs a
+// running service (its URL and process id) and a valid token.
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
@@ -9,46 +9,45 @@ import { promisify } from 'node:util';
 export type DecayPlan = { url: string; pid: number; token: string; seconds?: number; windowSeconds?: number; connections?: number };
 
 export type DecayResult = {
-  seconds: number;
   windowSeconds: number;
   connections: number;
-  firstRps: number;
-  lastRps: number;
-  /** Resident memory of the service after the first window, and at the end. */
-  rssFirstMiB: number;
-  rssEndMiB: number;
+  /** Requests a second in each window, in order. */
+  rates: number[];
+  /**
+   * Resident memory of the service in each window: the median of one sample a second, because
+   * a single sample lands anywhere in a garbage-collection cycle and swings by 15 %.
+   */
+  rssMiB: number[];
   /** Answers that were not 2xx, and socket errors, over the whole run: a fast failure is not throughput. */
   failures: number;
 };
 
 export async function runDecay({ url, pid, token, seconds = 60, windowSeconds = 10, connections = 50 }: DecayPlan): Promise<DecayResult> {
   const target = new URL('/acc/me', url).toString();
-  const drive = (duration: number) => runWrk(target, token, connections, duration);
-  const first = await drive(windowSeconds);
-  const rssFirstMiB = await residentMiB(pid);
-  const middle = await drive(seconds - 2 * windowSeconds);
-  const last = await drive(windowSeconds);
-  return {
-    seconds,
-    windowSeconds,
-    connections,
-    firstRps: first.rps,
-    lastRps: last.rps,
-    rssFirstMiB,
-    rssEndMiB: await residentMiB(pid),
-    failures: first.failures + middle.failures + last.failures,
-  };
+  const rates: number[] = [];
+  const rssMiB: number[] = [];
+  let failures = 0;
+  for (let window = 0; window < seconds / windowSeconds; window += 1) {
+    const samples: number[] = [];
+    const sampler = setInterval(() => void residentMiB(pid).then((mib) => samples.push(mib)), 1000);
+    const result = await runWrk(target, token, connections, windowSeconds).finally(() => clearInterval(sampler));
+    rates.push(result.rps);
+    rssMiB.push(median([...samples, await residentMiB(pid)]));
+    failures += result.failures;
+  }
+  return { windowSeconds, connections, rates, rssMiB, failures };
 }
 
 export function formatDecay(result: DecayResult): string {
-  const ratio = result.lastRps / result.firstRps;
-  const memory = result.rssEndMiB / result.rssFirstMiB;
+  const { rates, rssMiB, windowSeconds: window } = result;
+  const ratio = rates.at(-1)! / rates[0]!;
+  const memory = rssMiB.at(-1)! / rssMiB[0]!;
   const failures = result.failures === 0 ? '' : `; ${result.failures} answers were not 2xx or failed`;
   return (
-    `Decay (GET /acc/me, ${result.seconds} s at ${result.connections} connections, wrk, fresh process): ` +
-    `first ${result.windowSeconds} s ${result.firstRps.toFixed(0)} req/s, last ${result.windowSeconds} s ${result.lastRps.toFixed(0)} req/s, ` +
-    `ratio ${ratio.toFixed(2)} (${ratio >= 0.9 ? '≥' : '<'} 0.9); resident memory ${result.rssFirstMiB.toFixed(0)} MiB after ${result.windowSeconds} s, ` +
-    `${result.rssEndMiB.toFixed(0)} MiB at the end, ${memory.toFixed(2)} (${Math.abs(memory - 1) <= 0.1 ? 'within' : 'outside'} 10 %)${failures}.`
+    `Decay (GET /acc/me, ${rates.length * window} s at ${result.connections} connections, wrk, fresh process): ` +
+    `req/s per ${window} s ${rates.map((rate) => rate.toFixed(0)).join(' / ')}; last/first ${ratio.toFixed(2)} (${ratio >= 0.9 ? '≥' : '<'} 0.9); ` +
+    `resident MiB per ${window} s (median) ${rssMiB.map((mib) => mib.toFixed(0)).join(' / ')}; last/first ${memory.toFixed(2)} ` +
+    `(${Math.abs(memory - 1) <= 0.1 ? 'within' : 'outside'} 10 %)${failures}.`
   );
 }
 
@@ -63,6 +62,11 @@ async function runWrk(target: string, token: string, connections: number, second
   // wrk prints these lines only when the count is not zero.
   const failures = number(/Non-2xx or 3xx responses:\s+(\d+)/) + [...stdout.matchAll(/(?:connect|read|write|timeout) (\d+)/g)].reduce((sum, match) => sum + Number(match[1]), 0);
   return { rps, failures };
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
 }
 
 async function residentMiB(pid: number): Promise<number> {

@@ -3,8 +3,9 @@
 // 5 s interval and their last/first ratio. Usage:
 //   DATABASE_URL=postgres://... node --import tsx test/bench/driver-queue.ts [--seconds=20] [--loops=50]
 //     [--pool=workaround]   the service's pool handle (src/db.ts, with its renewal) instead of the bare driver
+//     [--queries-per-pool=N] with --pool=workaround: renew after N queries instead of db.ts's default
 import postgres from 'postgres';
-import { openDatabase } from '../../src/db.ts';
+import { defaultQueriesPerPool, openDatabase } from '../../src/db.ts';
 
 const option = (name: string, fallback: string) => process.argv.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const seconds = Number(option('seconds', '20'));
@@ -13,7 +14,8 @@ const interval = 5;
 const url = process.env.DATABASE_URL;
 if (url === undefined || url === '') throw new Error('set DATABASE_URL');
 
-const database = option('pool', 'driver') === 'workaround' ? openDatabase(url) : null;
+const queriesPerPool = Number(option('queries-per-pool', String(defaultQueriesPerPool)));
+const database = option('pool', 'driver') === 'workaround' ? openDatabase(url, { queriesPerPool }) : null;
 const sql = database?.sql ?? postgres(url, { max: 10 });
 let done = 0;
 let running = true;
@@ -29,7 +31,7 @@ let last = 0;
 const ticker = setInterval(() => {
   rates.push((done - last) / interval);
   last = done;
-  process.stdout.write(`${rates.length * interval} s: ${Math.round(rates.at(-1)!)} queries/s, rss ${Math.round(process.memoryUsage().rss / 2 ** 20)} MiB\n`);
+  process.stdout.write(`${rates.length * interval} s: ${Math.round(rates.at(-1)!)} queries/s, rss ${Math.round(process.memoryUsage().rss / 2 ** 20)} MiB, heap ${Math.round(process.memoryUsage().heapUsed / 2 ** 20)} MiB\n`);
   if (rates.length * interval < seconds) return;
   running = false;
   clearInterval(ticker);
