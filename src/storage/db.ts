@@ -24,7 +24,29 @@ const connectTimeoutSeconds = 2;
 /** Methods of the pool that send queries, refused at once while the breaker is open. */
 const queryMethods = new Set<PropertyKey>(['begin', 'reserve', 'unsafe', 'file']);
 
-export type PoolOptions = { applicationName?: string; onDown?: () => void; onUp?: () => void; onQuery?: (text: string) => void };
+/**
+ * postgres 3.4.9 gets slower with every query a pool serves, and holds more memory (README,
+ * "Driver defects"): its queue of busy (or idle) connections keeps an empty slot for every
+ * connection taken from its head until the queue is empty, which it never is while the pool is
+ * busy, and each hand-over searches all the slots. A fresh pool starts with empty queues, so the
+ * handle renews its pool after this many queries. The search then stays short (a few µs a query)
+ * for the price of ten new connections every one to three seconds at full load. Written for
+ * postgres 3.4.9 (test/storage/db.test.ts fails on another version): drop the renewal once the
+ * driver's Queue no longer keeps a slot per shift() (test/bench/driver-queue.ts shows it).
+ */
+export const defaultQueriesPerPool = 10_000;
+/** What a renewed pool had started may finish: longer than a request (30 s) or an outbox send. */
+const retiredPoolTimeoutSeconds = 60;
+
+export type PoolOptions = {
+  applicationName?: string;
+  onDown?: () => void;
+  onUp?: () => void;
+  onQuery?: (text: string) => void;
+  queriesPerPool?: number;
+  /** Called when a renewed pool's predecessor has been asked to end. */
+  onRenew?: () => void;
+};
 
 /**
  * Why a breaker: when PostgreSQL goes away, postgres 3.4.9 keeps the queries it is given and
@@ -34,21 +56,53 @@ export type PoolOptions = { applicationName?: string; onDown?: () => void; onUp?
  * with a connection of its own; its first answer brings a fresh pool.
  */
 export function openDatabase(url: string, options: PoolOptions = {}): Database {
-  const { onDown = () => {}, onUp = () => {} } = options;
+  const { onDown = () => {}, onUp = () => {}, onRenew = () => {}, queriesPerPool = defaultQueriesPerPool } = options;
   let current = connectDatabase(url, options);
+  let served = 0;
   let down = false;
   let ended = false;
+  const retiring = new Set<Sql>();
+  const retire = (pool: Sql) => {
+    retiring.add(pool);
+    // end() mishandles a query still waiting in the old pool's own queue: the driver serves it
+    // later on a connection that reopens after the end and then idles until idle_timeout. Queries
+    // made on the handle just before the switch reach that queue a microtask later; a reservation
+    // queues behind all of them, and once it is granted they have all been sent. end() then lets
+    // them finish, open transactions included, before it closes the connections.
+    setImmediate(() => {
+      void pool
+        .reserve()
+        .then((reserved) => reserved.release(), () => {})
+        .then(() => {
+          onRenew();
+          return pool.end({ timeout: retiredPoolTimeoutSeconds });
+        })
+        .catch(() => {})
+        .finally(() => retiring.delete(pool));
+    });
+  };
+  // Every call on the handle counts (queries, fragments, begin, unsafe): a signal, not a tally.
+  const use = (): Sql => {
+    if (++served >= queriesPerPool) {
+      const retired = current;
+      current = connectDatabase(url, options);
+      served = 0;
+      retire(retired);
+    }
+    return current;
+  };
   const sql = new Proxy(function pool() {}, {
     apply: (_target, _this, args: unknown[]) => {
       // A tagged template sends a query; any other call builds a fragment or helper, sends nothing.
       if (down && isTemplate(args[0])) return refusedQuery();
-      return (current as unknown as (...args: unknown[]) => unknown)(...args);
+      return (use() as unknown as (...args: unknown[]) => unknown)(...args);
     },
     get: (_target, property) => {
       const value = (current as unknown as Record<PropertyKey, unknown>)[property];
       if (typeof value !== 'function') return value;
       if (down && queryMethods.has(property)) return () => refusedQuery();
-      return value.bind(current);
+      const pool = use();
+      return ((pool as unknown as Record<PropertyKey, (...args: unknown[]) => unknown>)[property]!).bind(pool);
     },
   }) as unknown as Sql;
 
@@ -59,6 +113,7 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
       await probe.end({ timeout: 0 }).catch(() => {});
       if (answered && !ended) {
         current = connectDatabase(url, options);
+        served = 0;
         down = false;
         onUp();
         return;
@@ -74,14 +129,14 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
       down = true;
       onDown();
       // Queries waiting in the driver for a connection would wait out its backoff: ending the
-      // pool fails them now. The pool is not used again; the probe's success makes a new one.
-      void current.end({ timeout: 0 }).catch(() => {});
+      // pools fails them now. They are not used again; the probe's success makes a new one.
+      for (const pool of [current, ...retiring]) void pool.end({ timeout: 0 }).catch(() => {});
       void probeUntilUp();
     },
     isUp: () => !down,
     async end() {
       ended = true;
-      await current.end({ timeout: 5 });
+      await Promise.all([...retiring, current].map((pool) => pool.end({ timeout: 5 })));
     },
   };
 }

@@ -1,5 +1,5 @@
-// npm run bench [-- --quick]: the service against its physical limits, measured in one run on
-// one machine. See README "Performance". Nothing here is asserted: it reports.
+// npm run bench [-- --quick] [-- --only=decay]: the service against its physical limits, measured
+// in one run on one machine. See README "Performance". Nothing here is asserted: it reports.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, scrypt } from 'node:crypto';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -19,9 +19,12 @@ import { createPasswordHasher } from '../../src/accounts/passwords.ts';
 import { activateRegistration } from '../../src/accounts/registrations.ts';
 import { createSealer } from '../../src/sealing.ts';
 import { createTokenService } from '../../src/sessions/tokens.ts';
+import { formatDecay, runDecay } from './decay.ts';
 import type { LoadResult, Plan } from './load.ts';
 
 const quick = process.argv.includes('--quick');
+const only = process.argv.find((arg) => arg.startsWith('--only='))?.slice('--only='.length);
+if (only !== undefined && only !== 'decay') throw new Error(`--only=${only}: only the decay run can run alone`);
 const seconds = quick ? 2 : 10;
 const fastConnections = 32;
 const hashConcurrency = 4;
@@ -121,7 +124,6 @@ async function timed(concurrency: number, task: (index: number) => Promise<void>
 }
 
 // --- the service and its seed data ----------------------------------------------------------
-const { url, child: service } = await startService();
 const sql = postgres(databaseUrl, { max: 10, onnotice: () => {} });
 const passwordHash = await createPasswordHasher(defaultScrypt).hash('bench-password');
 const tokens = createTokenService({ secrets: [Buffer.from(secret)], ttlSeconds: 3600, issuer: 'account-service', audience: null });
@@ -149,6 +151,34 @@ const seedPending = async (prefix: string, count: number) => {
   }
   return codes;
 };
+// --- decay: does throughput hold up with uptime? A fresh process, so its memory is its own ---
+async function decay(): Promise<string> {
+  const fresh = await startService();
+  try {
+    const [account] = await seedAccounts('decay', 1);
+    const { token } = await signedIn(account!);
+    return formatDecay(await runDecay({ url: fresh.url, pid: fresh.child.pid!, token, ...(quick ? { seconds: 20, windowSeconds: 5 } : {}) }));
+  } finally {
+    await stop(fresh.child);
+  }
+}
+
+async function cleanUp(): Promise<void> {
+  await sql.end();
+  smtp.close();
+  await admin.unsafe(`DROP DATABASE ${benchDb} WITH (FORCE)`);
+  await admin.end();
+  await embedded?.stop();
+  await rm(work, { recursive: true, force: true });
+}
+
+if (only === 'decay') {
+  process.stdout.write(`${await decay()}\n`);
+  await cleanUp();
+  process.exit(0);
+}
+
+const { url, child: service } = await startService();
 const [reader] = await seedAccounts('reader', 1);
 const changers = await seedAccounts('changer', quick ? 500 : 2000);
 const pendingForService = await seedPending('activate', quick ? 20_000 : 60_000);
@@ -291,10 +321,5 @@ const lines = [
   })(),
 ];
 process.stdout.write(`${lines.join('\n')}\n`);
-
-await sql.end();
-smtp.close();
-await admin.unsafe(`DROP DATABASE ${benchDb} WITH (FORCE)`);
-await admin.end();
-await embedded?.stop();
-await rm(work, { recursive: true, force: true });
+process.stdout.write(`${await decay()}\n`);
+await cleanUp();
