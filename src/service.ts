@@ -37,7 +37,7 @@ export type ServiceOptions = {
   clock?: () => Date;
   passwords?: PasswordHasher;
   transport?: MailTransport;
-  outbox?: Pick<OutboxOptions, 'pollMs' | 'maxAttempts' | 'backoffBaseMs' | 'backoffCapMs'>;
+  outbox?: Pick<OutboxOptions, 'pollMs' | 'wakeJitterMs' | 'maxAttempts' | 'backoffBaseMs' | 'backoffCapMs'>;
   httpTimeouts?: ServerTimeouts;
   /** Sees the text of every SQL statement, for tests that compare the work of two paths. */
   onQuery?: (text: string) => void;

@@ -1,7 +1,7 @@
 import type { Transaction } from '../storage/db.ts';
 import type { SealedMail } from '../mail/outbox.ts';
 
-export type ResetAccount = { id: string; name: string; email: string };
+export type ResetAccount = { id: string; publicId: string; name: string; email: string };
 
 /**
  * Issues a reset code to the active account with this address, if there is one, and queues
@@ -33,6 +33,6 @@ export async function resetPasswordHash(tx: Transaction, id: string, passwordHas
   const [row] = await tx<ResetAccount[]>`
     UPDATE accounts SET password_hash = ${passwordHash}
     WHERE id = ${id} AND activated_at IS NOT NULL
-    RETURNING id, name, email`;
+    RETURNING id, public_id AS "publicId", name, email`;
   return row ?? null;
 }

@@ -14,6 +14,11 @@ export type SecurityEvent = { type: EventType; occurredAt: Date; clientAddress: 
 
 /** How many events GET /acc/me/events shows. */
 export const shownEvents = 50;
+/**
+ * How many of them may be failed sign-ins. Anyone can fail to sign in to any account, so without
+ * a cap a stranger's guesses would push everything else out of the owner's view.
+ */
+export const shownFailures = 10;
 
 /**
  * Records an event of the account, in the caller's transaction when there is one. With
@@ -26,12 +31,30 @@ export async function recordEvent(sql: Sql | Transaction, accountId: string | nu
     SELECT id, ${type}, ${now}, ${clientAddress.slice(0, 64)}, ${sessionId} FROM accounts WHERE id = ${accountId}`;
 }
 
-/** The account's latest events, newest first. */
+/** The account's latest events, newest first, of which at most `shownFailures` failed sign-ins. */
 export async function listEvents(sql: Sql, accountId: string): Promise<SecurityEvent[]> {
   return sql<SecurityEvent[]>`
     SELECT type, occurred_at AS "occurredAt", client_address AS "clientAddress", session_id AS "sessionId"
-    FROM security_events WHERE account_id = ${accountId}
+    FROM (
+      (SELECT * FROM security_events WHERE account_id = ${accountId} AND type <> 'sign-in-failed' ORDER BY occurred_at DESC, id DESC LIMIT ${shownEvents})
+      UNION ALL
+      (SELECT * FROM security_events WHERE account_id = ${accountId} AND type = 'sign-in-failed' ORDER BY occurred_at DESC, id DESC LIMIT ${shownFailures})
+    ) AS latest
     ORDER BY occurred_at DESC, id DESC LIMIT ${shownEvents}`;
+}
+
+/**
+ * Records a failed password check of the account (with `accountId` null, of a name that has
+ * none: the same statements, writing nothing). Its own transaction does not wait for the write
+ * to reach the disk (synchronous_commit off): a commit that wrote a row would otherwise wait for
+ * the WAL flush, and one that wrote nothing would not, so a wrong password on a known name would
+ * answer about a millisecond later than on an unknown one. A crash may lose such an event.
+ */
+export async function recordFailedSignIn(sql: Sql, accountId: string | null, clientAddress: string, sessionId: string | null, now: Date): Promise<void> {
+  await sql.begin(async (tx) => {
+    await tx`SET LOCAL synchronous_commit TO OFF`;
+    await recordEvent(tx, accountId, 'sign-in-failed', clientAddress, sessionId, now);
+  });
 }
 
 /** Deletes events that happened before `before`; returns how many. */

@@ -52,3 +52,18 @@ export async function checkThrottledPassword(deps: Deps, ctx: RequestContext, id
   if (valid) await settleSuccess(deps.sql, keys, perHour);
   return valid;
 }
+
+/**
+ * The throttle identifier of a password check made with a token (old_pwd, deletion): the
+ * account itself, apart from its name and address. Why: strangers spend the budget of a name
+ * by guessing at sign-in, and that must not keep the signed-in owner from changing the
+ * password or deleting the account; a token thief's guesses are bounded all the same.
+ */
+export function signedInIdentifier(account: Pick<Account, 'publicId'>): string {
+  return `account:${account.publicId}`;
+}
+
+/** Every throttle key of an account, for a reset or a deletion to clear. */
+export function throttleIdentifiers(deps: Deps, account: Pick<Account, 'publicId' | 'name' | 'email'>): Buffer[] {
+  return [account.name, account.email, signedInIdentifier(account)].map((identifier) => deps.keys.loginIdentifier(identifier));
+}

@@ -18,5 +18,6 @@ export function clientAddress(req: IncomingMessage, trustedProxies: number): str
   const candidate = chain[Math.max(0, chain.length - 1 - trustedProxies)]!;
   // Only an IP address: the value goes into e-mails, logs and the session list, and a header
   // that a client wrote itself (a misconfigured TRUST_PROXY) could otherwise say anything.
-  return isIP(candidate) === 0 ? peer : candidate;
+  // No IPv6 zone id either: `fe80::1%anything` is an IP to isIP, and the part after % is free text.
+  return isIP(candidate) === 0 || candidate.includes('%') ? peer : candidate;
 }

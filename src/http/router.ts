@@ -22,7 +22,7 @@ export type Deps = {
   sealer: Sealer;
   /** Keyed hashes of addresses, names and client addresses, for the tables that count per key. */
   keys: KeyedHashes;
-  outbox: { wake(): void };
+  outbox: { wake(): void; wakeLater(): void };
   migrations: Migration[];
   /** Null when RATE_LIMIT is 0. */
   rateLimiter: RateLimiter | null;

@@ -8,6 +8,13 @@ import { isPermanentFailure, type MailTransport } from './transport.ts';
 export type OutboxWorker = {
   /** Asks the worker to look for due messages now, such as right after a commit. */
   wake(): void;
+  /**
+   * The same, after a random delay of up to `wakeJitterMs`. For messages whose sending must not
+   * be timed from the request that queued them: the delivery makes the service busier for a
+   * moment, and a stranger who times a request right after a reset request would otherwise see
+   * whether that address got mail, that is whether it has an account.
+   */
+  wakeLater(): void;
   /** Resolves once no delivery is under way and none will start. */
   stop(): Promise<void>;
 };
@@ -20,6 +27,7 @@ export type OutboxOptions = {
   log: Logger;
   from: string;
   pollMs?: number;
+  wakeJitterMs?: number;
   maxAttempts?: number;
   backoffBaseMs?: number;
   backoffCapMs?: number;
@@ -48,7 +56,7 @@ export async function enqueueMail(tx: Transaction, mail: OutgoingMail, sealer: S
  * it is sent, so several instances share one queue and each message is sent by one of them.
  */
 export function createOutboxWorker(options: OutboxOptions): OutboxWorker {
-  const { log, pollMs = 5_000 } = options;
+  const { log, pollMs = 5_000, wakeJitterMs = 2_000 } = options;
   let running: Promise<void> | null = null;
   let wanted = false;
   let stopped = false;
@@ -78,6 +86,9 @@ export function createOutboxWorker(options: OutboxOptions): OutboxWorker {
   timer.unref();
   return {
     wake: run,
+    wakeLater() {
+      setTimeout(run, Math.random() * wakeJitterMs).unref();
+    },
     async stop() {
       stopped = true;
       clearInterval(timer);

@@ -1,11 +1,11 @@
 import { changePasswordHash } from '../accounts/accounts.ts';
-import { authenticate, checkThrottledPassword, invalidToken } from '../http/auth.ts';
+import { authenticate, checkThrottledPassword, invalidToken, signedInIdentifier } from '../http/auth.ts';
 import { readJsonObject } from '../http/body.ts';
 import { HttpError, invalidFields, problems } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
 import { passwordChangedMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
-import { recordEvent } from '../accounts/security-events.ts';
+import { recordEvent, recordFailedSignIn } from '../accounts/security-events.ts';
 import { passwordChangeSchema, validateFields } from '../validation.ts';
 
 /** PUT /acc/me/pwd: change the password, end every session of the account (the caller's too), notify the owner. */
@@ -18,8 +18,8 @@ export const changePassword: Handler = async (ctx, deps) => {
     throw invalidFields([{ name: 'new_pwd', reason: 'must differ from old_pwd' }]);
   }
   // A stolen token must not become a way around the sign-in throttle: wrong old passwords count too.
-  if (!(await checkThrottledPassword(deps, ctx, account.name, value.old_pwd, account.passwordHash))) {
-    await recordEvent(deps.sql, account.id, 'sign-in-failed', ctx.clientAddress, sessionId, deps.clock());
+  if (!(await checkThrottledPassword(deps, ctx, signedInIdentifier(account), value.old_pwd, account.passwordHash))) {
+    await recordFailedSignIn(deps.sql, account.id, ctx.clientAddress, sessionId, deps.clock());
     throw new HttpError(problems.wrongPassword);
   }
 

@@ -1,12 +1,13 @@
 import { deleteAccount as deleteAccountRow } from '../accounts/accounts.ts';
-import { authenticate, checkThrottledPassword, invalidToken } from '../http/auth.ts';
+import { authenticate, checkThrottledPassword, invalidToken, signedInIdentifier } from '../http/auth.ts';
 import { readJsonObject } from '../http/body.ts';
 import { HttpError, invalidFields, problems } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
 import { clearThrottle } from '../accounts/login-throttle.ts';
+import { throttleIdentifiers } from '../http/auth.ts';
 import { accountDeletedMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
-import { recordEvent } from '../accounts/security-events.ts';
+import { recordFailedSignIn } from '../accounts/security-events.ts';
 import { accountDeletionSchema, validateFields } from '../validation.ts';
 
 /**
@@ -20,14 +21,14 @@ export const deleteAccount: Handler = async (ctx, deps) => {
   const { account, sessionId } = await authenticate(ctx, deps);
   const { value, invalid } = validateFields(await readJsonObject(ctx.req), accountDeletionSchema);
   if (invalid.length > 0) throw invalidFields(invalid);
-  if (!(await checkThrottledPassword(deps, ctx, account.name, value.pwd, account.passwordHash))) {
-    await recordEvent(deps.sql, account.id, 'sign-in-failed', ctx.clientAddress, sessionId, deps.clock());
+  if (!(await checkThrottledPassword(deps, ctx, signedInIdentifier(account), value.pwd, account.passwordHash))) {
+    await recordFailedSignIn(deps.sql, account.id, ctx.clientAddress, sessionId, deps.clock());
     throw new HttpError(problems.wrongPassword);
   }
   const now = deps.clock();
   const deleted = await deps.sql.begin(async (tx) => {
     if (!(await deleteAccountRow(tx, account.id, sessionId, [deps.keys.address(account.email)]))) return false;
-    await clearThrottle(tx, [deps.keys.loginIdentifier(account.name), deps.keys.loginIdentifier(account.email)]);
+    await clearThrottle(tx, throttleIdentifiers(deps, account));
     await enqueueMail(tx, accountDeletedMail(account.email, account.name, now, ctx.clientAddress), deps.sealer, now);
     return true;
   });

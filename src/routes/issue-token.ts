@@ -3,12 +3,13 @@ import { checkThrottledPassword } from '../http/auth.ts';
 import { OAuthError } from '../http/errors.ts';
 import { readOAuthParameters, stringParameter } from '../http/oauth.ts';
 import type { Deps, Handler, Reply, RequestContext } from '../http/router.ts';
-import { recordEvent } from '../accounts/security-events.ts';
+import { recordEvent, recordFailedSignIn } from '../accounts/security-events.ts';
 import { rotateRefreshToken, startSession, type Client } from '../sessions/sessions.ts';
 
 const maxUsernameLength = 254;
 const maxPasswordLength = 256;
 const maxRefreshTokenLength = 256;
+const printableAscii = /^[\x21-\x7e]+$/;
 
 /**
  * POST /auth/token (RFC 6749): the resource owner password grant (§4.3) starts a session, and
@@ -27,6 +28,10 @@ export const issueToken: Handler = async (ctx, deps) => {
 
 async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<string, unknown>): Promise<Reply> {
   const username = stringParameter(params, 'username', maxUsernameLength);
+  // Every stored name and address is printable ASCII (the spec's patterns). Anything else could
+  // only be folded onto one by the database's case rules ('İ' onto 'i') while the throttle keys
+  // it apart, or carry a NUL that PostgreSQL refuses: it is refused here, the same for everyone.
+  if (!printableAscii.test(username)) throw new OAuthError('invalid_request', 'username must be printable ASCII without spaces.');
   const password = stringParameter(params, 'password', maxPasswordLength);
   const account = await findAccountByLogin(deps.sql, username);
   // The same scrypt work and the same answer whether the account is unknown or the password
@@ -34,7 +39,7 @@ async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<str
   const valid = await checkThrottledPassword(deps, ctx, username, password, account?.passwordHash ?? null);
   if (account === null || !valid) {
     // The same statement for an unknown name, writing nothing (security-events.ts).
-    await recordEvent(deps.sql, account?.id ?? null, 'sign-in-failed', ctx.clientAddress, null, deps.clock());
+    await recordFailedSignIn(deps.sql, account?.id ?? null, ctx.clientAddress, null, deps.clock());
     throw new OAuthError('invalid_grant', 'The username or password is incorrect.');
   }
 

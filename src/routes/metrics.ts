@@ -34,10 +34,11 @@ export const getMetrics: Handler = async (ctx, deps) => {
       gauges.push(
         { name: 'outbox_messages', help: 'E-mail messages in the outbox, by state.', samples: counts(outbox, ['pending', 'sent', 'failed']) },
         { name: 'sessions_active', help: 'Live sessions of every account (all instances).', samples: [{ value: await countLiveSessions(deps.sql, deps.clock()) }] },
+        // By state, it shows the outbox worker's transaction while a message is being sent.
+        { name: 'database_pool_connections', help: "This instance's database connections, by state (the scrape's own is active).", samples: counts(connections, ['active', 'idle', 'idle in transaction']) },
       );
     }
     gauges.push(
-      { name: 'database_pool_connections', help: "This instance's database connections, by state (the scrape's own is active).", samples: counts(connections, ['active', 'idle', 'idle in transaction']) },
       { name: 'database_pool_max', help: 'Most database connections this instance opens.', samples: [{ value: deps.sql.options.max }] },
       { name: 'database_up', help: '1 when the database answered this scrape.', samples: [{ value: 1 }] },
     );

@@ -61,6 +61,7 @@ export const requestRegistrationCode: Handler = async (ctx, deps) => {
     if (isUniqueViolation(error, 'accounts_name_key')) throw new HttpError(problems.nameTaken);
     throw error;
   }
-  deps.outbox.wake();
+  // Not at once: see wakeLater, the sending must not be timed from this request.
+  deps.outbox.wakeLater();
   return { status: 204 };
 };

@@ -25,6 +25,7 @@ export const requestResetCode: Handler = async (ctx, deps) => {
     if (refusal !== null) throw quotaRefused(refusal);
     await issueResetCode(tx, value.email, hashCode(code), expiresAt, mail, ctx.clientAddress, now);
   });
-  deps.outbox.wake();
+  // Not at once: see wakeLater, the sending must not be timed from this request.
+  deps.outbox.wakeLater();
   return { status: 204 };
 };

@@ -3,6 +3,7 @@ import { checkCode } from '../http/codes.ts';
 import { HttpError, invalidFields, problems } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
 import { clearThrottle } from '../accounts/login-throttle.ts';
+import { throttleIdentifiers } from '../http/auth.ts';
 import { passwordResetMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import { consumeCode, deleteCodes } from '../accounts/one-time-codes.ts';
@@ -31,7 +32,7 @@ export const resetPassword: Handler = async (ctx, deps) => {
     await revokeAllSessions(tx, account.id);
     await recordEvent(tx, account.id, 'password-reset', ctx.clientAddress, null, now);
     await deleteCodes(tx, account.id, 'reset');
-    await clearThrottle(tx, [deps.keys.loginIdentifier(account.name), deps.keys.loginIdentifier(account.email)]);
+    await clearThrottle(tx, throttleIdentifiers(deps, account));
     await enqueueMail(tx, passwordResetMail(account.email, account.name, now, ctx.clientAddress), deps.sealer, now);
     return true;
   });

@@ -100,7 +100,26 @@ describe('sign-in throttle', () => {
     assert.equal(blocked.status, 429);
     assert.equal(blocked.json.type, 'urn:account-service:problem:throttled');
     assert.equal(blocked.headers['retry-after'], '1');
-    assert.equal((await signIn(user.name, user.pwd, '198.51.100.9')).status, 429, 'sign-in by name from that address shares the count');
+    assert.equal((await signIn(user.name, user.pwd, '198.51.100.9')).status, 200, 'a count of its own: the token holder\'s guesses do not lock sign-in');
+  });
+
+  it("does not let strangers who spend a name's budget keep the signed-in owner from changing the password", async () => {
+    const { user, token } = await registerAndSignIn(app);
+    for (let i = 0; i < 110; i += 1) await signIn(user.name, 'wrong-password', `10.2.${Math.floor(i / 200)}.${i % 200}`);
+    assert.equal((await signIn(user.name, user.pwd, '203.0.113.90')).status, 429, 'the name is out of budget');
+    const change = await app.call('PUT', '/acc/me/pwd', { token, json: { old_pwd: user.pwd, new_pwd: 'owner-changed-1' }, headers: { 'x-forwarded-for': '203.0.113.90' } });
+    assert.equal(change.status, 204);
+  });
+
+  it('refuses usernames that are not printable ASCII, as no stored name or address is, and never answers 500', async () => {
+    const { user } = await registerAndSignIn(app);
+    for (const username of [user.email.replace('u', '\u0130'), `${user.name}\u0000`, 'a\u0000b', 'caf\u00e9', 'with space']) {
+      const response = await signIn(username, user.pwd);
+      assert.equal(response.status, 400, JSON.stringify(username));
+      assert.equal(response.json.error, 'invalid_request');
+    }
+    const form = await app.call('POST', '/auth/token', { body: 'grant_type=password&username=a%00b&password=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    assert.equal(form.status, 400);
   });
 });
 

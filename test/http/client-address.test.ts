@@ -21,6 +21,7 @@ describe('clientAddress', () => {
     assert.equal(clientAddress(request('10.0.0.1', 'our security team. Call +1-555-0100'), 1), '10.0.0.1');
     assert.equal(clientAddress(request('10.0.0.1', '1.2.3.4:5678'), 1), '10.0.0.1');
     assert.equal(clientAddress(request('10.0.0.1', '2001:db8::1'), 1), '2001:db8::1');
+    assert.equal(clientAddress(request('10.0.0.1', 'fe80::1%www.evil-reset.test'), 1), '10.0.0.1');
   });
 
   it('falls back to the leftmost address when the chain is shorter than the trusted hops', () => {
