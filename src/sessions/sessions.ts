@@ -26,7 +26,7 @@ function generateRefreshToken(): string {
 }
 
 /** A fast hash suffices for 256 random bits, and the lookup needs determinism. */
-function hashRefreshToken(token: string): Buffer {
+export function hashRefreshToken(token: string): Buffer {
   return createHash('sha256').update(token).digest();
 }
 

@@ -1,0 +1,136 @@
+// A reference for one workload: bare node:http that does the work the service's path must do
+// (read and parse the body, the same SQL through the same driver and pool size, or the same
+// scrypt) and nothing else, and answers with the very bytes the service answered. The bench
+// starts it with a plan as JSON in argv; it prints its port as one JSON line.
+import { scrypt } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { accountActiveMail } from '../../src/mail/messages.ts';
+import { enqueueMail } from '../../src/mail/outbox.ts';
+import { consumeCode, findCodeExpiry, hashCode } from '../../src/accounts/one-time-codes.ts';
+import { activateRegistration } from '../../src/accounts/registrations.ts';
+import { recordEvent } from '../../src/accounts/security-events.ts';
+import { createSealer } from '../../src/sealing.ts';
+import { findSessionAccount, rotateRefreshToken } from '../../src/sessions/sessions.ts';
+import { connectDatabase } from '../../src/storage/db.ts';
+import type { ScryptParams } from '../../src/config.ts';
+
+/** A response as the service sent it, less what node:http adds itself (Date, Connection, Keep-Alive, Content-Length). */
+export type CapturedReply = { status: number; headers: string[]; body: string };
+
+export type ReferenceWork =
+  | { kind: 'none' }
+  | { kind: 'code-read'; databaseUrl: string }
+  | { kind: 'account-read'; databaseUrl: string; publicId: string; sessionId: string }
+  | { kind: 'refresh-rotation'; databaseUrl: string }
+  | { kind: 'activation'; databaseUrl: string; secret: string }
+  | { kind: 'scrypt'; params: ScryptParams; concurrency: number };
+
+export type ReferencePlan = {
+  reply: CapturedReply;
+  /** Read the body, decode it as strict UTF-8 and JSON.parse it, as the service does; otherwise drain it. */
+  parseBody: boolean;
+  work: ReferenceWork;
+};
+
+type Work = (body: Record<string, string>, req: IncomingMessage) => Promise<boolean>;
+
+const plan = JSON.parse(process.argv[2]!) as ReferencePlan;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+const work = createWork(plan.work);
+
+const server = createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (chunk: Buffer) => {
+    if (plan.parseBody) chunks.push(chunk);
+  });
+  req.on('end', () => {
+    const body = plan.parseBody ? (JSON.parse(utf8.decode(Buffer.concat(chunks))) as Record<string, string>) : {};
+    if (work === null) return answer(res, true);
+    work(body, req).then(
+      (done) => answer(res, done),
+      () => answer(res, false),
+    );
+  });
+});
+server.keepAliveTimeout = 5_000;
+server.listen(0, '127.0.0.1', () => {
+  const address = server.address();
+  process.stdout.write(`${JSON.stringify({ port: typeof address === 'object' && address !== null ? address.port : 0 })}\n`);
+});
+process.on('SIGTERM', () => server.close(() => process.exit(0)));
+
+/** The captured bytes; a 500 when the work did not do what the service's path does (a used-up token), so that the bench sees it. */
+function answer(res: ServerResponse, done: boolean): void {
+  if (!done) {
+    res.writeHead(500);
+    res.end();
+    return;
+  }
+  res.writeHead(plan.reply.status, plan.reply.headers);
+  res.end(plan.reply.body);
+}
+
+function createWork(spec: ReferenceWork): Work | null {
+  switch (spec.kind) {
+    case 'none':
+      return null;
+    case 'code-read': {
+      const sql = connectDatabase(spec.databaseUrl);
+      return async (body) => {
+        await findCodeExpiry(sql, 'registration', hashCode(body.code!));
+        return true;
+      };
+    }
+    case 'account-read': {
+      const sql = connectDatabase(spec.databaseUrl);
+      return async () => (await findSessionAccount(sql, spec.publicId, spec.sessionId, new Date())) !== null;
+    }
+    case 'refresh-rotation': {
+      const sql = connectDatabase(spec.databaseUrl);
+      return async (body, req) => {
+        const rotation = await rotateRefreshToken(sql, body.refresh_token!, { address: '127.0.0.1', userAgent: req.headers['user-agent'] ?? '' }, new Date());
+        return rotation.outcome === 'rotated';
+      };
+    }
+    case 'activation': {
+      // The statements of POST /acc/reg (activate-account.ts), in the same order.
+      const sql = connectDatabase(spec.databaseUrl);
+      const sealer = createSealer([Buffer.from(spec.secret)]);
+      return async (body) => {
+        const codeHash = hashCode(body.code!);
+        if ((await findCodeExpiry(sql, 'registration', codeHash)) === null) return false;
+        const now = new Date();
+        return sql.begin(async (tx) => {
+          const accountId = await consumeCode(tx, 'registration', codeHash, now);
+          const account = accountId === null ? null : await activateRegistration(tx, accountId, now);
+          if (account === null) return false;
+          await recordEvent(tx, accountId, 'activated', '127.0.0.1', null, now);
+          await enqueueMail(tx, accountActiveMail(account.email, account.name), sealer, now);
+          return true;
+        });
+      };
+    }
+    case 'scrypt':
+      return rawScrypt(spec.params, spec.concurrency);
+  }
+}
+
+/** crypto.scrypt at the service's parameters, at most `concurrency` at once, the rest waiting in order. */
+function rawScrypt(params: ScryptParams, concurrency: number): Work {
+  const cost = 2 ** params.ln;
+  const options = { N: cost, r: params.r, p: params.p, maxmem: 256 * cost * params.r };
+  const waiting: Array<() => void> = [];
+  let running = 0;
+  return async (body) => {
+    if (running >= concurrency) await new Promise<void>((resolve) => waiting.push(resolve));
+    else running += 1;
+    try {
+      await new Promise<Buffer>((resolve, reject) => scrypt(body.pwd ?? body.password ?? body.old_pwd ?? '', 'sixteen-byte-salt', 32, options, (error, key) => (error ? reject(error) : resolve(key))));
+    } finally {
+      const next = waiting.shift();
+      if (next === undefined) running -= 1;
+      else next();
+    }
+    return true;
+  };
+}
