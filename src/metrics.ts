@@ -12,7 +12,9 @@ export type Gauge = { name: string; help: string; samples: Array<{ labels?: Reco
 const buckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const knownMethods = new Set(['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS']);
 
-type Histogram = { counts: number[]; sum: number; count: number };
+/** Requests of one method and route: their latencies, and a count per status. */
+type Series = { labels: string; counts: number[]; sum: number; count: number; statuses: Map<number, Counter> };
+type Counter = { labels: string; value: number };
 
 /** Every counter of events, with its help text. */
 const counterHelp = {
@@ -23,32 +25,48 @@ const counterHelp = {
 export type CounterName = keyof typeof counterHelp;
 
 export function createMetrics(): Metrics {
-  const requests = new Map<string, number>();
-  const latencies = new Map<string, Histogram>();
+  // Every series is found through two map lookups and keeps its label text, made once: label
+  // text built per request (with a regex replace per value) made counting cost microseconds.
+  const series = new Map<string, Map<string, Series>>();
+  /** In the order first seen, as the text lists them. */
+  const requests: Counter[] = [];
+  const latencies: Series[] = [];
   const counters = new Map<CounterName, number>(Object.keys(counterHelp).map((name) => [name as CounterName, 0]));
+  const seriesOf = (method: string, route: string): Series => {
+    let byRoute = series.get(method);
+    if (byRoute === undefined) series.set(method, (byRoute = new Map()));
+    let found = byRoute.get(route);
+    if (found === undefined) {
+      found = { labels: labels({ method, route }), counts: buckets.map(() => 0), sum: 0, count: 0, statuses: new Map() };
+      byRoute.set(route, found);
+      latencies.push(found);
+    }
+    return found;
+  };
   return {
     increment(counter) {
       counters.set(counter, (counters.get(counter) ?? 0) + 1);
     },
     observe(method, route, status, seconds) {
       // Only bounded label values: an attacker's made-up methods and paths must not grow memory.
-      const methodLabel = knownMethods.has(method) ? method : 'OTHER';
-      const key = labels({ method: methodLabel, route, status: String(status) });
-      requests.set(key, (requests.get(key) ?? 0) + 1);
-      const latencyKey = labels({ method: methodLabel, route });
-      const histogram = latencies.get(latencyKey) ?? { counts: buckets.map(() => 0), sum: 0, count: 0 };
-      buckets.forEach((bound, index) => {
-        if (seconds <= bound) histogram.counts[index]! += 1;
-      });
-      histogram.sum += seconds;
-      histogram.count += 1;
-      latencies.set(latencyKey, histogram);
+      const found = seriesOf(knownMethods.has(method) ? method : 'OTHER', route);
+      let requestCount = found.statuses.get(status);
+      if (requestCount === undefined) {
+        requestCount = { labels: `${found.labels},${labels({ status: String(status) })}`, value: 0 };
+        found.statuses.set(status, requestCount);
+        requests.push(requestCount);
+      }
+      requestCount.value += 1;
+      for (let index = 0; index < buckets.length; index += 1) if (seconds <= buckets[index]!) found.counts[index]! += 1;
+      found.sum += seconds;
+      found.count += 1;
     },
     render(gauges) {
       const lines = ['# HELP http_requests_total Requests answered, by method, route and status.', '# TYPE http_requests_total counter'];
-      for (const [key, value] of requests) lines.push(`http_requests_total{${key}} ${value}`);
+      for (const { labels: key, value } of requests) lines.push(`http_requests_total{${key}} ${value}`);
       lines.push('# HELP http_request_duration_seconds Time to answer, by method and route.', '# TYPE http_request_duration_seconds histogram');
-      for (const [key, histogram] of latencies) {
+      for (const histogram of latencies) {
+        const key = histogram.labels;
         buckets.forEach((bound, index) => lines.push(`http_request_duration_seconds_bucket{${key},le="${bound}"} ${histogram.counts[index]}`));
         lines.push(`http_request_duration_seconds_bucket{${key},le="+Inf"} ${histogram.count}`);
         lines.push(`http_request_duration_seconds_sum{${key}} ${histogram.sum}`);

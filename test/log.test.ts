@@ -16,6 +16,19 @@ describe('createLogger', () => {
     assert.ok(lines.every((line) => line.endsWith('\n')));
   });
 
+  it('writes the request line as JSON.stringify writes it, escaping the path', () => {
+    const lines: string[] = [];
+    const log = createLogger('info', (line) => lines.push(line));
+    const entry = { request_id: 'a1.b2:c3-d4_e5', method: 'M-SEARCH', path: '/x"\\y\u0001\u00e9', status: 404, ms: 0.3 };
+    log.request({ requestId: entry.request_id, method: entry.method, path: entry.path, status: entry.status, ms: entry.ms });
+    assert.equal(lines.length, 1);
+    const time = (JSON.parse(lines[0]!) as { time: string }).time;
+    assert.match(time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    assert.equal(lines[0], `${JSON.stringify({ time, level: 'info', msg: 'request', ...entry })}\n`);
+    createLogger('warn', (line) => lines.push(line)).request({ requestId: 'x', method: 'GET', path: '/', status: 200, ms: 1 });
+    assert.equal(lines.length, 1, 'below the level, nothing is written');
+  });
+
   it('describes errors with their code and stack, and anything else as text', () => {
     const described = describeError(Object.assign(new Error('boom'), { code: 'E1' }));
     assert.equal(described.error, 'boom');

@@ -13,9 +13,8 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  * Reads a JSON object body. Unknown media types, other charsets, oversize bodies,
  * invalid UTF-8 and anything but a JSON object are refused before a handler sees them.
  */
-export async function readJsonObject(req: IncomingMessage): Promise<Record<string, unknown>> {
-  const { text } = await readText(req, ['application/json']);
-  return parseJsonObject(text);
+export function readJsonObject(req: IncomingMessage): Promise<Record<string, unknown>> {
+  return readBody(req, ['application/json'], (_mediaType, text) => parseJsonObject(text));
 }
 
 export function parseJsonObject(text: string): Record<string, unknown> {
@@ -29,24 +28,35 @@ export function parseJsonObject(text: string): Record<string, unknown> {
   return value;
 }
 
-export async function readText(req: IncomingMessage, accepted: MediaType[]): Promise<{ mediaType: MediaType; text: string }> {
+/**
+ * Reads the body as UTF-8 text of one of the `accepted` media types and returns what `parse`
+ * makes of it. One promise from the first byte to the parsed value, settled in the stream's
+ * 'end' event: every async layer between the socket and the handler costs a request a few
+ * more promise settlements.
+ */
+export function readBody<T>(req: IncomingMessage, accepted: MediaType[], parse: (mediaType: MediaType, text: string) => T): Promise<T> {
   const mediaType = acceptedMediaType(req.headers['content-type'], accepted);
   if (mediaType === null) {
-    throw new HttpError(problems.unsupportedMediaType, { detail: `Send the body as ${accepted.join(' or ')} in UTF-8.` });
+    return Promise.reject(new HttpError(problems.unsupportedMediaType, { detail: `Send the body as ${accepted.join(' or ')} in UTF-8.` }));
   }
   const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > maxBodyBytes) throw tooLarge();
-  const bytes = await readLimited(req, maxBodyBytes);
-  try {
-    return { mediaType, text: utf8.decode(bytes) };
-  } catch {
-    throw new HttpError(problems.malformedBody, { detail: 'The body is not valid UTF-8.' });
-  }
+  if (declared > maxBodyBytes) return Promise.reject(tooLarge());
+  return readLimited(req, maxBodyBytes, (bytes) => {
+    let text: string;
+    try {
+      text = utf8.decode(bytes);
+    } catch {
+      throw new HttpError(problems.malformedBody, { detail: 'The body is not valid UTF-8.' });
+    }
+    return parse(mediaType, text);
+  });
 }
 
 /** The media type if it is one of `accepted` with no charset or a UTF-8 one, else null. */
 export function acceptedMediaType(header: string | undefined, accepted: MediaType[]): MediaType | null {
   if (header === undefined) return null;
+  // The header nearly every client sends, answered without splitting it.
+  if (header === 'application/json') return accepted.includes(header) ? header : null;
   const [type = '', ...parameters] = header.split(';').map((part) => part.trim().toLowerCase());
   const match = accepted.find((candidate) => candidate === type);
   if (match === undefined) return null;
@@ -58,45 +68,50 @@ export function acceptedMediaType(header: string | undefined, accepted: MediaTyp
 }
 
 /**
- * Collects at most `limit` bytes. Past it the stream is paused, not drained, so a huge body
- * never reaches memory; the server then closes the connection after answering 413.
+ * Collects at most `limit` bytes and returns what `use` makes of them (or its throw, as the
+ * rejection). Past the limit the stream is paused, not drained, so a huge body never reaches
+ * memory; the server then closes the connection after answering 413.
  */
-function readLimited(req: IncomingMessage, limit: number): Promise<Buffer> {
+function readLimited<T>(req: IncomingMessage, limit: number, use: (bytes: Buffer) => T): Promise<T> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const cleanup = () => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      req.off('close', onClose);
+    // The listeners stay on the request, which lives no longer than they do, and ignore what
+    // comes after the promise settled: taking the four listeners off again showed in the
+    // profile of every request with a body.
+    let settled = false;
+    const settle = (outcome: () => void) => {
+      if (settled) return;
+      settled = true;
+      outcome();
     };
-    const onData = (chunk: Buffer) => {
+    req.on('data', (chunk: Buffer) => {
+      if (settled) return;
       size += chunk.length;
       if (size > limit) {
-        cleanup();
         req.pause();
-        reject(tooLarge());
+        settle(() => reject(tooLarge()));
         return;
       }
       chunks.push(chunk);
-    };
-    const onEnd = () => {
-      cleanup();
-      resolve(Buffer.concat(chunks, size));
-    };
+    });
+    req.on('end', () =>
+      settle(() => {
+        // Most bodies arrive in one chunk, which is then used as it is, not copied.
+        const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+        try {
+          resolve(use(bytes));
+        } catch (error) {
+          reject(error);
+        }
+      }),
+    );
     // An error on the request stream, or a close before its end, means the client went away
     // mid-body. No answer can reach it; this only ends the handler, so that nothing waits
     // for a body that will never come and nothing is logged as a fault of the service.
-    const onError = () => {
-      cleanup();
-      reject(new HttpError(problems.malformedBody, { detail: 'The request body was cut off.' }));
-    };
-    const onClose = onError;
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-    req.on('close', onClose);
+    const cutOff = () => settle(() => reject(new HttpError(problems.malformedBody, { detail: 'The request body was cut off.' })));
+    req.on('error', cutOff);
+    req.on('close', cutOff);
   });
 }
 

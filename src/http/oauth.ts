@@ -1,14 +1,16 @@
 import type { IncomingMessage } from 'node:http';
-import { parseJsonObject, readText } from './body.ts';
+import { parseJsonObject, readBody } from './body.ts';
 import { OAuthError } from './errors.ts';
 
 /**
  * The parameters of an OAuth request (token, revocation): form-encoded as RFC 6749 and
  * RFC 7009 say, or a JSON object. A repeated form parameter is refused (RFC 6749 §3.2).
  */
-export async function readOAuthParameters(req: IncomingMessage): Promise<Record<string, unknown>> {
-  const { mediaType, text } = await readText(req, ['application/json', 'application/x-www-form-urlencoded']);
-  if (mediaType === 'application/json') return parseJsonObject(text);
+export function readOAuthParameters(req: IncomingMessage): Promise<Record<string, unknown>> {
+  return readBody(req, ['application/json', 'application/x-www-form-urlencoded'], (mediaType, text) => (mediaType === 'application/json' ? parseJsonObject(text) : parseForm(text)));
+}
+
+function parseForm(text: string): Record<string, unknown> {
   const params: Record<string, unknown> = {};
   for (const [key, value] of new URLSearchParams(text)) {
     if (Object.hasOwn(params, key)) throw new OAuthError('invalid_request', `${key.slice(0, 32)} is repeated.`);

@@ -62,10 +62,44 @@ export type RouteDoc = {
 
 export type RouteMatch = { route: Route; params: Record<string, string> } | { allow: string[] } | null;
 
+export type Router = { match(method: string, path: string): RouteMatch };
+
 /**
  * Exact match, segment by segment: a `{name}` segment takes one non-empty segment as the
- * parameter `name`. No wildcards, no regexes, no prefixes, no case folding.
+ * parameter `name`. No wildcards, no regexes, no prefixes, no case folding. The first route in
+ * order whose path and method match wins; a path that matches with other methods only answers
+ * the methods it allows.
+ *
+ * Every answer for a path that some route spells out literally is worked out here, once: a
+ * request for it costs two map lookups instead of a walk that compares it with every route.
+ * The answers are shared by all requests, so they are frozen.
  */
+export function createRouter(routes: readonly Route[]): Router {
+  const literal = new Map<string, Map<string, RouteMatch>>();
+  for (const route of routes) {
+    if (route.path.includes('{') || literal.has(route.path)) continue;
+    const answers = new Map<string, RouteMatch>();
+    for (const method of new Set(routes.map((candidate) => candidate.method))) answers.set(method, freeze(matchRoute(routes, method, route.path)));
+    literal.set(route.path, answers);
+  }
+  const withParams = routes.filter((route) => route.path.includes('{'));
+  return {
+    match(method, path) {
+      const answers = literal.get(path);
+      // A method no route has gets the answer of the walk, with a fresh `allow` list.
+      if (answers !== undefined) return answers.get(method) ?? matchRoute(routes, method, path);
+      // A path that no route spells out can match only a route with parameters.
+      return matchRoute(withParams, method, path);
+    },
+  };
+}
+
+function freeze(match: RouteMatch): RouteMatch {
+  if (match !== null && 'allow' in match) Object.freeze(match.allow);
+  return match === null ? null : Object.freeze(match);
+}
+
+/** The walk over every route that createRouter does once per literal path. */
 export function matchRoute(routes: readonly Route[], method: string, path: string): RouteMatch {
   let allow: string[] | null = null;
   for (const route of routes) {

@@ -7,8 +7,8 @@ import { isDatabaseUnavailable } from '../storage/db.ts';
 import { describeError } from '../log.ts';
 import { clientAddress } from './client-address.ts';
 import { corsHeaders, preflightReply } from './cors.ts';
-import { HttpError, OAuthError, problemBody, problems } from './errors.ts';
-import { matchRoute, type Deps, type Reply, type Route } from './router.ts';
+import { HttpError, OAuthError, problemJson, problems } from './errors.ts';
+import { createRouter, type Deps, type Reply, type Route, type Router } from './router.ts';
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -19,8 +19,9 @@ export const defaultTimeouts: ServerTimeouts = { headersTimeout: 10_000, request
 export function createServer(deps: Deps, routes: readonly Route[], timeouts: ServerTimeouts = defaultTimeouts): Server {
   // Node checks the header and request timeouts on this interval; its default of 30 s would let them overrun.
   const connectionsCheckingInterval = Math.min(1_000, timeouts.headersTimeout);
+  const router = createRouter(routes);
   const server = createHttpServer({ ...timeouts, connectionsCheckingInterval }, (req, res) => {
-    void handleRequest(req, res, deps, routes);
+    void handleRequest(req, res, deps, router);
   });
   server.keepAliveTimeout = timeouts.keepAliveTimeout;
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => refuseUnparsed(error, socket, deps));
@@ -45,21 +46,20 @@ function refuseUnparsed(error: NodeJS.ErrnoException, socket: Duplex, deps: Deps
   deps.log.info('request refused by the HTTP parser', { request_id: requestId, status, reason: error.code ?? 'unknown', client: (socket as Socket).remoteAddress ?? 'unknown' });
 }
 
-async function handleRequest(req: IncomingMessage, res: ServerResponse, deps: Deps, routes: readonly Route[]): Promise<void> {
+async function handleRequest(req: IncomingMessage, res: ServerResponse, deps: Deps, router: Router): Promise<void> {
   const started = performance.now();
   const header = req.headers['x-request-id'];
   const requestId = typeof header === 'string' && requestIdPattern.test(header) ? header : randomUUID();
-  // Only the path is logged: a query string may carry something secret.
-  const path = (req.url ?? '/').split('?')[0]!.slice(0, 256);
+  const path = loggedPath(req.url ?? '/');
   const address = clientAddress(req, deps.config.trustProxy);
   let route: Route | null = null;
   let reply: Reply;
   try {
-    const match = matchRoute(routes, req.method ?? '', path);
+    const match = router.match(req.method ?? '', path);
     if (match === null) throw new HttpError(problems.notFound);
     if ('allow' in match) {
       const preflight = preflightReply(req, deps.config.corsOrigins, match.allow);
-      if (preflight !== null) return finish(preflight);
+      if (preflight !== null) return finish(req, res, deps, requestId, path, null, started, preflight);
       throw new HttpError(problems.methodNotAllowed, { headers: { Allow: match.allow.join(', ') } });
     }
     route = match.route;
@@ -75,14 +75,20 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, deps: De
   if (route !== null && reply.status !== route.doc.success.status && !route.doc.errors.includes(reply.status)) {
     deps.log.warn('undocumented status', { request_id: requestId, method: req.method, path, status: reply.status });
   }
-  finish({ ...reply, headers: { ...corsHeaders(req, deps.config.corsOrigins), ...reply.headers } });
+  finish(req, res, deps, requestId, path, route, started, reply);
+}
 
-  function finish(final: Reply): void {
-    send(req, res, requestId, final);
-    const ms = performance.now() - started;
-    deps.metrics.observe(req.method ?? '', route?.path ?? 'unmatched', final.status, ms / 1000);
-    deps.log.info('request', { request_id: requestId, method: req.method, path, status: final.status, ms: Math.round(ms * 10) / 10 });
-  }
+/** Only the path is logged: a query string may carry something secret. */
+function loggedPath(url: string): string {
+  const query = url.indexOf('?');
+  return (query === -1 ? url : url.slice(0, query)).slice(0, 256);
+}
+
+function finish(req: IncomingMessage, res: ServerResponse, deps: Deps, requestId: string, path: string, route: Route | null, started: number, reply: Reply): void {
+  send(req, res, deps, requestId, reply);
+  const ms = performance.now() - started;
+  deps.metrics.observe(req.method ?? '', route?.path ?? 'unmatched', reply.status, ms / 1000);
+  deps.log.request({ requestId, method: req.method ?? '', path, status: reply.status, ms: Math.round(ms * 10) / 10 });
 }
 
 /** The one place where errors become responses, and the only place unknown errors are logged. */
@@ -110,8 +116,11 @@ function toHttpError(error: unknown, deps: Deps, requestId: string): HttpError {
   return new HttpError(problems.internal);
 }
 
+const problemContentType: Readonly<Record<string, string>> = Object.freeze({ 'Content-Type': 'application/problem+json' });
+
 function problemReply(error: HttpError): Reply {
-  return { status: error.problem.status, body: problemBody(error), headers: { ...error.headers, 'Content-Type': 'application/problem+json' } };
+  const headers = error.headers === undefined ? problemContentType : { ...error.headers, ...problemContentType };
+  return { status: error.problem.status, body: problemJson(error), headers };
 }
 
 /** The token endpoint keeps the HTTP status but answers in the RFC 6749 §5.2 shape that OAuth clients parse. */
@@ -121,25 +130,36 @@ function oauthReply(error: HttpError): Reply {
   return { status, body: { error: code, error_description: error.detail ?? error.problem.title }, headers: error.headers };
 }
 
-function send(req: IncomingMessage, res: ServerResponse, requestId: string, reply: Reply): void {
+/**
+ * Writes the whole answer with one writeHead, given the headers as one flat list, and one end.
+ * setHeader per header stored each one in a map of its own first, and merging the CORS and
+ * reply headers spread two objects a request (together 3 % of a rejected request's time).
+ */
+function send(req: IncomingMessage, res: ServerResponse, deps: Deps, requestId: string, reply: Reply): void {
   if (res.headersSent || res.destroyed) return;
-  res.statusCode = reply.status;
-  res.setHeader('X-Request-Id', requestId);
-  res.setHeader('Cache-Control', 'no-store');
-  res.setHeader('X-Content-Type-Options', 'nosniff');
-  for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
+  const headers = ['X-Request-Id', requestId, 'Cache-Control', 'no-store', 'X-Content-Type-Options', 'nosniff'];
+  const replyHeaders = deps.config.corsOrigins.length === 0 ? reply.headers : { ...corsHeaders(req, deps.config.corsOrigins), ...reply.headers };
+  let typed = false;
+  if (replyHeaders !== undefined) {
+    for (const name in replyHeaders) {
+      headers.push(name, replyHeaders[name]!);
+      if (name.toLowerCase() === 'content-type') typed = true;
+    }
+  }
   // A body left unread (too large, or refused before reading) is not drained: the connection closes instead.
-  if (hasUnreadBody(req)) res.setHeader('Connection', 'close');
-  if (reply.body === undefined) {
-    res.end();
-    return;
-  }
+  if (hasUnreadBody(req)) headers.push('Connection', 'close');
+  let body: string | undefined;
   if (typeof reply.body === 'string') {
-    res.end(reply.body);
-    return;
+    body = reply.body;
+  } else if (reply.body !== undefined) {
+    if (!typed) headers.push('Content-Type', 'application/json');
+    body = JSON.stringify(reply.body);
   }
-  if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', 'application/json');
-  res.end(JSON.stringify(reply.body));
+  // What node:http works out itself when end() writes the headers: with writeHead first it
+  // would send the body chunked instead.
+  if (req.method !== 'HEAD' && reply.status !== 204 && reply.status !== 304) headers.push('Content-Length', String(body === undefined ? 0 : Buffer.byteLength(body)));
+  res.writeHead(reply.status, headers);
+  res.end(body);
 }
 
 function hasUnreadBody(req: IncomingMessage): boolean {

@@ -17,6 +17,8 @@ const segment = /^[A-Za-z0-9_-]+$/;
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** Tolerated clock difference between instances for `iat`. */
 const clockSkewSeconds = 5;
+/** Verified tokens remembered (about half a KiB each). */
+const maxVerified = 1_000;
 
 /**
  * JWT (RFC 7519) signed with HMAC-SHA256. The first secret signs; every secret verifies, for
@@ -25,6 +27,11 @@ const clockSkewSeconds = 5;
 export function createTokenService({ secrets, ttlSeconds, issuer, audience }: TokenOptions): TokenService {
   const [signingSecret] = secrets;
   if (signingSecret === undefined) throw new Error('at least one token secret is required');
+  // Tokens that passed the checks of checkSignedClaims, with their claims. A client presents the
+  // same token on every request until it expires, and checking one (an HMAC, two JSON passes,
+  // base64 both ways) cost more than the rest of GET /acc/me's own work. Only tokens that passed
+  // get in, so nobody can plant one; oldest out first past maxVerified.
+  const verified = new Map<string, Readonly<TokenClaims>>();
   return {
     issueToken(accountId, sessionId, now) {
       const iat = Math.floor(now.getTime() / 1000);
@@ -33,21 +40,34 @@ export function createTokenService({ secrets, ttlSeconds, issuer, audience }: To
       return { token: `${header}.${payload}.${sign(signingSecret, `${header}.${payload}`)}`, expiresIn: ttlSeconds };
     },
     verifyToken(token, now) {
-      const parts = token.split('.');
-      if (parts.length !== 3 || !parts.every((part) => segment.test(part))) return null;
-      const [encodedHeader, encodedPayload, signature] = parts as [string, string, string];
-      if (encodedHeader !== header) return null;
-      const signed = `${encodedHeader}.${encodedPayload}`;
-      if (!secrets.some((secret) => equalInConstantTime(sign(secret, signed), signature))) return null;
-      const claims = decodeJson(encodedPayload);
-      if (!isClaims(claims) || claims.iss !== issuer || claims.aud !== (audience ?? undefined)) return null;
-      // Only the canonical form this service writes: no extra, reordered or re-encoded claims.
-      if (encodeJson({ iss: claims.iss, ...(claims.aud === undefined ? {} : { aud: claims.aud }), sub: claims.sub, sid: claims.sid, jti: claims.jti, iat: claims.iat, exp: claims.exp }) !== encodedPayload) return null;
+      let claims = verified.get(token);
+      if (claims === undefined) {
+        const checked = checkSignedClaims(token);
+        if (checked === null) return null;
+        if (verified.size >= maxVerified) verified.delete(verified.keys().next().value!);
+        verified.set(token, (claims = Object.freeze(checked)));
+      }
+      // The clock is checked on every use, cached or not.
       const nowSeconds = Math.floor(now.getTime() / 1000);
       if (claims.iat > nowSeconds + clockSkewSeconds || claims.exp <= nowSeconds) return null;
       return claims;
     },
   };
+
+  /** The claims of a well-formed token signed with one of the secrets, for this issuer and audience, in the form this service writes; else null. */
+  function checkSignedClaims(token: string): TokenClaims | null {
+    const parts = token.split('.');
+    if (parts.length !== 3 || !parts.every((part) => segment.test(part))) return null;
+    const [encodedHeader, encodedPayload, signature] = parts as [string, string, string];
+    if (encodedHeader !== header) return null;
+    const signed = `${encodedHeader}.${encodedPayload}`;
+    if (!secrets.some((secret) => equalInConstantTime(sign(secret, signed), signature))) return null;
+    const claims = decodeJson(encodedPayload);
+    if (!isClaims(claims) || claims.iss !== issuer || claims.aud !== (audience ?? undefined)) return null;
+    // Only the canonical form this service writes: no extra, reordered or re-encoded claims.
+    if (encodeJson({ iss: claims.iss, ...(claims.aud === undefined ? {} : { aud: claims.aud }), sub: claims.sub, sid: claims.sid, jti: claims.jti, iat: claims.iat, exp: claims.exp }) !== encodedPayload) return null;
+    return claims;
+  }
 }
 
 function sign(secret: Buffer, data: string): string {

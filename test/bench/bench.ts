@@ -138,7 +138,8 @@ export async function openBench(argv: string[]): Promise<Bench> {
           const chunks: Buffer[] = [];
           res.on('data', (chunk: Buffer) => chunks.push(chunk));
           res.on('end', () => {
-            const added = new Set(['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding']);
+            // node:http writes these itself, the same way in the service and the reference.
+            const added = new Set(['date', 'connection', 'keep-alive']);
             const headerList: string[] = [];
             for (let index = 0; index < res.rawHeaders.length; index += 2) {
               const name = res.rawHeaders[index]!;
@@ -198,6 +199,13 @@ export async function openBench(argv: string[]): Promise<Bench> {
 export async function residentMiB(pid: number, which: 'VmRSS' | 'VmHWM' = 'VmRSS'): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
   return Number(new RegExp(`${which}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN) / 1024;
+}
+
+/** CPU time a process has used so far (user and system), in seconds; Linux counts it in ticks of 1/100 s. */
+export async function cpuSeconds(pid: number): Promise<number> {
+  // The command name, in parentheses, may hold spaces: the fields after it are counted from its end.
+  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).replace(/^.*\) /s, '').split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 export function median(values: number[]): number {

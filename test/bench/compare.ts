@@ -1,6 +1,6 @@
 // A workload of the service against its reference: the same requests, the same client, the same
 // connections, run in turn over three rounds so that a noisy neighbour hits both alike.
-import { format, median, type Bench } from './bench.ts';
+import { cpuSeconds, format, median, type Bench, type RunningProcess } from './bench.ts';
 import type { ReferenceWork } from './reference-server.ts';
 import type { WrkRequest, WrkResult } from './wrk.ts';
 
@@ -27,10 +27,13 @@ export type Workload = {
   | { fresh(count: number): Promise<WrkRequest[]>; guessRps: number }
 );
 
+/** A timed run, counting only answers with the expected status, and the CPU time its server used for each. */
+export type Run = WrkResult & { cpuUsPerRequest: number };
+
 export type Comparison = {
   workload: Workload;
-  service: WrkResult[];
-  reference: WrkResult[];
+  service: Run[];
+  reference: Run[];
   /** Median requests a second over the rounds. */
   serviceRps: number;
   referenceRps: number;
@@ -43,7 +46,7 @@ export type Comparison = {
 
 const rounds = 3;
 
-export async function compare(bench: Bench, serviceUrl: string, workload: Workload): Promise<Comparison> {
+export async function compare(bench: Bench, service: RunningProcess, workload: Workload): Promise<Comparison> {
   const problems: string[] = [];
   let highestRps = 'guessRps' in workload ? workload.guessRps : 0;
   const requestsFor = async (seconds: number): Promise<{ request: WrkRequest } | { requests: WrkRequest[] }> => {
@@ -51,8 +54,11 @@ export async function compare(bench: Bench, serviceUrl: string, workload: Worklo
     // Half as many again as the fastest run so far would use, so that a run never runs out.
     return { requests: await workload.fresh(Math.ceil(highestRps * seconds * 1.5) + 50) };
   };
-  const drive = async (who: string, url: string, seconds: number): Promise<WrkResult> => {
-    const result = await bench.wrk({ url, connections: workload.connections, seconds, ...(workload.timeoutSeconds === undefined ? {} : { timeoutSeconds: workload.timeoutSeconds }), ...(await requestsFor(seconds)) });
+  const drive = async (who: string, server: RunningProcess, seconds: number): Promise<Run> => {
+    const plan = await requestsFor(seconds);
+    const cpuBefore = await cpuSeconds(server.pid);
+    const result = await bench.wrk({ url: server.url, connections: workload.connections, seconds, ...(workload.timeoutSeconds === undefined ? {} : { timeoutSeconds: workload.timeoutSeconds }), ...plan });
+    const cpu = (await cpuSeconds(server.pid)) - cpuBefore;
     highestRps = Math.max(highestRps, result.rps);
     // wrk tells statuses of 400 and over from the rest, which is enough for every workload here.
     const wrongStatuses = workload.expected >= 400 ? result.requests - result.errorStatuses : result.errorStatuses;
@@ -60,44 +66,50 @@ export async function compare(bench: Bench, serviceUrl: string, workload: Worklo
     if (result.socketErrors > 0) problems.push(`${who}: ${result.socketErrors} socket errors or timeouts`);
     if (result.wrapped > 0) problems.push(`${who}: the fresh requests ran out`);
     // Only answers with the expected status count: a quick 503 is no throughput.
-    return { ...result, rps: (result.requests - wrongStatuses) / result.seconds };
+    return { ...result, rps: (result.requests - wrongStatuses) / result.seconds, cpuUsPerRequest: (cpu * 1e6) / result.requests };
   };
 
   const sample = 'request' in workload ? workload.request : (await workload.fresh(1))[0]!;
-  const reply = await bench.capture(serviceUrl, sample);
+  const reply = await bench.capture(service.url, sample);
   if (reply.status !== workload.expected) throw new Error(`${workload.title}: the service answered ${reply.status}, not ${workload.expected}: ${reply.body}`);
   const reference = await bench.startReference({ reply, parseBody: sample.body !== undefined, work: workload.work });
   try {
     const check = await bench.capture(reference.url, 'request' in workload ? workload.request : (await workload.fresh(1))[0]!);
     if (JSON.stringify(check) !== JSON.stringify(reply)) problems.push(`the reference does not answer the service's bytes: ${JSON.stringify(check)}`);
     const warmUp = workload.seconds / 5;
-    await drive('service warm-up', serviceUrl, warmUp);
-    await drive('reference warm-up', reference.url, warmUp);
-    const service: WrkResult[] = [];
-    const referenceRuns: WrkResult[] = [];
+    await drive('service warm-up', service, warmUp);
+    await drive('reference warm-up', reference, warmUp);
+    const serviceRuns: Run[] = [];
+    const referenceRuns: Run[] = [];
     for (let round = 0; round < rounds; round += 1) {
-      service.push(await drive('service', serviceUrl, workload.seconds));
-      referenceRuns.push(await drive('reference', reference.url, workload.seconds));
+      serviceRuns.push(await drive('service', service, workload.seconds));
+      referenceRuns.push(await drive('reference', reference, workload.seconds));
     }
-    const serviceRps = median(service.map((run) => run.rps));
+    const serviceRps = median(serviceRuns.map((run) => run.rps));
     const referenceRps = median(referenceRuns.map((run) => run.rps));
-    const ratios = service.map((run, round) => run.rps / referenceRuns[round]!.rps);
-    return { workload, service, reference: referenceRuns, serviceRps, referenceRps, ratio: serviceRps / referenceRps, roundRatios: [Math.min(...ratios), Math.max(...ratios)], problems };
+    const ratios = serviceRuns.map((run, round) => run.rps / referenceRuns[round]!.rps);
+    return { workload, service: serviceRuns, reference: referenceRuns, serviceRps, referenceRps, ratio: serviceRps / referenceRps, roundRatios: [Math.min(...ratios), Math.max(...ratios)], problems };
   } finally {
     await reference.stop();
   }
 }
 
-/** The table of comparisons, one row each, and a line for every problem seen. */
+/**
+ * The table of comparisons, one row each, and a line for every problem seen. Latencies are
+ * wrk's, over every answer. CPU µs/req is the CPU time the server process used (user and
+ * system) for each request: less noisy than rates on a shared machine, and it shows what the
+ * service adds to the same work, without the database's or the client's share.
+ */
 export function comparisonTable(comparisons: Comparison[]): string[] {
-  const ms = (runs: WrkResult[], pick: (run: WrkResult) => number) => format(median(runs.map(pick)));
+  const of = (runs: Run[], pick: (run: Run) => number, digits = 1) => format(median(runs.map(pick)), digits);
   return [
-    '| workload | req/s | p50 ms | p99 ms | reference (same work) | req/s | p50 ms | p99 ms | ratio | rounds | target |',
-    '|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|',
+    '| workload | req/s | p50 ms | p99 ms | CPU µs/req | reference (same work) | req/s | p50 ms | p99 ms | CPU µs/req | ratio | rounds | target |',
+    '|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|',
     ...comparisons.map(({ workload, service, reference, serviceRps, referenceRps, ratio, roundRatios }) => {
       const verdict = workload.target === null ? '—' : `${ratio >= workload.target ? '≥' : '**<**'} ${workload.target}`;
       const digits = serviceRps < 100 ? 1 : 0;
-      return `| ${workload.title} | ${format(serviceRps, digits)} | ${ms(service, (run) => run.p50Ms)} | ${ms(service, (run) => run.p99Ms)} | ${workload.referenceTitle} | ${format(referenceRps, digits)} | ${ms(reference, (run) => run.p50Ms)} | ${ms(reference, (run) => run.p99Ms)} | ${format(ratio, 2)} | ${format(roundRatios[0], 2)}–${format(roundRatios[1], 2)} | ${verdict} |`;
+      const cpu = (runs: Run[]) => of(runs, (run) => run.cpuUsPerRequest, serviceRps < 100 ? 0 : 1);
+      return `| ${workload.title} | ${format(serviceRps, digits)} | ${of(service, (run) => run.p50Ms)} | ${of(service, (run) => run.p99Ms)} | ${cpu(service)} | ${workload.referenceTitle} | ${format(referenceRps, digits)} | ${of(reference, (run) => run.p50Ms)} | ${of(reference, (run) => run.p99Ms)} | ${cpu(reference)} | ${format(ratio, 2)} | ${format(roundRatios[0], 2)}–${format(roundRatios[1], 2)} | ${verdict} |`;
     }),
     ...comparisons.flatMap(({ workload, problems }) => problems.map((problem) => `- ${workload.title}: ${problem}`)),
   ];

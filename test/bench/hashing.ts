@@ -61,7 +61,7 @@ export async function hashing(bench: Bench): Promise<void> {
     const comparisons: Comparison[] = [];
     for (const workload of workloads) {
       process.stderr.write(`bench: hashing ${workload.title}…\n`);
-      comparisons.push(await compare(bench, service.url, workload));
+      comparisons.push(await compare(bench, service, workload));
     }
     bench.facts.set('rawScryptRps', Math.max(...comparisons.map((comparison) => comparison.referenceRps)));
     bench.print(`Paths that hash: wrk -t1 -c${common.connections}, ${common.seconds} s a run, median of 3 alternating rounds, HASH_CONCURRENCY=${bench.hashConcurrency}`, comparisonTable(comparisons));

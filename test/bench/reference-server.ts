@@ -14,7 +14,7 @@ import { findSessionAccount, rotateRefreshToken } from '../../src/sessions/sessi
 import { connectDatabase } from '../../src/storage/db.ts';
 import type { ScryptParams } from '../../src/config.ts';
 
-/** A response as the service sent it, less what node:http adds itself (Date, Connection, Keep-Alive, Content-Length). */
+/** A response as the service sent it, less what node:http adds itself (Date, Connection, Keep-Alive). */
 export type CapturedReply = { status: number; headers: string[]; body: string };
 
 export type ReferenceWork =

@@ -89,7 +89,7 @@ export async function throughput(bench: Bench): Promise<void> {
     for (const workload of workloads) {
       if (only !== undefined && !only.includes(workload.name)) continue;
       process.stderr.write(`bench: throughput ${workload.name}…\n`);
-      comparisons.push(await compare(bench, service.url, workload));
+      comparisons.push(await compare(bench, service, workload));
     }
     bench.print(`Paths that do not hash: wrk -t1 -c${connections}, ${bench.seconds} s a run, median of 3 alternating rounds`, [
       ...comparisonTable(comparisons),

@@ -40,6 +40,24 @@ describe('the HTTP edge', () => {
     assert.match(metrics, /^http_requests_total\{method="OTHER",route="unparsed",status="431"\} [1-9]/m);
   });
 
+  it('sends every answer with its length, never chunked', async () => {
+    const answers = [
+      await app.call('GET', '/healthz'),
+      await app.call('GET', '/nowhere'),
+      await app.call('GET', '/metrics'),
+      await app.call('POST', '/auth/revoke', { json: { token: 'unknown' } }),
+      await app.call('POST', '/acc/reg/code', { json: uniqueUser() }),
+    ];
+    assert.deepEqual(
+      answers.map((answer) => [answer.status, answer.headers['content-length'], answer.headers['transfer-encoding']]),
+      answers.map((answer) => [answer.status, answer.status === 204 ? undefined : String(Buffer.byteLength(answer.text)), undefined]),
+    );
+    assert.deepEqual(
+      answers.map((answer) => answer.status),
+      [200, 404, 200, 200, 204],
+    );
+  });
+
   it('sets the safety headers and echoes a well-formed X-Request-Id', async () => {
     const response = await app.call('GET', '/healthz', { headers: { 'x-request-id': 'abc-123' } });
     assert.equal(response.status, 200);

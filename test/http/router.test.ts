@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { matchRoute, type Route } from '../../src/http/router.ts';
+import { createRouter, matchRoute, type Route } from '../../src/http/router.ts';
 import { routes } from '../../src/routes/index.ts';
 
 const handler: Route['handler'] = async () => ({ status: 204 });
@@ -29,5 +29,23 @@ describe('matchRoute', () => {
       const match = matchRoute(routes, method, path);
       assert.ok(match !== null && 'route' in match, `${method} ${path}`);
     }
+  });
+});
+
+describe('createRouter', () => {
+  it('answers every method and path as the walk over the routes does', () => {
+    const router = createRouter(routes);
+    const paths = [...routes.map((route) => route.path), '/acc/me/sessions/3f1c', '/acc/me/sessions/', '/acc/me/', '/nope', '/', '/ACC/ME'];
+    for (const method of ['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'BREW']) {
+      for (const path of paths) assert.deepEqual(router.match(method, path), matchRoute(routes, method, path), `${method} ${path}`);
+    }
+  });
+
+  it('takes parameters from the path of each request', () => {
+    const router = createRouter(routes);
+    const first = router.match('DELETE', '/acc/me/sessions/one');
+    const second = router.match('DELETE', '/acc/me/sessions/two');
+    assert.ok(first !== null && 'params' in first && second !== null && 'params' in second);
+    assert.deepEqual([first.params, second.params], [{ id: 'one' }, { id: 'two' }]);
   });
 });

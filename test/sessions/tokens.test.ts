@@ -85,6 +85,22 @@ describe('tokens', () => {
     assert.equal(tokens.verifyToken(`${encode({ alg: 'HS256', typ: 'JWT' })}.${Buffer.from('not json').toString('base64url')}.x`, now), null);
   });
 
+  it('remembers verified tokens only, checks the clock on every use, and stays bounded', () => {
+    const service = createTokenService(options);
+    const { token } = service.issueToken(account, session, now);
+    const forged = `${token.slice(0, -2)}${token.endsWith('AA') ? 'BB' : 'AA'}`;
+    assert.equal(service.verifyToken(forged, now), null);
+    assert.equal(service.verifyToken(forged, now), null, 'a refused token stays refused');
+    assert.notEqual(service.verifyToken(token, now), null);
+    assert.equal(service.verifyToken(token, new Date(now.getTime() + 900_000)), null, 'a remembered token expires all the same');
+    const many = Array.from({ length: 1_100 }, (_, index) => service.issueToken(account, session, new Date(now.getTime() + index)).token);
+    for (const other of many) assert.notEqual(service.verifyToken(other, now), null);
+    assert.notEqual(service.verifyToken(token, now), null, 'a token pushed out is checked again, and passes');
+    assert.throws(() => {
+      (service.verifyToken(token, now) as { sub: string }).sub = 'someone else';
+    }, 'the remembered claims cannot be changed by a caller');
+  });
+
   it('needs at least one secret', () => {
     assert.throws(() => createTokenService({ ...options, secrets: [] }));
   });
