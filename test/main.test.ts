@@ -115,7 +115,7 @@ describe('main', () => {
   });
 
   it('fails clearly when the database cannot be reached', async () => {
-    const running = runMain({ DATABASE_URL: 'postgres://u:hunter2@127.0.0.1:1/x', TOKEN_SECRET: testSecret });
+    const running = runMain({ DATABASE_URL: 'postgres://u:hunter2@127.0.0.1:1/x', TOKEN_SECRET: testSecret, PORT: '0' });
     assert.equal(await running.exit, 1);
     assert.match(running.stderr(), /^account-service: /);
     assert.equal(running.stderr().includes('hunter2'), false);
