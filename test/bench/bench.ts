@@ -3,7 +3,7 @@
 // each run; a run is `(bench: Bench) => Promise<void>` that prints its own section.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
+import { closeSync, openSync, readFileSync, watch } from 'node:fs';
 import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -98,28 +98,36 @@ export async function openBench(argv: string[]): Promise<Bench> {
     facts: new Map(),
 
     async startService(env = {}) {
+      // The service logs a line a request, straight into a file of the work directory: a pipe
+      // would make the bench's own process read every line, on the cores it measures.
+      const logFile = join(work, `service-${(logCounter += 1)}.log`);
+      const log = openSync(logFile, 'w');
       const started = performance.now();
       // The compiled build, as production runs it (npm run bench builds first).
       const child = spawn(process.execPath, ['dist/main.js'], {
         cwd: root,
         env: { PATH: process.env.PATH, DATABASE_URL: databaseUrl, TOKEN_SECRET: secret, SMTP_URL: smtpUrl, PORT: '0', RATE_LIMIT: '0', HASH_CONCURRENCY: String(hashConcurrency), ...env },
-        stdio: ['ignore', 'pipe', 'inherit'],
+        stdio: ['ignore', log, 'inherit'],
       });
+      closeSync(log);
       const url = await new Promise<string>((resolve, reject) => {
-        let text = '';
-        const onData = (chunk: Buffer) => {
-          text += chunk.toString();
-          const match = /"msg":"listening","url":"([^"]+)"/.exec(text);
+        const check = () => {
+          const match = /"msg":"listening","url":"([^"]+)"/.exec(readFileSync(logFile, 'utf8'));
           if (match === null) return;
-          child.stdout!.off('data', onData);
+          watcher.close();
+          child.off('exit', exited);
           resolve(match[1]!);
         };
-        child.stdout!.on('data', onData);
-        child.once('exit', (code) => reject(new Error(`the service exited (${code}) before it listened:\n${text}`)));
+        // Told of every write to the file, so that the time to ready is not rounded up to a polling interval.
+        const watcher = watch(logFile, check);
+        const exited = (code: number | null) => {
+          watcher.close();
+          reject(new Error(`the service exited (${code}) before it listened:\n${readFileSync(logFile, 'utf8')}`));
+        };
+        child.once('exit', exited);
+        check();
       });
       const readyMs = performance.now() - started;
-      // The service logs a line a request; kept in the work directory, for a look when something is off.
-      child.stdout!.pipe(createWriteStream(join(work, `service-${(logCounter += 1)}.log`)));
       return { url, readyMs, ...track(child) };
     },
 

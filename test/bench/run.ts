@@ -10,6 +10,7 @@ import { openBench } from './bench.ts';
 import { enumeration } from './enumeration.ts';
 import { footprint } from './footprint.ts';
 import { hashing } from './hashing.ts';
+import { inProcess } from './in-process.ts';
 import { overload } from './overload.ts';
 import { throughput } from './throughput.ts';
 import { decay, outage } from './uptime.ts';
@@ -20,6 +21,7 @@ process.stdout.write(
 );
 try {
   await bench.run('throughput', throughput);
+  await bench.run('in-process', inProcess);
   await bench.run('hashing', hashing);
   await bench.run('enumeration', enumeration);
   await bench.run('overload', overload);
