@@ -12,7 +12,11 @@ export type Gauge = { name: string; help: string; samples: Array<{ labels?: Reco
 const buckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const knownMethods = new Set(['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS']);
 
-/** Requests of one method and route: their latencies, and a count per status. */
+/**
+ * Requests of one method and route: their latencies, and a count per status. `counts[i]` counts
+ * the latencies that fell between bucket i - 1 and bucket i, so that an observation adds 1 to
+ * one bucket only; render() sums them into the cumulative counts the text format wants.
+ */
 type Series = { labels: string; counts: number[]; sum: number; count: number; statuses: Map<number, Counter> };
 type Counter = { labels: string; value: number };
 
@@ -57,7 +61,10 @@ export function createMetrics(): Metrics {
         requests.push(requestCount);
       }
       requestCount.value += 1;
-      for (let index = 0; index < buckets.length; index += 1) if (seconds <= buckets[index]!) found.counts[index]! += 1;
+      let index = 0;
+      while (index < buckets.length && seconds > buckets[index]!) index += 1;
+      // Past the last bucket only +Inf counts it, and that is `count`.
+      if (index < buckets.length) found.counts[index]! += 1;
       found.sum += seconds;
       found.count += 1;
     },
@@ -67,7 +74,11 @@ export function createMetrics(): Metrics {
       lines.push('# HELP http_request_duration_seconds Time to answer, by method and route.', '# TYPE http_request_duration_seconds histogram');
       for (const histogram of latencies) {
         const key = histogram.labels;
-        buckets.forEach((bound, index) => lines.push(`http_request_duration_seconds_bucket{${key},le="${bound}"} ${histogram.counts[index]}`));
+        let cumulative = 0;
+        buckets.forEach((bound, index) => {
+          cumulative += histogram.counts[index]!;
+          lines.push(`http_request_duration_seconds_bucket{${key},le="${bound}"} ${cumulative}`);
+        });
         lines.push(`http_request_duration_seconds_bucket{${key},le="+Inf"} ${histogram.count}`);
         lines.push(`http_request_duration_seconds_sum{${key}} ${histogram.sum}`);
         lines.push(`http_request_duration_seconds_count{${key}} ${histogram.count}`);

