@@ -80,18 +80,34 @@ export function createPasswordHasher(params: ScryptParams, derive: Derive = deri
  * or null when the chain already costs that much (within the tolerance) or more. Why: an
  * unknown user is checked at the current cost, so every stored hash must cost the same for a
  * wrong password to take as long as an unknown name (account-enumeration safety).
+ *
+ * Equal N·r·p is not equal time: two layers at ln=14 took 5 to 8 % less time than one at ln=15
+ * with the same N·r·p (npm run bench, enumeration), enough to tell such accounts apart. A layer
+ * at the current N made up with a smaller r·p took the time of the current parameters to within
+ * 1.5 %. So the outer layer keeps the largest N that can make up the work within the tolerance,
+ * with the r nearest the current one, never above it (memory per hash stays within the current
+ * parameters'), and p to fill.
  */
 export function wrappingParams(work: number, target: ScryptParams): ScryptParams | null {
+  const tolerance = scryptWork(target) * workTolerance;
   const missing = scryptWork(target) - work;
-  if (missing <= scryptWork(target) * workTolerance) return null;
-  let best: ScryptParams | null = null;
-  for (let ln = 1; ln <= target.ln; ln += 1) {
-    const p = Math.min(64, Math.max(1, Math.round(missing / (2 ** ln * target.r))));
-    const candidate = { ln, r: target.r, p };
-    // Prefer the largest N that fits: more memory per pass is the point of scrypt.
-    if (best === null || Math.abs(scryptWork(candidate) - missing) <= Math.abs(scryptWork(best) - missing)) best = candidate;
+  if (missing <= tolerance) return null;
+  let best: { params: ScryptParams; gap: number } | null = null;
+  for (let ln = target.ln; ln >= 1 && (best === null || best.gap > tolerance); ln -= 1) {
+    for (let r = 1; r <= target.r; r += 1) {
+      const params = { ln, r, p: Math.min(64, Math.max(1, Math.round(missing / (2 ** ln * r)))) };
+      const gap = Math.abs(scryptWork(params) - missing);
+      if (best === null || isBetter(gap, params.r, best.gap, best.params.r)) best = { params, gap };
+    }
   }
-  return best;
+  return best!.params;
+
+  function isBetter(gap: number, r: number, bestGap: number, bestR: number): boolean {
+    if ((gap <= tolerance) !== (bestGap <= tolerance)) return gap <= tolerance;
+    if (gap > tolerance) return gap < bestGap;
+    // Both make up the work closely enough: the r of the current parameters, as near as can be.
+    return Math.abs(r - target.r) < Math.abs(bestR - target.r) || (r === bestR && gap < bestGap);
+  }
 }
 
 function deriveScrypt(input: string | Buffer, salt: Buffer, params: ScryptParams): Promise<Buffer> {

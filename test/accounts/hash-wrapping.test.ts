@@ -26,7 +26,8 @@ function meteredScrypt(): { derive: Derive; take(): number } {
 describe('wrapping outdated password hashes at start-up', () => {
   it('makes a wrong password on an old hash cost what an unknown user costs, over real HTTP', async () => {
     const database = await createTestDatabase();
-    const before = await startTestService({ databaseUrl: database.url, env: { SCRYPT_PARAMS: 'ln=4,r=8,p=1' } });
+    // ln=7 leaves 12 blocks of r=8 at ln=8 to make up: an exact fit at the current N (r=6, p=2).
+    const before = await startTestService({ databaseUrl: database.url, env: { SCRYPT_PARAMS: 'ln=7,r=8,p=1' } });
     const { user } = await registerAndSignIn(before);
     await before.stop();
 

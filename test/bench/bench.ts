@@ -15,6 +15,7 @@ import { defaultScrypt } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { createTokenService } from '../../src/sessions/tokens.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../src/storage/embedded-db.ts';
+import { loadMigrations, migrate } from '../../src/storage/migrations.ts';
 import type { Sql } from '../../src/storage/db.ts';
 import type { CapturedReply, ReferencePlan } from './reference-server.ts';
 import { hasWrk, runWrk, type WrkPlan, type WrkRequest, type WrkResult } from './wrk.ts';
@@ -76,6 +77,8 @@ export async function openBench(argv: string[]): Promise<Bench> {
   await admin.unsafe(`CREATE DATABASE ${benchDatabase}`);
   const databaseUrl = Object.assign(new URL(adminUrl), { pathname: `/${benchDatabase}` }).toString();
   const sql = postgres(databaseUrl, { max: 10, onnotice: () => {} });
+  // Migrated here, not by the first service: a run may seed rows before it starts one (enumeration does).
+  await migrate(sql, await loadMigrations());
   const smtp = new SMTPServer({ authOptional: true, disabledCommands: ['STARTTLS'], logger: false, onData: (stream, _s, done) => (stream.resume(), stream.on('end', () => done())) });
   await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
   const smtpUrl = `smtp://127.0.0.1:${(smtp.server.address() as { port: number }).port}`;
