@@ -81,14 +81,35 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
         .finally(() => retiring.delete(pool));
     });
   };
+  // The next pool, while its connections open: queries stay on the current one until all ten
+  // are open, so that no request waits for a connection handshake (the renewal showed as a
+  // p99 of 60 ms at full load when the switch came first and the connections after).
+  let warming: Sql | null = null;
+  const renew = () => {
+    const fresh = connectDatabase(url, options);
+    warming = fresh;
+    // A reservation opens a connection without a statement (none shows in onQuery).
+    Promise.all(Array.from({ length: poolSize }, () => fresh.reserve())).then(
+      (reserved) => {
+        for (const connection of reserved) connection.release();
+        warming = null;
+        // The breaker opened or the handle ended meanwhile: this pool is not wanted.
+        if (down || ended) return void fresh.end({ timeout: 0 }).catch(() => {});
+        const retired = current;
+        current = fresh;
+        served = 0;
+        retire(retired);
+      },
+      // The database did not answer: the current pool goes on, and a later query tries again.
+      () => {
+        warming = null;
+        void fresh.end({ timeout: 0 }).catch(() => {});
+      },
+    );
+  };
   // Every call on the handle counts (queries, fragments, begin, unsafe): a signal, not a tally.
   const use = (): Sql => {
-    if (++served >= queriesPerPool) {
-      const retired = current;
-      current = connectDatabase(url, options);
-      served = 0;
-      retire(retired);
-    }
+    if (++served >= queriesPerPool && warming === null && !down) renew();
     return current;
   };
   const sql = new Proxy(function pool() {}, {
@@ -130,13 +151,13 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
       onDown();
       // Queries waiting in the driver for a connection would wait out its backoff: ending the
       // pools fails them now. They are not used again; the probe's success makes a new one.
-      for (const pool of [current, ...retiring]) void pool.end({ timeout: 0 }).catch(() => {});
+      for (const pool of [current, ...retiring, ...(warming === null ? [] : [warming])]) void pool.end({ timeout: 0 }).catch(() => {});
       void probeUntilUp();
     },
     isUp: () => !down,
     async end() {
       ended = true;
-      await Promise.all([...retiring, current].map((pool) => pool.end({ timeout: 5 })));
+      await Promise.all([...retiring, current, ...(warming === null ? [] : [warming])].map((pool) => pool.end({ timeout: 5 })));
     },
   };
 }
@@ -176,10 +197,13 @@ export function isDriverWriteDefect(error: unknown): boolean {
 }
 
 /** `onQuery` sees the text of every statement (never its parameters), for tests that compare paths. */
+/** Connections of a pool. */
+const poolSize = 10;
+
 export function connectDatabase(url: string, { applicationName = 'account-service', onQuery }: Pick<PoolOptions, 'applicationName' | 'onQuery'> = {}): Sql {
   return postgres(url, {
     ...(onQuery === undefined ? {} : { debug: (_connection: number, text: string) => onQuery(text) }),
-    max: 10,
+    max: poolSize,
     connect_timeout: connectTimeoutSeconds,
     idle_timeout: 60,
     max_lifetime: 30 * 60,

@@ -96,7 +96,9 @@ describe('pool renewal (the driver queue defect, db.ts)', () => {
     assert.equal(stored!.rows, count, 'every insert stored once');
     assert.equal(stored!.distinct_rows, count);
     assert.ok(stored!.backends > 10, `served by ${stored!.backends} backends, more than one pool of 10`);
-    await waitUntil(async () => renewals >= count / 250 - 1);
+    // A renewal switches once the next pool's connections are open, so a cycle takes its 250
+    // queries and those made while the ten connections open.
+    await waitUntil(async () => renewals >= 5);
     // The renewed pools close: what stays open is at most one pool.
     await waitUntil(async () => (await connectionsOf(applicationName)) <= 10);
     await database.end();
