@@ -100,9 +100,12 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
         served = 0;
         retire(retired);
       },
-      // The database did not answer: the current pool goes on, and a later query tries again.
+      // The database did not open the connections (unreachable, or at its connection limit): the
+      // current pool goes on, and the next try is due after as many queries again, not on the
+      // next query, so that a database refusing connections is not asked ten more per query.
       () => {
         warming = null;
+        served = 0;
         void fresh.end({ timeout: 0 }).catch(() => {});
       },
     );
