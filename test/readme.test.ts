@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
-import { relative, resolve } from 'node:path';
+import { readdir, readFile } from 'node:fs/promises';
+import { dirname, relative, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { problems } from '../src/http/errors.ts';
 import { routes } from '../src/routes/index.ts';
@@ -79,9 +79,10 @@ describe('the Markdown table parser of this test', () => {
 });
 
 describe('README', () => {
-  it('has only whole tables', () => {
-    const tables = parseTables(readme);
-    assert.ok(tables.length >= 5, `found ${tables.length} tables`);
+  it('has only whole tables, and so has every document in docs/', async () => {
+    let tables = parseTables(readme).length;
+    for (const name of await readdir(resolve(root, 'docs'))) tables += parseTables(await readFile(resolve(root, 'docs', name), 'utf8')).length;
+    assert.ok(tables >= 5, `found ${tables} tables`);
   });
 
   it('lists every problem type with its status in the problems table, and no other', () => {
@@ -113,17 +114,25 @@ describe('README', () => {
     for (const [name, row] of rows) assert.ok(row.every((cell) => cell !== ''), `${name} has an empty cell`);
   });
 
-  it('points at nothing outside the repository, and at no file that is missing', () => {
-    assert.doesNotMatch(readme, /\.\.\//, 'a path that leaves the repository');
-    for (const [, target] of readme.matchAll(/\]\(([^)\s]+)\)/g)) {
-      if (/^(https?:|mailto:|#)/.test(target!)) continue;
-      const path = resolve(root, target!.split('#')[0]!);
-      assert.ok(!relative(root, path).startsWith('..'), `${target} is outside the repository`);
-      assert.ok(existsSync(path), `${target} exists`);
+  it('points at nothing outside the repository, and at no file that is missing (README and docs/)', async () => {
+    const documents = ['README.md', ...(await readdir(resolve(root, 'docs'))).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
+    assert.ok(documents.length >= 5, `found ${documents}`);
+    let mentioned = 0;
+    for (const document of documents) {
+      const text = await readFile(resolve(root, document), 'utf8');
+      const base = dirname(resolve(root, document));
+      for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^(https?:|mailto:|#)/.test(target!)) continue;
+        const path = resolve(base, target!.split('#')[0]!);
+        assert.ok(!relative(root, path).startsWith('..'), `${document}: ${target} is outside the repository`);
+        assert.ok(existsSync(path), `${document}: ${target} exists`);
+      }
+      for (const [, path] of text.matchAll(/`((?:src|test|sql|\.ci)\/[\w./-]+\.(?:ts|sql|json)|\.ci\/run|redocly\.yaml|Dockerfile|\.dockerignore)`/g)) {
+        mentioned++;
+        assert.ok(existsSync(resolve(root, path!)), `${path} is named in ${document} but missing`);
+      }
     }
-    const mentioned = [...readme.matchAll(/`((?:src|test|sql|\.ci)\/[\w./-]+\.(?:ts|sql|json)|\.ci\/run|redocly\.yaml|Dockerfile|\.dockerignore)`/g)].map((match) => match[1]!);
-    assert.ok(mentioned.length >= 10, `found ${mentioned}`);
-    for (const path of mentioned) assert.ok(existsSync(resolve(root, path)), `${path} is named in the README but missing`);
+    assert.ok(mentioned >= 10, `found ${mentioned} paths`);
   });
 
   it('gives the two commands', () => {
