@@ -101,6 +101,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       migrations,
       rateLimiter: config.rateLimit === 0 ? null : createRateLimiter(config.rateLimit),
       noteDatabaseFailure: database.noteFailure,
+      databaseUp: database.isUp,
       apiDocument: buildOpenApiDocument(routes, version),
       metrics: createMetrics(),
       passwordLimiter,

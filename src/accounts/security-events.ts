@@ -15,10 +15,12 @@ export type SecurityEvent = { type: EventType; occurredAt: Date; clientAddress: 
 /** How many events GET /acc/me/events shows. */
 export const shownEvents = 50;
 /**
- * How many of them may be failed sign-ins. Anyone can fail to sign in to any account, so without
- * a cap a stranger's guesses would push everything else out of the owner's view.
+ * Kinds of event that anyone can cause on any account: a failed sign-in needs only the name,
+ * a reset request only the address. Together they fill at most `shownStrangerEvents` of the
+ * view, so that a stranger's requests never push the owner's own events out of it.
  */
-export const shownFailures = 10;
+export const strangerKinds: readonly EventType[] = ['sign-in-failed', 'reset-requested'];
+export const shownStrangerEvents = 10;
 
 /**
  * Records an event of the account, in the caller's transaction when there is one. With
@@ -31,14 +33,14 @@ export async function recordEvent(sql: Sql | Transaction, accountId: string | nu
     SELECT id, ${type}, ${now}, ${clientAddress.slice(0, 64)}, ${sessionId} FROM accounts WHERE id = ${accountId}`;
 }
 
-/** The account's latest events, newest first, of which at most `shownFailures` failed sign-ins. */
+/** The account's latest events, newest first, of which at most `shownStrangerEvents` of the strangers' kinds. */
 export async function listEvents(sql: Sql, accountId: string): Promise<SecurityEvent[]> {
   return sql<SecurityEvent[]>`
     SELECT type, occurred_at AS "occurredAt", client_address AS "clientAddress", session_id AS "sessionId"
     FROM (
-      (SELECT * FROM security_events WHERE account_id = ${accountId} AND type <> 'sign-in-failed' ORDER BY occurred_at DESC, id DESC LIMIT ${shownEvents})
+      (SELECT * FROM security_events WHERE account_id = ${accountId} AND type <> ALL(${strangerKinds as EventType[]}) ORDER BY occurred_at DESC, id DESC LIMIT ${shownEvents})
       UNION ALL
-      (SELECT * FROM security_events WHERE account_id = ${accountId} AND type = 'sign-in-failed' ORDER BY occurred_at DESC, id DESC LIMIT ${shownFailures})
+      (SELECT * FROM security_events WHERE account_id = ${accountId} AND type = ANY(${strangerKinds as EventType[]}) ORDER BY occurred_at DESC, id DESC LIMIT ${shownStrangerEvents})
     ) AS latest
     ORDER BY occurred_at DESC, id DESC LIMIT ${shownEvents}`;
 }

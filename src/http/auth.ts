@@ -1,6 +1,7 @@
 import type { Account } from '../accounts/accounts.ts';
 import { reserveAttempt, settleSuccess } from '../accounts/login-throttle.ts';
 import { findSessionAccount } from '../sessions/sessions.ts';
+import { clientNetwork } from './client-address.ts';
 import { HttpError, problems, throttled } from './errors.ts';
 import type { Deps, RequestContext } from './router.ts';
 
@@ -44,7 +45,7 @@ export function invalidToken(): HttpError {
  * the same for names that exist and names that do not.
  */
 export async function checkThrottledPassword(deps: Deps, ctx: RequestContext, identifier: string, password: string, stored: string | null): Promise<boolean> {
-  const keys = { identifier: deps.keys.loginIdentifier(identifier), client: deps.keys.client(ctx.clientAddress) };
+  const keys = { identifier: deps.keys.loginIdentifier(identifier), client: deps.keys.client(clientNetwork(ctx.clientAddress)) };
   const perHour = deps.config.loginFailuresPerHour;
   const wait = await reserveAttempt(deps.sql, keys, perHour, deps.clock());
   if (wait > 0) throw throttled(wait);
