@@ -100,6 +100,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       outbox,
       migrations,
       rateLimiter: config.rateLimit === 0 ? null : createRateLimiter(config.rateLimit),
+      accountRateLimiter: config.accountRateLimit === 0 ? null : createRateLimiter(config.accountRateLimit),
       noteDatabaseFailure: database.noteFailure,
       databaseUp: database.isUp,
       apiDocument: buildOpenApiDocument(routes, version),

@@ -8,7 +8,9 @@ export type EventType =
   | 'reset-requested'
   | 'password-reset'
   | 'session-revoked'
-  | 'signed-out-everywhere';
+  | 'signed-out-everywhere'
+  /** A sign-in beyond SESSIONS_PER_ACCOUNT ended the least recently used session. */
+  | 'session-evicted';
 
 export type SecurityEvent = { type: EventType; occurredAt: Date; clientAddress: string; sessionId: string | null };
 

@@ -64,6 +64,15 @@ export function signedInIdentifier(account: Pick<Account, 'publicId'>): string {
   return `account:${account.publicId}`;
 }
 
+/**
+ * Takes one request from the account's allowance (ACCOUNT_RATE_LIMIT a minute, per instance):
+ * 0 to go on, else the seconds to wait. Sign-ins, refreshes and session listings count, each
+ * only once the caller has shown it may act for the account, so that strangers cannot spend it.
+ */
+export function takeAccountAllowance(deps: Deps, accountPublicId: string): number {
+  return deps.accountRateLimiter?.take(accountPublicId, Date.now()) ?? 0;
+}
+
 /** Every throttle key of an account, for a reset or a deletion to clear. */
 export function throttleIdentifiers(deps: Deps, account: Pick<Account, 'publicId' | 'name' | 'email'>): Buffer[] {
   return [account.name, account.email, signedInIdentifier(account)].map((identifier) => deps.keys.loginIdentifier(identifier));

@@ -26,6 +26,8 @@ export type Deps = {
   migrations: Migration[];
   /** Null when RATE_LIMIT is 0. */
   rateLimiter: RateLimiter | null;
+  /** Per account (its public id): sign-ins, refreshes and session listings. Null when ACCOUNT_RATE_LIMIT is 0. */
+  accountRateLimiter: RateLimiter | null;
   /** False while the pool knows the database is away (db.ts); asks nothing of the database. */
   databaseUp(): boolean;
   /** Told of every database error, so that a broken pool can replace itself. */

@@ -1,6 +1,6 @@
 import { findAccountByLogin, lockUnchangedPasswordHash, upgradePasswordHash } from '../accounts/accounts.ts';
-import { checkThrottledPassword } from '../http/auth.ts';
-import { OAuthError } from '../http/errors.ts';
+import { checkThrottledPassword, takeAccountAllowance } from '../http/auth.ts';
+import { accountRateLimited, OAuthError } from '../http/errors.ts';
 import { readOAuthParameters, stringParameter } from '../http/oauth.ts';
 import type { Deps, Handler, Reply, RequestContext } from '../http/router.ts';
 import { recordEvent, recordFailedSignIn } from '../accounts/security-events.ts';
@@ -43,6 +43,8 @@ async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<str
     throw new OAuthError('invalid_grant', 'The username or password is incorrect.');
   }
 
+  const wait = takeAccountAllowance(deps, account.publicId);
+  if (wait > 0) throw accountRateLimited(wait);
   const upgraded = deps.passwords.needsRehash(account.passwordHash) ? await deps.passwords.hash(password) : null;
   const now = deps.clock();
   const started = await deps.sql.begin(async (tx) => {
@@ -50,7 +52,7 @@ async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<str
     // meanwhile (and ended every session), this sign-in must not start a session after them.
     if (!(await lockUnchangedPasswordHash(tx, account.id, account.passwordHash))) return null;
     if (upgraded !== null) await upgradePasswordHash(tx, account.id, account.passwordHash, upgraded);
-    const session = await startSession(tx, account.id, clientOf(ctx), now, deps.config.refreshTtlSeconds);
+    const session = await startSession(tx, account.id, clientOf(ctx), now, deps.config.refreshTtlSeconds, deps.config.sessionsPerAccount);
     await recordEvent(tx, account.id, 'signed-in', ctx.clientAddress, session.sessionId, now);
     return session;
   });
@@ -61,7 +63,8 @@ async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<str
 async function refreshGrant(ctx: RequestContext, deps: Deps, params: Record<string, unknown>): Promise<Reply> {
   const presented = stringParameter(params, 'refresh_token', maxRefreshTokenLength);
   const now = deps.clock();
-  const rotation = await rotateRefreshToken(deps.sql, presented, clientOf(ctx), now);
+  const rotation = await rotateRefreshToken(deps.sql, presented, clientOf(ctx), now, (publicId) => takeAccountAllowance(deps, publicId));
+  if (rotation.outcome === 'limited') throw accountRateLimited(rotation.retryAfterSeconds);
   if (rotation.outcome === 'reused') {
     deps.metrics.increment('refresh_token_reuses_total');
     deps.log.warn('spent refresh token presented again; session revoked', { request_id: ctx.requestId, session_id: rotation.sessionId });

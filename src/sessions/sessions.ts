@@ -14,7 +14,9 @@ export type Rotation =
   /** Unknown, expired, or spent within the retry window: refused, and the session (if any) lives on. */
   | { outcome: 'refused' }
   /** A spent token presented after the retry window: the session was revoked. */
-  | { outcome: 'reused'; accountId: string; sessionId: string };
+  | { outcome: 'reused'; accountId: string; sessionId: string }
+  /** The account is past its rate limit: nothing was spent, the token still works later. */
+  | { outcome: 'limited'; retryAfterSeconds: number };
 
 /** A spent refresh token presented again within this time is a client's retry, not a theft. */
 export const retryWindowSeconds = 10;
@@ -30,15 +32,36 @@ export function hashRefreshToken(token: string): Buffer {
   return createHash('sha256').update(token).digest();
 }
 
-/** Starts a session for a password sign-in; it lives `ttlSeconds` from now, however often it is refreshed. */
-export async function startSession(tx: Transaction, accountId: string, client: Client, now: Date, ttlSeconds: number): Promise<SessionTokens> {
+/**
+ * Starts a session for a password sign-in; it lives `ttlSeconds` from now, however often it is
+ * refreshed. An account holds at most `maxSessions` live sessions: beyond that, the least
+ * recently used ones end, each with a `session-evicted` event, so that sign-ins in a loop cannot
+ * grow the table (or the session list) without bound. The caller holds the account row's lock,
+ * so concurrent sign-ins of one account queue and the count holds. One statement, one round trip.
+ */
+export async function startSession(tx: Transaction, accountId: string, client: Client, now: Date, ttlSeconds: number, maxSessions: number): Promise<SessionTokens> {
   const sessionId = randomUUID();
   const refreshToken = generateRefreshToken();
   const expiresAt = new Date(now.getTime() + ttlSeconds * 1000);
+  const address = client.address.slice(0, 64);
+  // Every part sees the sessions as they were before the statement: the new one is not among
+  // those counted, so `maxSessions - 1` stay besides it. The token's foreign key is checked at
+  // the end of the statement, when the session row exists.
   await tx`
-    INSERT INTO sessions (id, account_id, created_at, last_used_at, expires_at, client_address, user_agent)
-    VALUES (${sessionId}, ${accountId}, ${now}, ${now}, ${expiresAt}, ${client.address.slice(0, 64)}, ${client.userAgent.slice(0, maxUserAgentLength)})`;
-  await tx`INSERT INTO refresh_tokens (token_hash, session_id, created_at) VALUES (${hashRefreshToken(refreshToken)}, ${sessionId}, ${now})`;
+    WITH evicted AS (
+      DELETE FROM sessions WHERE id IN (
+        SELECT id FROM sessions WHERE account_id = ${accountId} AND expires_at > ${now}
+        ORDER BY last_used_at DESC, created_at DESC OFFSET ${maxSessions - 1}
+      )
+      RETURNING id
+    ), evicted_events AS (
+      INSERT INTO security_events (account_id, type, occurred_at, client_address, session_id)
+      SELECT ${accountId}, 'session-evicted', ${now}, ${address}, id FROM evicted
+    ), session AS (
+      INSERT INTO sessions (id, account_id, created_at, last_used_at, expires_at, client_address, user_agent)
+      VALUES (${sessionId}, ${accountId}, ${now}, ${now}, ${expiresAt}, ${address}, ${client.userAgent.slice(0, maxUserAgentLength)})
+    )
+    INSERT INTO refresh_tokens (token_hash, session_id, created_at) VALUES (${hashRefreshToken(refreshToken)}, ${sessionId}, ${now})`;
   return { sessionId, refreshToken };
 }
 
@@ -46,8 +69,9 @@ export async function startSession(tx: Transaction, accountId: string, client: C
  * Spends a refresh token and issues its successor (RFC 9700 §4.14). A token spent before is
  * evidence that two parties hold the session, so the session is revoked, unless it was spent
  * within the retry window: a client whose answer was lost retries with the same token.
+ * `admit` takes one request from the account's allowance: 0 to go on, else seconds to wait.
  */
-export async function rotateRefreshToken(sql: Sql, presented: string, client: Client, now: Date): Promise<Rotation> {
+export async function rotateRefreshToken(sql: Sql, presented: string, client: Client, now: Date, admit: (accountPublicId: string) => number): Promise<Rotation> {
   return sql.begin(async (tx) => {
     // The session row is locked first, and then the token is read in a statement of its own,
     // which sees whatever a transaction that held the lock before committed. Concurrent
@@ -72,6 +96,10 @@ export async function rotateRefreshToken(sql: Sql, presented: string, client: Cl
       await recordEvent(tx, row.account_id as string, 'session-revoked', client.address, sessionId, now);
       return { outcome: 'reused', accountId: row.account_id as string, sessionId } as const;
     }
+    // Refused before anything is written: each rotation leaves a spent token behind for a day,
+    // so the account's rate limit is what bounds how many a client's refresh loop can make.
+    const wait = admit(row.public_id as string);
+    if (wait > 0) return { outcome: 'limited', retryAfterSeconds: wait } as const;
     const refreshToken = generateRefreshToken();
     await tx`UPDATE refresh_tokens SET spent_at = ${now} WHERE token_hash = ${tokenHash}`;
     await tx`INSERT INTO refresh_tokens (token_hash, session_id, created_at) VALUES (${hashRefreshToken(refreshToken)}, ${sessionId}, ${now})`;
@@ -94,12 +122,16 @@ export async function findSessionAccount(sql: Sql, accountPublicId: string, sess
   return row ?? null;
 }
 
-/** The account's live sessions, the most recently used first. */
-export async function listSessions(sql: Sql, accountId: string, now: Date): Promise<Session[]> {
+/**
+ * The account's live sessions, the most recently used first, at most `limit` of them. Sign-ins
+ * keep an account within the cap; the limit bounds the answer also while an account still holds
+ * more than a lowered SESSIONS_PER_ACCOUNT allows (until its next sign-in).
+ */
+export async function listSessions(sql: Sql, accountId: string, now: Date, limit: number): Promise<Session[]> {
   return sql<Session[]>`
     SELECT id, created_at AS "createdAt", last_used_at AS "lastUsedAt", client_address AS "clientAddress", user_agent AS "userAgent"
     FROM sessions WHERE account_id = ${accountId} AND expires_at > ${now}
-    ORDER BY last_used_at DESC, created_at DESC`;
+    ORDER BY last_used_at DESC, created_at DESC LIMIT ${limit}`;
 }
 
 /** Revokes one session of the account; false if it has none with this id. */

@@ -88,7 +88,7 @@ function createWork(spec: ReferenceWork): Work | null {
     case 'refresh-rotation': {
       const sql = connectDatabase(spec.databaseUrl);
       return async (body, req) => {
-        const rotation = await rotateRefreshToken(sql, body.refresh_token!, { address: '127.0.0.1', userAgent: req.headers['user-agent'] ?? '' }, new Date());
+        const rotation = await rotateRefreshToken(sql, body.refresh_token!, { address: '127.0.0.1', userAgent: req.headers['user-agent'] ?? '' }, new Date(), () => 0);
         return rotation.outcome === 'rotated';
       };
     }
