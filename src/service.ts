@@ -18,6 +18,7 @@ import { deleteExpiredNameHolds, deleteExpiredRegistrations } from './accounts/r
 import { deleteStaleQuotas } from './accounts/address-quotas.ts';
 import { createKeyedHashes } from './keyed-hashes.ts';
 import { deleteExpiredCodes } from './accounts/one-time-codes.ts';
+import { createResetResolver } from './accounts/reset-requests.ts';
 import { wrapOutdatedHashes } from './accounts/hash-wrapping.ts';
 import { routes } from './routes/index.ts';
 import { createMetrics } from './metrics.ts';
@@ -83,6 +84,16 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     const transport = options.transport ?? createTransport(config, log);
     const sealer = createSealer(config.tokenSecrets);
     const outbox = createOutboxWorker({ ...options.outbox, sql, transport, sealer, clock, log, from: config.mailFrom, onError: database.noteFailure });
+    const resetRequests = createResetResolver({
+      sql,
+      sealer,
+      log,
+      codeTtlSeconds: config.resetCodeTtlSeconds,
+      onResolved: outbox.wake,
+      pollMs: options.outbox?.pollMs,
+      wakeJitterMs: options.outbox?.wakeJitterMs,
+      onError: database.noteFailure,
+    });
     // Hashing is bounded: HASH_CONCURRENCY at once, four times as many waiting for at most 2 s,
     // 503 past that. The queue is short on purpose: at production cost a hash takes ~0.1-0.5 s,
     // and a longer queue would only make clients wait past any useful timeout (see Performance).
@@ -98,6 +109,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       sealer,
       keys: createKeyedHashes(config.tokenSecrets[0]!),
       outbox,
+      resetRequests,
       migrations,
       rateLimiter: config.rateLimit === 0 ? null : createRateLimiter(config.rateLimit),
       accountRateLimiter: config.accountRateLimit === 0 ? null : createRateLimiter(config.accountRateLimit),
@@ -145,6 +157,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     const { port } = server.address() as AddressInfo;
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
     outbox.wake();
+    resetRequests.wakeLater();
 
     return {
       url: `http://${host}:${port}`,
@@ -157,6 +170,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         stopping = true;
         await closeServer(server);
         await wrapping;
+        await resetRequests.stop();
         await outbox.stop();
         transport.close();
         await database.end();
