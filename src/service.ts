@@ -7,7 +7,7 @@ import { openDatabase, type Sql } from './storage/db.ts';
 import type { Deps } from './http/router.ts';
 import { createServer, type ServerTimeouts } from './http/server.ts';
 import { describeError, type Logger } from './log.ts';
-import { createOutboxWorker, type OutboxOptions } from './mail/outbox.ts';
+import { createOutboxWorker, deleteFinishedMail, finishedMailRetentionMs, type OutboxOptions } from './mail/outbox.ts';
 import { createFileTransport, createSmtpTransport, type MailTransport } from './mail/transport.ts';
 import { loadMigrations, migrate } from './storage/migrations.ts';
 import { createLimiter } from './concurrency.ts';
@@ -18,7 +18,7 @@ import { deleteExpiredNameHolds, deleteExpiredRegistrations } from './accounts/r
 import { deleteStaleQuotas } from './accounts/address-quotas.ts';
 import { createKeyedHashes } from './keyed-hashes.ts';
 import { deleteExpiredCodes } from './accounts/one-time-codes.ts';
-import { createResetResolver } from './accounts/reset-requests.ts';
+import { createResetResolver, deleteStaleResetRequests } from './accounts/reset-requests.ts';
 import { wrapOutdatedHashes } from './accounts/hash-wrapping.ts';
 import { routes } from './routes/index.ts';
 import { createMetrics } from './metrics.ts';
@@ -27,7 +27,7 @@ import { createSealer } from './sealing.ts';
 import { version } from './version.ts';
 import { createTokenService } from './sessions/tokens.ts';
 import { deleteExpiredSessions } from './sessions/sessions.ts';
-import { deleteOldEvents } from './accounts/security-events.ts';
+import { deleteOldEvents, strangerEventRetentionDays } from './accounts/security-events.ts';
 
 /** Configuration once main.ts has settled the database and the token secrets. */
 export type ServiceConfig = Config & { databaseUrl: string; tokenSecrets: Buffer[] };
@@ -121,21 +121,23 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       applicationName,
     };
     // Deletes what has expired; every minute, and on demand for tests that move the clock.
+    // Each table that a stranger or a client can grow has its rule here (docs/operations.md, "Retention").
     const sweep = async () => {
       const now = clock();
-      const graceStart = new Date(now.getTime() - expiredRegistrationGraceMs);
-      const spentBefore = new Date(now.getTime() - spentRefreshTokenRetentionMs);
-      const eventsBefore = new Date(now.getTime() - config.eventRetentionDays * 24 * 3600 * 1000);
-      const [registrations, codes, throttle, quotas, sessions, events, holds] = await Promise.all([
-        deleteExpiredRegistrations(sql, graceStart),
-        deleteExpiredCodes(sql, graceStart),
+      const ago = (ms: number) => new Date(now.getTime() - ms);
+      const dayMs = 24 * 3600 * 1000;
+      const [registrations, codes, throttle, quotas, sessions, events, holds, mail, resetRequests] = await Promise.all([
+        deleteExpiredRegistrations(sql, ago(expiredRegistrationGraceMs)),
+        deleteExpiredCodes(sql, ago(expiredRegistrationGraceMs)),
         deleteStaleThrottleRows(sql, now),
         deleteStaleQuotas(sql, now),
-        deleteExpiredSessions(sql, now, spentBefore),
-        deleteOldEvents(sql, eventsBefore),
+        deleteExpiredSessions(sql, now, ago(spentRefreshTokenRetentionMs)),
+        deleteOldEvents(sql, ago(config.eventRetentionDays * dayMs), ago(Math.min(config.eventRetentionDays, strangerEventRetentionDays) * dayMs)),
         deleteExpiredNameHolds(sql, now),
+        deleteFinishedMail(sql, ago(finishedMailRetentionMs)),
+        deleteStaleResetRequests(sql, ago(config.resetCodeTtlSeconds * 1000)),
       ]);
-      log.debug('sweep done', { registrations, codes, throttle, quotas, ...sessions, events, holds });
+      log.debug('sweep done', { registrations, codes, throttle, quotas, ...sessions, events, holds, mail, resetRequests });
     };
     const sweepTimer = setInterval(() => void sweep().catch((error: unknown) => log.warn('sweep failed', describeError(error))), sweepIntervalMs);
     sweepTimer.unref();

@@ -16,6 +16,15 @@ export async function recordResetRequest(tx: Transaction, email: string, clientA
   await tx`INSERT INTO reset_requests (address, client_address, requested_at) VALUES (${email}, ${clientAddress.slice(0, 64)}, ${now})`;
 }
 
+/**
+ * Deletes requests recorded before `before` that no worker resolved (the database was away, or
+ * every instance stopped): a code issued that late would expire at once. Returns how many.
+ */
+export async function deleteStaleResetRequests(sql: Sql, before: Date): Promise<number> {
+  const rows = await sql`DELETE FROM reset_requests WHERE requested_at < ${before}`;
+  return rows.count;
+}
+
 export type ResetResolverOptions = {
   sql: Sql;
   sealer: Sealer;

@@ -61,8 +61,16 @@ export async function recordFailedSignIn(sql: Sql, accountId: string | null, cli
   });
 }
 
-/** Deletes events that happened before `before`; returns how many. */
-export async function deleteOldEvents(sql: Sql, before: Date): Promise<number> {
-  const rows = await sql`DELETE FROM security_events WHERE occurred_at < ${before}`;
-  return rows.count;
+/**
+ * How long the strangers' kinds are kept, unless EVENT_RETENTION_DAYS is shorter. Anyone can
+ * make them, as fast as the sign-in throttle and the reset quota allow, and the view shows only
+ * the latest few: a week bounds what a stranger can make the table hold for one account.
+ */
+export const strangerEventRetentionDays = 7;
+
+/** Deletes events that happened before `before`, and the strangers' kinds before `strangersBefore`; returns how many. */
+export async function deleteOldEvents(sql: Sql, before: Date, strangersBefore: Date): Promise<number> {
+  const old = await sql`DELETE FROM security_events WHERE occurred_at < ${before}`;
+  const strangers = await sql`DELETE FROM security_events WHERE type IN ('sign-in-failed', 'reset-requested') AND occurred_at < ${strangersBefore}`;
+  return old.count + strangers.count;
 }
