@@ -13,9 +13,20 @@ ALTER TABLE outbox ADD CONSTRAINT sent_messages_have_no_recipient CHECK (state <
 ALTER TABLE outbox ADD CONSTRAINT unsent_messages_have_a_recipient CHECK (state = 'sent' OR recipient IS NOT NULL);
 CREATE INDEX outbox_finished ON outbox (created_at) WHERE state <> 'pending';
 
--- A password reset request only records that it was asked; a worker resolves it moments later
--- (password-resets.ts). The request thus writes the same rows whatever the address holds, and
--- its timing cannot tell whether the address has an account. A row lives until resolved.
+-- A registration or password reset request only records that it was asked; a worker resolves it
+-- moments later (src/accounts/request-resolver.ts). The request thus writes the same rows
+-- whatever the address holds, and neither those rows nor its timing tell whether the address
+-- has an account. A row lives until resolved (or the sweep finds it stale).
+CREATE TABLE registration_requests (
+  id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  name          text NOT NULL CHECK (name ~ '^[a-z0-9-]{2,32}$'),
+  address       text NOT NULL CHECK (length(address) <= 254),
+  phone         text,
+  password_hash text NOT NULL CHECK (password_hash LIKE '$scrypt$%'),
+  expires_at    timestamptz NOT NULL,
+  requested_at  timestamptz NOT NULL
+);
+
 CREATE TABLE reset_requests (
   id             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   address        text NOT NULL CHECK (length(address) <= 254),

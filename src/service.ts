@@ -18,7 +18,9 @@ import { deleteExpiredNameHolds, deleteExpiredRegistrations } from './accounts/r
 import { deleteStaleQuotas } from './accounts/address-quotas.ts';
 import { createKeyedHashes } from './keyed-hashes.ts';
 import { deleteExpiredCodes } from './accounts/one-time-codes.ts';
-import { createResetResolver, deleteStaleResetRequests } from './accounts/reset-requests.ts';
+import { deleteStaleResetRequests } from './accounts/reset-requests.ts';
+import { deleteStaleRegistrationRequests } from './accounts/registration-requests.ts';
+import { createRequestResolver } from './accounts/request-resolver.ts';
 import { wrapOutdatedHashes } from './accounts/hash-wrapping.ts';
 import { routes } from './routes/index.ts';
 import { createMetrics } from './metrics.ts';
@@ -84,11 +86,11 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     const transport = options.transport ?? createTransport(config, log);
     const sealer = createSealer(config.tokenSecrets);
     const outbox = createOutboxWorker({ ...options.outbox, sql, transport, sealer, clock, log, from: config.mailFrom, onError: database.noteFailure });
-    const resetRequests = createResetResolver({
+    const addressRequests = createRequestResolver({
       sql,
       sealer,
       log,
-      codeTtlSeconds: config.resetCodeTtlSeconds,
+      resetCodeTtlSeconds: config.resetCodeTtlSeconds,
       onResolved: outbox.wake,
       pollMs: options.outbox?.pollMs,
       wakeJitterMs: options.outbox?.wakeJitterMs,
@@ -109,7 +111,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       sealer,
       keys: createKeyedHashes(config.tokenSecrets[0]!),
       outbox,
-      resetRequests,
+      addressRequests,
       migrations,
       rateLimiter: config.rateLimit === 0 ? null : createRateLimiter(config.rateLimit),
       accountRateLimiter: config.accountRateLimit === 0 ? null : createRateLimiter(config.accountRateLimit),
@@ -126,7 +128,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       const now = clock();
       const ago = (ms: number) => new Date(now.getTime() - ms);
       const dayMs = 24 * 3600 * 1000;
-      const [registrations, codes, throttle, quotas, sessions, events, holds, mail, resetRequests] = await Promise.all([
+      const [registrations, codes, throttle, quotas, sessions, events, holds, mail, resetRequests, registrationRequests] = await Promise.all([
         deleteExpiredRegistrations(sql, ago(expiredRegistrationGraceMs)),
         deleteExpiredCodes(sql, ago(expiredRegistrationGraceMs)),
         deleteStaleThrottleRows(sql, now),
@@ -136,8 +138,9 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         deleteExpiredNameHolds(sql, now),
         deleteFinishedMail(sql, ago(finishedMailRetentionMs)),
         deleteStaleResetRequests(sql, ago(config.resetCodeTtlSeconds * 1000)),
+        deleteStaleRegistrationRequests(sql, now),
       ]);
-      log.debug('sweep done', { registrations, codes, throttle, quotas, ...sessions, events, holds, mail, resetRequests });
+      log.debug('sweep done', { registrations, codes, throttle, quotas, ...sessions, events, holds, mail, resetRequests, registrationRequests });
     };
     const sweepTimer = setInterval(() => void sweep().catch((error: unknown) => log.warn('sweep failed', describeError(error))), sweepIntervalMs);
     sweepTimer.unref();
@@ -159,7 +162,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     const { port } = server.address() as AddressInfo;
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
     outbox.wake();
-    resetRequests.wakeLater();
+    addressRequests.wakeLater();
 
     return {
       url: `http://${host}:${port}`,
@@ -172,7 +175,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         stopping = true;
         await closeServer(server);
         await wrapping;
-        await resetRequests.stop();
+        await addressRequests.stop();
         await outbox.stop();
         transport.close();
         await database.end();

@@ -23,8 +23,8 @@ export type Deps = {
   /** Keyed hashes of addresses, names and client addresses, for the tables that count per key. */
   keys: KeyedHashes;
   outbox: { wake(): void; wakeLater(): void };
-  /** The worker that resolves recorded password reset requests (reset-requests.ts). */
-  resetRequests: { wakeLater(): void };
+  /** The worker that resolves recorded registration and reset requests (request-resolver.ts). */
+  addressRequests: { wakeLater(): void };
   migrations: Migration[];
   /** Null when RATE_LIMIT is 0. */
   rateLimiter: RateLimiter | null;

@@ -9,7 +9,7 @@ import { resetCodeRequestSchema, validateFields } from '../validation.ts';
  * POST /acc/pwd/code: e-mail a reset code to the account with this address. The answer is 204
  * whether or not the address has an account, and the request writes the same rows for every
  * address: its quota, and a record that it was asked. A worker issues the code moments later
- * (reset-requests.ts), so that nothing this request does depends on what the address holds.
+ * (reset-requests.ts, request-resolver.ts), so that nothing this request does depends on what the address holds.
  */
 export const requestResetCode: Handler = async (ctx, deps) => {
   const { value, invalid } = validateFields(await readJsonObject(ctx.req), resetCodeRequestSchema);
@@ -21,6 +21,6 @@ export const requestResetCode: Handler = async (ctx, deps) => {
     await recordResetRequest(tx, value.email, ctx.clientAddress, now);
   });
   // Not at once: the resolution must not be timed from this request (see wakeLater).
-  deps.resetRequests.wakeLater();
+  deps.addressRequests.wakeLater();
   return { status: 204 };
 };

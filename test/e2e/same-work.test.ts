@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
 
-// An endpoint that takes an address must do the same database work whatever the address holds:
+// An endpoint that takes an address must do the same database work whatever the address holds
+// (POST /auth/token, which takes a name or an address, is pinned in tokens.test.ts):
 // the same statements, writing the same number of rows to the same tables. Timing can then only
 // tell the cases apart by noise (the bench measures it: test/bench/timing.ts).
 
@@ -16,7 +17,7 @@ after(async () => {
   await app.stop();
 });
 
-const tables = ['accounts', 'one_time_codes', 'address_quotas', 'name_holds', 'security_events', 'outbox', 'reset_requests', 'sessions', 'refresh_tokens'];
+const tables = ['accounts', 'one_time_codes', 'address_quotas', 'name_holds', 'security_events', 'outbox', 'reset_requests', 'registration_requests', 'sessions', 'refresh_tokens'];
 
 async function rowCounts(): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
@@ -53,5 +54,27 @@ describe('POST /acc/pwd/code', () => {
       assert.deepEqual(other.added, known.added, 'the same rows in the same tables');
     }
     assert.deepEqual(known.added, { ...Object.fromEntries(tables.map((table) => [table, 0])), address_quotas: 1, reset_requests: 1 });
+  });
+});
+
+describe('POST /acc/reg/code', () => {
+  it('runs the same statements and writes the same rows for an address with an account, a pending one and an unknown one', async () => {
+    // The worker waits in this file: the account and the pending registration are stored directly.
+    const active = uniqueUser('reg-active');
+    const pending = uniqueUser('reg-pending');
+    const hash = '$scrypt$ln=4,r=8,p=1$c2FsdA$aGFzaA';
+    await app.service.sql`INSERT INTO accounts (name, email, password_hash, activated_at) VALUES (${active.name}, ${active.email}, ${hash}, now())`;
+    await app.service.sql`INSERT INTO accounts (name, email, password_hash, expires_at) VALUES (${pending.name}, ${pending.email}, ${hash}, now() + interval '1 hour')`;
+    const send = (email: string) => async () => (await app.call('POST', '/acc/reg/code', { json: { name: uniqueUser('reg').name, email, pwd: 'same-work-password' } })).status;
+    const known = await workOf(send(active.email));
+    const waiting = await workOf(send(pending.email));
+    const unknown = await workOf(send(uniqueUser('reg-nobody').email));
+    assert.equal(known.status, 204);
+    for (const other of [waiting, unknown]) {
+      assert.equal(other.status, known.status);
+      assert.deepEqual(other.statements, known.statements, 'the same statements in the same order');
+      assert.deepEqual(other.added, known.added, 'the same rows in the same tables');
+    }
+    assert.deepEqual(known.added, { ...Object.fromEntries(tables.map((table) => [table, 0])), name_holds: 1, address_quotas: 1, registration_requests: 1 });
   });
 });
