@@ -8,20 +8,24 @@ import { waitUntil } from '../helpers/wait.ts';
 // of row is still there just before its rule says it goes, and gone after the next sweep.
 
 let app: TestService;
+/** Its workers wait, so that only the sweep can remove what a stopped worker would leave. */
+let paused: TestService;
 const keys = createKeyedHashes(Buffer.from(testSecret));
 const hour = 3600;
 const day = 24 * hour;
 before(async () => {
   app = await startTestService();
+  paused = await startTestService({ outbox: { pollMs: 600_000, wakeJitterMs: 600_000 } });
 });
 after(async () => {
   await app.stop();
+  await paused.stop();
 });
 
 /** Moves the clock by `seconds`, sweeps, and returns how many rows `count` finds then. */
-async function afterSweep(seconds: number, count: () => Promise<number>): Promise<number> {
-  app.clock.advance(seconds);
-  await app.service.sweep();
+async function afterSweep(seconds: number, count: () => Promise<number>, service = app): Promise<number> {
+  service.clock.advance(seconds);
+  await service.service.sweep();
   return count();
 }
 const countOf = (rows: Promise<Array<Record<string, unknown>>>) => rows.then((result) => result[0]!.n as number);
@@ -74,14 +78,28 @@ describe('retention: every table a stranger or a client can grow', () => {
     assert.equal((await app.call('POST', '/acc/pwd/code', { json: { email } })).status, 204);
     await waitUntil(async () => (await countOf(app.service.sql`SELECT count(*)::int AS n FROM reset_requests WHERE address = ${email}`)) === 0);
 
-    // As a stopped worker would leave it: recorded RESET_CODE_TTL (900 s) ago.
+    // As a stopped worker would leave it: recorded almost RESET_CODE_TTL (900 s) ago.
     const stale = uniqueUser('stale').email;
-    await app.service.sql`INSERT INTO reset_requests (address, client_address, requested_at) VALUES (${stale}, '127.0.0.1', ${new Date(app.clock.now().getTime() - 890_000)})`;
-    const requests = () => countOf(app.service.sql`SELECT count(*)::int AS n FROM reset_requests WHERE address = ${stale}`);
-    // The sweep may race a worker's poll, which resolves it as well: either way it is gone in time.
-    const left = await afterSweep(0, requests);
-    assert.ok(left <= 1);
-    assert.equal(await afterSweep(20, requests), 0);
+    await paused.service.sql`INSERT INTO reset_requests (address, client_address, requested_at) VALUES (${stale}, '127.0.0.1', ${new Date(paused.clock.now().getTime() - 890_000)})`;
+    const requests = () => countOf(paused.service.sql`SELECT count(*)::int AS n FROM reset_requests WHERE address = ${stale}`);
+    assert.equal(await afterSweep(0, requests, paused), 1);
+    assert.equal(await afterSweep(20, requests, paused), 0);
+  });
+
+  it('registration requests: deleted when resolved, and unresolved ones once the registration would have expired', async () => {
+    const user = uniqueUser('requested');
+    assert.equal((await app.call('POST', '/acc/reg/code', { json: user })).status, 204);
+    await waitUntil(async () => (await countOf(app.service.sql`SELECT count(*)::int AS n FROM registration_requests WHERE address = ${user.email}`)) === 0);
+
+    // As a stopped worker would leave it: its registration expires in 10 s.
+    const stale = uniqueUser('stale-registration');
+    const expiresAt = new Date(paused.clock.now().getTime() + 10_000);
+    await paused.service.sql`
+      INSERT INTO registration_requests (name, address, password_hash, expires_at, requested_at)
+      VALUES (${stale.name}, ${stale.email}, '$scrypt$ln=4,r=8,p=1$c2FsdA$aGFzaA', ${expiresAt}, ${paused.clock.now()})`;
+    const requests = () => countOf(paused.service.sql`SELECT count(*)::int AS n FROM registration_requests WHERE address = ${stale.email}`);
+    assert.equal(await afterSweep(0, requests, paused), 1);
+    assert.equal(await afterSweep(20, requests, paused), 0);
   });
 
   it('outbox: a sent message keeps neither content nor address; sent and failed messages are deleted a week after they were queued', async () => {
