@@ -3,7 +3,8 @@
 ALTER TABLE security_events DROP CONSTRAINT security_events_type_check;
 ALTER TABLE security_events ADD CONSTRAINT security_events_type_check CHECK (type IN (
   'activated', 'signed-in', 'sign-in-failed', 'password-changed', 'reset-requested',
-  'password-reset', 'session-revoked', 'signed-out-everywhere', 'session-evicted'));
+  'password-reset', 'session-revoked', 'signed-out-everywhere', 'refresh-retried', 'refresh-token-reused',
+  'session-evicted'));
 
 -- Sent mail keeps no address: the recipient is erased with the content once a message is sent,
 -- and finished messages (sent or failed) are swept a week after they were queued.

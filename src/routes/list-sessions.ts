@@ -7,7 +7,7 @@ import { listSessions } from '../sessions/sessions.ts';
 /** GET /acc/me/sessions: where the account is signed in, the caller's own session marked. */
 export const getSessions: Handler = async (ctx, deps) => {
   const { account, sessionId } = await authenticate(ctx, deps);
-  const wait = takeAccountAllowance(deps, account.publicId);
+  const wait = takeAccountAllowance(deps, account.id);
   if (wait > 0) throw accountRateLimited(wait);
   const sessions = await listSessions(deps.sql, account.id, deps.clock(), deps.config.sessionsPerAccount);
   return {
