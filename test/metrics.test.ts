@@ -68,8 +68,8 @@ describe('GET /metrics without METRICS_TOKEN', () => {
     const app = await startTestService({ onQuery: (text) => statements.push(text) });
     try {
       await requestCode(app, uniqueUser());
-      // The outbox worker polls the same pool: only a scrape's own statements count.
-      const own = () => statements.filter((text) => !/outbox|^(begin|commit)$/i.test(text.trim()) || /count\(\*\)/.test(text));
+      // The outbox and request workers poll the same pool: only a scrape's own statements count.
+      const own = () => statements.filter((text) => !/outbox|_requests|^(begin|commit)$/i.test(text.trim()) || /count\(\*\)/.test(text));
       const before = own().length;
       const response = await app.call('GET', '/metrics');
       assert.equal(own().length, before, `a public scrape ran: ${own().slice(before).join('; ')}`);
