@@ -75,11 +75,11 @@ export async function insertRegistration(tx: Transaction, registration: NewRegis
 }
 
 /** Turns a pending registration into an account; returns its stored name and address, or null if it is not pending. */
-export async function activateRegistration(tx: Transaction, id: string, now: Date): Promise<{ name: string; email: string } | null> {
-  const [row] = await tx<{ name: string; email: string }[]>`
+export async function activateRegistration(tx: Transaction, id: string, now: Date): Promise<{ publicId: string; name: string; email: string } | null> {
+  const [row] = await tx<{ publicId: string; name: string; email: string }[]>`
     UPDATE accounts SET activated_at = ${now}, expires_at = NULL
     WHERE id = ${id} AND activated_at IS NULL
-    RETURNING name, email`;
+    RETURNING public_id AS "publicId", name, email`;
   return row ?? null;
 }
 

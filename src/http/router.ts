@@ -10,6 +10,8 @@ import type { RateLimiter } from '../rate-limit.ts';
 import type { KeyedHashes } from '../keyed-hashes.ts';
 import type { Sealer } from '../sealing.ts';
 import type { TokenService } from '../sessions/tokens.ts';
+import type { WebhookCounts } from '../webhooks/delivery.ts';
+import type { Webhooks } from '../webhooks/events.ts';
 
 /** Everything a handler may use, handed in so that tests can supply their own clock or database. */
 export type Deps = {
@@ -23,6 +25,10 @@ export type Deps = {
   /** Keyed hashes of addresses, names and client addresses, for the tables that count per key. */
   keys: KeyedHashes;
   outbox: { wake(): void; wakeLater(): void };
+  /** Events for the application; queueing does nothing while WEBHOOK_URL is unset. */
+  webhooks: Webhooks;
+  /** Webhook events by state as last counted (by the worker or the sweep); null when off. */
+  webhookCounts(): WebhookCounts | null;
   migrations: Migration[];
   /** Null when RATE_LIMIT is 0. */
   rateLimiter: RateLimiter | null;

@@ -21,10 +21,12 @@ export const activateAccount: Handler = async (ctx, deps) => {
     if (account === null) return false;
     await recordEvent(tx, accountId, 'activated', ctx.clientAddress, null, now);
     await enqueueMail(tx, accountActiveMail(account.email, account.name), deps.sealer, now);
+    await deps.webhooks.enqueue(tx, 'account.activated', account.publicId, now);
     return true;
   });
   // A concurrent request used the code first.
   if (!activated) throw new HttpError(problems.unknownCode);
   deps.outbox.wake();
+  deps.webhooks.wake();
   return { status: 204 };
 };

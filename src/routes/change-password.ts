@@ -29,10 +29,12 @@ export const changePassword: Handler = async (ctx, deps) => {
     if (!(await changePasswordHash(tx, account.id, sessionId, newHash))) return false;
     await recordEvent(tx, account.id, 'password-changed', ctx.clientAddress, sessionId, now);
     await enqueueMail(tx, passwordChangedMail(account.email, account.name, now, ctx.clientAddress), deps.sealer, now);
+    await deps.webhooks.enqueue(tx, 'password.changed', account.publicId, now);
     return true;
   });
   // The caller's session was revoked meanwhile (by a concurrent change, say), and this token with it.
   if (!changed) throw invalidToken();
   deps.outbox.wake();
+  deps.webhooks.wake();
   return { status: 204 };
 };

@@ -30,11 +30,13 @@ export const deleteAccount: Handler = async (ctx, deps) => {
     if (!(await deleteAccountRow(tx, account.id, sessionId, [deps.keys.address(account.email)]))) return false;
     await clearThrottle(tx, throttleIdentifiers(deps, account));
     await enqueueMail(tx, accountDeletedMail(account.email, account.name, now, ctx.clientAddress), deps.sealer, now);
+    await deps.webhooks.enqueue(tx, 'account.deleted', account.publicId, now);
     return true;
   });
   // The caller's session was revoked meanwhile (a concurrent password change, say), which won.
   if (!deleted) throw invalidToken();
   deps.metrics.increment('accounts_deleted_total');
   deps.outbox.wake();
+  deps.webhooks.wake();
   return { status: 204 };
 };

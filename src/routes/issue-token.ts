@@ -61,8 +61,9 @@ async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<str
 async function refreshGrant(ctx: RequestContext, deps: Deps, params: Record<string, unknown>): Promise<Reply> {
   const presented = stringParameter(params, 'refresh_token', maxRefreshTokenLength);
   const now = deps.clock();
-  const rotation = await rotateRefreshToken(deps.sql, presented, clientOf(ctx), now);
+  const rotation = await rotateRefreshToken(deps.sql, presented, clientOf(ctx), now, deps.webhooks);
   if (rotation.outcome === 'reused') {
+    deps.webhooks.wake();
     deps.metrics.increment('refresh_token_reuses_total');
     deps.log.warn('spent refresh token presented again; session revoked', { request_id: ctx.requestId, session_id: rotation.sessionId });
   }

@@ -34,10 +34,12 @@ export const resetPassword: Handler = async (ctx, deps) => {
     await deleteCodes(tx, account.id, 'reset');
     await clearThrottle(tx, throttleIdentifiers(deps, account));
     await enqueueMail(tx, passwordResetMail(account.email, account.name, now, ctx.clientAddress), deps.sealer, now);
+    await deps.webhooks.enqueue(tx, 'password.reset', account.publicId, now);
     return true;
   });
   // A concurrent request used the code first.
   if (!reset) throw new HttpError(problems.unknownCode);
   deps.outbox.wake();
+  deps.webhooks.wake();
   return { status: 204 };
 };

@@ -2,6 +2,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Account } from '../accounts/accounts.ts';
 import type { Sql, Transaction } from '../storage/db.ts';
 import { recordEvent } from '../accounts/security-events.ts';
+import type { Webhooks } from '../webhooks/events.ts';
 
 /** A live session as its owner sees it. */
 export type Session = { id: string; createdAt: Date; lastUsedAt: Date; clientAddress: string; userAgent: string };
@@ -47,7 +48,7 @@ export async function startSession(tx: Transaction, accountId: string, client: C
  * evidence that two parties hold the session, so the session is revoked, unless it was spent
  * within the retry window: a client whose answer was lost retries with the same token.
  */
-export async function rotateRefreshToken(sql: Sql, presented: string, client: Client, now: Date): Promise<Rotation> {
+export async function rotateRefreshToken(sql: Sql, presented: string, client: Client, now: Date, webhooks: Pick<Webhooks, 'enqueue'>): Promise<Rotation> {
   return sql.begin(async (tx) => {
     // The session row is locked first, and then the token is read in a statement of its own,
     // which sees whatever a transaction that held the lock before committed. Concurrent
@@ -70,6 +71,7 @@ export async function rotateRefreshToken(sql: Sql, presented: string, client: Cl
       if (now.getTime() - spentAt.getTime() <= retryWindowSeconds * 1000) return { outcome: 'refused' } as const;
       await tx`DELETE FROM sessions WHERE id = ${sessionId}`;
       await recordEvent(tx, row.account_id as string, 'session-revoked', client.address, sessionId, now);
+      await webhooks.enqueue(tx, 'sessions.revoked', row.public_id as string, now, { reason: 'refresh_token_reused', session_id: sessionId });
       return { outcome: 'reused', accountId: row.account_id as string, sessionId } as const;
     }
     const refreshToken = generateRefreshToken();
