@@ -11,6 +11,7 @@ import { activateRegistration } from '../../src/accounts/registrations.ts';
 import { recordEvent } from '../../src/accounts/security-events.ts';
 import { createSealer } from '../../src/sealing.ts';
 import { findSessionAccount, rotateRefreshToken } from '../../src/sessions/sessions.ts';
+import { disabledWebhooks } from '../../src/webhooks/events.ts';
 import { connectDatabase } from '../../src/storage/db.ts';
 import type { ScryptParams } from '../../src/config.ts';
 
@@ -88,7 +89,7 @@ function createWork(spec: ReferenceWork): Work | null {
     case 'refresh-rotation': {
       const sql = connectDatabase(spec.databaseUrl);
       return async (body, req) => {
-        const rotation = await rotateRefreshToken(sql, body.refresh_token!, { address: '127.0.0.1', userAgent: req.headers['user-agent'] ?? '' }, new Date());
+        const rotation = await rotateRefreshToken(sql, body.refresh_token!, { address: '127.0.0.1', userAgent: req.headers['user-agent'] ?? '' }, new Date(), disabledWebhooks);
         return rotation.outcome === 'rotated';
       };
     }
