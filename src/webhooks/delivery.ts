@@ -69,9 +69,9 @@ export function createWebhookWorker(options: WebhookDeliveryOptions): WebhookWor
       while (wanted && !stopped) {
         wanted = false;
         try {
-          let delivered = 0;
-          while (!stopped && (await deliverNext(settings, inFlight.signal))) delivered += 1;
-          if (delivered > 0 || cached === null) await refreshCounts();
+          let handled = 0;
+          while (!stopped && (await deliverNext(settings, inFlight.signal))) handled += 1;
+          if (handled > 0 || cached === null) await refreshCounts();
         } catch (error) {
           log.warn('webhook worker failed', describeError(error));
           options.onError?.(error);

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -262,3 +264,41 @@ describe('webhooks across a kill -9', () => {
     }
   });
 });
+
+describe('the receiver example of docs/webhooks.md', () => {
+  it('accepts the service\'s events, and answers 401 to a request without a valid signature', async () => {
+    const docs = await readFile(new URL('../../docs/webhooks.md', import.meta.url), 'utf8');
+    const example = /```js\n([\s\S]*?)```/.exec(docs)![1]!;
+    assert.equal(example.trimEnd().split('\n').length, 10, 'ten lines');
+    const port = await freePort();
+    const secret = newSecret();
+    // Run as written, from the repository root so that it finds the standardwebhooks package.
+    const child = spawn(process.execPath, ['--input-type=module', '-e', example.replace('.listen(9000)', `.listen(${port})`)], {
+      cwd: new URL('../..', import.meta.url).pathname,
+      env: { PATH: process.env.PATH ?? '', WEBHOOK_SECRET: secret },
+      stdio: 'ignore',
+    });
+    const url = `http://127.0.0.1:${port}/`;
+    try {
+      await waitUntil(async () => (await call(url, 'POST', '/', { body: '{}' }).catch(() => null))?.status === 401);
+      const app = await startTestService({ env: { WEBHOOK_URL: url, WEBHOOK_SECRET: secret }, webhooks: { pollMs: 100 } });
+      try {
+        const { token } = await registerAndSignIn(app);
+        await waitUntil(async () => (await rowsOf(app, claimsOf(token).sub))[0]?.state === 'delivered');
+      } finally {
+        await app.stop();
+      }
+    } finally {
+      child.kill('SIGTERM');
+    }
+  });
+});
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
