@@ -28,7 +28,7 @@ import { createTokenService } from './sessions/tokens.ts';
 import { deleteExpiredSessions } from './sessions/sessions.ts';
 import { deleteOldEvents } from './accounts/security-events.ts';
 import { createWebhookWorker, deleteDeliveredWebhooks, type WebhookDeliveryOptions } from './webhooks/delivery.ts';
-import { disabledWebhooks, enqueueWebhook } from './webhooks/events.ts';
+import { disabledWebhooks, enabledWebhooks } from './webhooks/events.ts';
 
 /** Configuration once main.ts has settled the database and the token secrets. */
 export type ServiceConfig = Config & { databaseUrl: string; tokenSecrets: Buffer[] };
@@ -104,7 +104,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       sealer,
       keys: createKeyedHashes(config.tokenSecrets[0]!),
       outbox,
-      webhooks: webhookWorker === null ? disabledWebhooks : { enqueue: enqueueWebhook, wake: webhookWorker.wake },
+      webhooks: webhookWorker === null ? disabledWebhooks : enabledWebhooks(webhookWorker.wake),
       webhookCounts: () => webhookWorker?.counts() ?? null,
       migrations,
       rateLimiter: config.rateLimit === 0 ? null : createRateLimiter(config.rateLimit),

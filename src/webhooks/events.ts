@@ -23,30 +23,46 @@ export type WebhookEventType = (typeof webhookEventTypes)[number];
  */
 export type WebhookData = Record<string, string | number | boolean | null>;
 
-/** What a use case needs: queue an event in its transaction, and wake the worker after commit. */
+/** One event as its table row holds it, made before the statement that writes it. */
+export type WebhookRow = { webhookId: string; type: WebhookEventType; account: string; body: string; createdAt: Date };
+
+/**
+ * What a use case needs. Either way the event is written in the statement or transaction of
+ * its cause, so that it exists exactly when its cause does; while WEBHOOK_URL is unset there is
+ * no event and nothing is written.
+ */
 export type Webhooks = {
-  /**
-   * Queues an event of the account (its public id, the token's `sub`) in the caller's
-   * transaction, so that the event exists exactly when its cause does. Does nothing while
-   * WEBHOOK_URL is unset.
-   */
+  /** The event of the account (its public id, the token's `sub`), for a statement that inserts it (end-sessions.ts); null when off. */
+  event(type: WebhookEventType, accountPublicId: string, now: Date, data?: WebhookData): WebhookRow | null;
+  /** Queues the event in the caller's transaction. */
   enqueue(tx: Transaction, type: WebhookEventType, accountPublicId: string, now: Date, data?: WebhookData): Promise<void>;
   /** Asks the worker to deliver now; call it after the commit. */
   wake(): void;
 };
 
 export const disabledWebhooks: Webhooks = {
+  event: () => null,
   enqueue: async () => {},
   wake: () => {},
 };
 
-/** The body, fixed when queued: every attempt sends and signs these same bytes. */
+export const enabledWebhooks = (wake: () => void): Webhooks => ({
+  event: webhookRow,
+  enqueue: (tx, type, accountPublicId, now, data) => insertWebhook(tx, webhookRow(type, accountPublicId, now, data)),
+  wake,
+});
+
+/** The body is fixed here: every attempt sends and signs these same bytes. */
+export function webhookRow(type: WebhookEventType, accountPublicId: string, now: Date, data: WebhookData = {}): WebhookRow {
+  return { webhookId: newWebhookId(), type, account: accountPublicId, body: webhookBody(type, accountPublicId, now, data), createdAt: now };
+}
+
 export function webhookBody(type: WebhookEventType, accountPublicId: string, now: Date, data: WebhookData = {}): string {
   return JSON.stringify({ type, timestamp: now.toISOString(), data: { ...data, account_id: accountPublicId } });
 }
 
-export async function enqueueWebhook(tx: Transaction, type: WebhookEventType, accountPublicId: string, now: Date, data: WebhookData = {}): Promise<void> {
+async function insertWebhook(tx: Transaction, row: WebhookRow): Promise<void> {
   await tx`
     INSERT INTO webhook_events (webhook_id, type, account, body, next_attempt_at, created_at)
-    VALUES (${newWebhookId()}, ${type}, ${accountPublicId}, ${webhookBody(type, accountPublicId, now, data)}, ${now}, ${now})`;
+    VALUES (${row.webhookId}, ${row.type}, ${row.account}, ${row.body}, ${row.createdAt}, ${row.createdAt})`;
 }
