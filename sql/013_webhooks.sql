@@ -29,7 +29,7 @@ CREATE TABLE webhook_events (
   CONSTRAINT delivered_events_have_no_body CHECK (state <> 'delivered' OR (body IS NULL AND delivered_at IS NOT NULL))
 );
 
--- The next event of each account: one per account may be pending ahead of the others.
+-- For the claim's order check: does this account have an earlier event pending?
 CREATE INDEX webhook_events_pending ON webhook_events (account, id) WHERE state = 'pending';
 CREATE INDEX webhook_events_due ON webhook_events (next_attempt_at) WHERE state = 'pending';
 CREATE INDEX webhook_events_delivered ON webhook_events (delivered_at) WHERE state = 'delivered';
