@@ -30,6 +30,8 @@ import { version } from './version.ts';
 import { createTokenService } from './sessions/tokens.ts';
 import { deleteExpiredSessions } from './sessions/sessions.ts';
 import { deleteOldEvents, strangerEventRetentionDays } from './accounts/security-events.ts';
+import { createWebhookWorker, deleteDeliveredWebhooks, type WebhookDeliveryOptions } from './webhooks/delivery.ts';
+import { disabledWebhooks, enabledWebhooks } from './webhooks/events.ts';
 
 /** Configuration once main.ts has settled the database and the token secrets. */
 export type ServiceConfig = Config & { databaseUrl: string; tokenSecrets: Buffer[] };
@@ -41,6 +43,7 @@ export type ServiceOptions = {
   passwords?: PasswordHasher;
   transport?: MailTransport;
   outbox?: Pick<OutboxOptions, 'pollMs' | 'wakeJitterMs' | 'maxAttempts' | 'backoffBaseMs' | 'backoffCapMs'>;
+  webhooks?: Pick<WebhookDeliveryOptions, 'pollMs' | 'timeoutMs' | 'maxAttempts' | 'backoffBaseMs' | 'backoffCapMs'>;
   httpTimeouts?: ServerTimeouts;
   /** Sees the text of every SQL statement, for tests that compare the work of two paths. */
   onQuery?: (text: string) => void;
@@ -63,6 +66,8 @@ const sweepIntervalMs = 60 * 1000;
 /** A spent refresh token is kept this long, so that presenting it again is detected as reuse. */
 export const spentRefreshTokenRetentionMs = 24 * 3600 * 1000;
 const shutdownGraceMs = 8_000;
+/** Delivered webhook events (their bodies already erased) are kept this long, for the operator. */
+export const deliveredWebhookRetentionMs = 7 * 24 * 3600 * 1000;
 
 /** Connects, migrates, and starts the HTTP server, the outbox worker and the sweep. */
 export async function startService(options: ServiceOptions): Promise<Service> {
@@ -96,6 +101,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       wakeJitterMs: options.outbox?.wakeJitterMs,
       onError: database.noteFailure,
     });
+    const webhookWorker = config.webhook === null ? null : createWebhookWorker({ ...options.webhooks, ...config.webhook, sql, clock, log, onError: database.noteFailure });
     // Hashing is bounded: HASH_CONCURRENCY at once, four times as many waiting for at most 2 s,
     // 503 past that. The queue is short on purpose: at production cost a hash takes ~0.1-0.5 s,
     // and a longer queue would only make clients wait past any useful timeout (see Performance).
@@ -112,6 +118,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       keys: createKeyedHashes(config.tokenSecrets[0]!),
       outbox,
       addressRequests,
+      webhooks: webhookWorker === null ? disabledWebhooks : enabledWebhooks(webhookWorker.wake),
+      webhookCounts: () => webhookWorker?.counts() ?? null,
       migrations,
       rateLimiter: config.rateLimit === 0 ? null : createRateLimiter(config.rateLimit),
       accountRateLimiter: config.accountRateLimit === 0 ? null : createRateLimiter(config.accountRateLimit),
@@ -128,7 +136,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       const now = clock();
       const ago = (ms: number) => new Date(now.getTime() - ms);
       const dayMs = 24 * 3600 * 1000;
-      const [registrations, codes, throttle, quotas, sessions, events, holds, mail, resetRequests, registrationRequests] = await Promise.all([
+      const [registrations, codes, throttle, quotas, sessions, events, holds, mail, resetRequests, registrationRequests, webhooks] = await Promise.all([
         deleteExpiredRegistrations(sql, ago(expiredRegistrationGraceMs)),
         deleteExpiredCodes(sql, ago(expiredRegistrationGraceMs)),
         deleteStaleThrottleRows(sql, now),
@@ -139,8 +147,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         deleteFinishedMail(sql, ago(finishedMailRetentionMs)),
         deleteStaleResetRequests(sql, ago(config.resetCodeTtlSeconds * 1000)),
         deleteStaleRegistrationRequests(sql, now),
+        deleteDeliveredWebhooks(sql, ago(deliveredWebhookRetentionMs)),
       ]);
-      log.debug('sweep done', { registrations, codes, throttle, quotas, ...sessions, events, holds, mail, resetRequests, registrationRequests });
+      await webhookWorker?.refreshCounts();
+      log.debug('sweep done', { registrations, codes, throttle, quotas, ...sessions, events, holds, mail, resetRequests, registrationRequests, webhooks });
     };
     const sweepTimer = setInterval(() => void sweep().catch((error: unknown) => log.warn('sweep failed', describeError(error))), sweepIntervalMs);
     sweepTimer.unref();
@@ -163,6 +173,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
     outbox.wake();
     addressRequests.wakeLater();
+    webhookWorker?.wake();
 
     return {
       url: `http://${host}:${port}`,
@@ -177,6 +188,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         await wrapping;
         await addressRequests.stop();
         await outbox.stop();
+        await webhookWorker?.stop();
         transport.close();
         await database.end();
       },

@@ -33,6 +33,12 @@ export const getMetrics: Handler = async (ctx, deps) => {
     gauges.push(databaseUp(deps.databaseUp()));
     return reply(deps.metrics.render(gauges, { latencies: false }));
   }
+  // Counted by the webhook worker and the sweep, never by a scrape: no query per request.
+  const webhooks = deps.webhookCounts();
+  if (webhooks !== null) {
+    const samples = (['pending', 'delivered', 'failed'] as const).map((state) => ({ labels: { state }, value: webhooks[state] }));
+    gauges.push({ name: 'webhook_events', help: 'Webhook events by state, as last counted (all instances).', samples });
+  }
   try {
     const outbox = await deps.sql`SELECT state, count(*)::int AS n FROM outbox GROUP BY state`;
     const connections = await deps.sql`
