@@ -99,6 +99,19 @@ const responseSchemas: Record<string, JsonObject> = {
       },
     },
   },
+  AuthorizationServerMetadata: {
+    type: 'object',
+    required: ['issuer', 'token_endpoint', 'revocation_endpoint', 'grant_types_supported', 'token_endpoint_auth_methods_supported', 'revocation_endpoint_auth_methods_supported', 'response_types_supported'],
+    properties: {
+      issuer: { type: 'string', format: 'uri', description: 'TOKEN_ISSUER, the iss of every token.' },
+      token_endpoint: { type: 'string', format: 'uri' },
+      revocation_endpoint: { type: 'string', format: 'uri' },
+      grant_types_supported: { type: 'array', items: { type: 'string' } },
+      token_endpoint_auth_methods_supported: { type: 'array', items: { type: 'string' } },
+      revocation_endpoint_auth_methods_supported: { type: 'array', items: { type: 'string' } },
+      response_types_supported: { type: 'array', items: { type: 'string' }, description: 'Empty: there is no authorization endpoint.' },
+    },
+  },
   Empty: { type: 'object', additionalProperties: false, description: 'An empty JSON object.' },
   Problem: {
     type: 'object',
