@@ -65,12 +65,17 @@ function run(command: string, args: string[], env: Record<string, string>, cwd: 
 }
 
 
-/** Runs `node args` in `cwd` with only PATH (and the environment given) to completion; for documented recipes. */
-export function runNode(args: string[], cwd: string, env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, args, { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Runs `command args` in `cwd` with only PATH (and the environment given) to its end; for documented recipes. */
+export function runToEnd(command: string, args: string[], cwd: string, env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(command, args, { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+}
+
+/** Runs `node args` (this Node) in `cwd` to its end. */
+export function runNode(args: string[], cwd: string, env: Record<string, string> = {}): ReturnType<typeof runToEnd> {
+  return runToEnd(process.execPath, args, cwd, env);
 }
