@@ -16,6 +16,52 @@ SET xmloption = content;
 SET client_min_messages = warning;
 SET row_security = off;
 
+--
+-- Name: refresh_session(bytea, bytea, timestamp with time zone, interval, text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.refresh_session(presented bytea, successor bytea, now_at timestamp with time zone, retry_window interval, address text, agent text) RETURNS TABLE(outcome text, account_id bigint, public_id uuid, session_id uuid)
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  owner bigint;
+  session uuid;
+  spent timestamptz;
+BEGIN
+  SELECT s.account_id INTO owner FROM refresh_tokens r JOIN sessions s ON s.id = r.session_id WHERE r.token_hash = presented;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT 'refused', NULL::bigint, NULL::uuid, NULL::uuid;
+    RETURN;
+  END IF;
+  PERFORM 1 FROM accounts a WHERE a.id = owner FOR NO KEY UPDATE;
+  SELECT s.id, r.spent_at INTO session, spent
+  FROM refresh_tokens r JOIN sessions s ON s.id = r.session_id
+  WHERE r.token_hash = presented AND s.account_id = owner AND s.expires_at > now_at
+  FOR NO KEY UPDATE OF s;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT 'refused', NULL::bigint, NULL::uuid, NULL::uuid;
+    RETURN;
+  END IF;
+  IF spent IS NULL THEN
+    UPDATE refresh_tokens SET spent_at = now_at WHERE token_hash = presented;
+    outcome := 'rotated';
+  ELSIF spent >= now_at - retry_window
+    AND EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.session_id = session AND r.spent_at IS NULL AND r.parent_hash = presented) THEN
+    -- The successor issued before stops working; presenting it later is reuse.
+    UPDATE refresh_tokens r SET spent_at = now_at WHERE r.session_id = session AND r.spent_at IS NULL;
+    INSERT INTO security_events (account_id, type, occurred_at, client_address, session_id)
+    VALUES (owner, 'refresh-retried', now_at, address, session);
+    outcome := 'retried';
+  ELSE
+    RETURN QUERY SELECT 'reused', owner, NULL::uuid, session;
+    RETURN;
+  END IF;
+  INSERT INTO refresh_tokens (token_hash, session_id, created_at, parent_hash) VALUES (successor, session, now_at, presented);
+  UPDATE sessions s SET last_used_at = now_at, client_address = address, user_agent = agent WHERE s.id = session;
+  RETURN QUERY SELECT outcome, owner, a.public_id, session FROM accounts a WHERE a.id = owner;
+END;
+$$;
+
 SET default_tablespace = '';
 
 SET default_table_access_method = heap;
@@ -64,6 +110,15 @@ CREATE TABLE public.address_quotas (
     last_at timestamp with time zone NOT NULL,
     CONSTRAINT address_quotas_address_key_check CHECK ((octet_length(address_key) = 32)),
     CONSTRAINT address_quotas_purpose_check CHECK ((purpose = ANY (ARRAY['registration'::text, 'reset'::text])))
+);
+
+--
+-- Name: keyed_hash_keys; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.keyed_hash_keys (
+    purpose text NOT NULL,
+    sealed_key bytea NOT NULL
 );
 
 --
@@ -161,6 +216,8 @@ CREATE TABLE public.refresh_tokens (
     session_id uuid NOT NULL,
     created_at timestamp with time zone NOT NULL,
     spent_at timestamp with time zone,
+    parent_hash bytea,
+    CONSTRAINT refresh_tokens_parent_hash_check CHECK ((octet_length(parent_hash) = 32)),
     CONSTRAINT refresh_tokens_token_hash_check CHECK ((octet_length(token_hash) = 32))
 );
 
@@ -187,7 +244,7 @@ CREATE TABLE public.security_events (
     client_address text NOT NULL,
     session_id uuid,
     CONSTRAINT security_events_client_address_check CHECK ((length(client_address) <= 64)),
-    CONSTRAINT security_events_type_check CHECK ((type = ANY (ARRAY['activated'::text, 'signed-in'::text, 'sign-in-failed'::text, 'password-changed'::text, 'reset-requested'::text, 'password-reset'::text, 'session-revoked'::text, 'signed-out-everywhere'::text])))
+    CONSTRAINT security_events_type_check CHECK ((type = ANY (ARRAY['activated'::text, 'signed-in'::text, 'sign-in-failed'::text, 'password-changed'::text, 'reset-requested'::text, 'password-reset'::text, 'session-revoked'::text, 'signed-out-everywhere'::text, 'refresh-retried'::text, 'refresh-token-reused'::text])))
 );
 
 --
@@ -232,6 +289,13 @@ ALTER TABLE ONLY public.accounts
 
 ALTER TABLE ONLY public.address_quotas
     ADD CONSTRAINT address_quotas_pkey PRIMARY KEY (purpose, address_key);
+
+--
+-- Name: keyed_hash_keys keyed_hash_keys_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.keyed_hash_keys
+    ADD CONSTRAINT keyed_hash_keys_pkey PRIMARY KEY (purpose);
 
 --
 -- Name: login_budgets login_budgets_pkey; Type: CONSTRAINT; Schema: public; Owner: -
