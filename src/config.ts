@@ -49,7 +49,12 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
   const warnings: string[] = [];
   // Every name read below is recorded, so the list of known variables cannot drift from the parsing.
   const read = new Set<string>();
-  const env = new Proxy(given, { get: (target, name) => (typeof name === 'string' && read.add(name), target[name as string]) });
+  const env = new Proxy(given, {
+    get(target, name) {
+      if (typeof name === 'string') read.add(name);
+      return target[name as string];
+    },
+  });
   const databaseUrl = optionalUrl(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
   const tokenSecrets = parseTokenSecrets(env.TOKEN_SECRET);
   if (databaseUrl !== null && tokenSecrets === null) {
