@@ -277,6 +277,43 @@ CREATE TABLE public.sessions (
 );
 
 --
+-- Name: webhook_events; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.webhook_events (
+    id bigint NOT NULL,
+    webhook_id text NOT NULL,
+    type text NOT NULL,
+    account uuid NOT NULL,
+    body text,
+    state text DEFAULT 'pending'::text NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    next_attempt_at timestamp with time zone NOT NULL,
+    claimed_until timestamp with time zone,
+    last_error text,
+    created_at timestamp with time zone NOT NULL,
+    delivered_at timestamp with time zone,
+    CONSTRAINT delivered_events_have_no_body CHECK (((state <> 'delivered'::text) OR ((body IS NULL) AND (delivered_at IS NOT NULL)))),
+    CONSTRAINT pending_events_have_a_body CHECK (((state <> 'pending'::text) OR (body IS NOT NULL))),
+    CONSTRAINT webhook_events_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text]))),
+    CONSTRAINT webhook_events_type_check CHECK ((type = ANY (ARRAY['account.activated'::text, 'account.deleted'::text, 'account.email_changed'::text, 'password.changed'::text, 'password.reset'::text, 'sessions.revoked'::text, 'second_factor.enabled'::text, 'second_factor.disabled'::text]))),
+    CONSTRAINT webhook_events_webhook_id_check CHECK ((webhook_id ~ '^msg_[A-Za-z0-9_-]{1,64}$'::text))
+);
+
+--
+-- Name: webhook_events_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.webhook_events ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.webhook_events_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
 -- Name: accounts accounts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -366,6 +403,20 @@ ALTER TABLE ONLY public.security_events
 
 ALTER TABLE ONLY public.sessions
     ADD CONSTRAINT sessions_pkey PRIMARY KEY (id);
+
+--
+-- Name: webhook_events webhook_events_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.webhook_events
+    ADD CONSTRAINT webhook_events_pkey PRIMARY KEY (id);
+
+--
+-- Name: webhook_events webhook_events_webhook_id_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.webhook_events
+    ADD CONSTRAINT webhook_events_webhook_id_key UNIQUE (webhook_id);
 
 --
 -- Name: accounts_email_key; Type: INDEX; Schema: public; Owner: -
@@ -474,6 +525,24 @@ CREATE INDEX sessions_account ON public.sessions USING btree (account_id);
 --
 
 CREATE INDEX sessions_expiry ON public.sessions USING btree (expires_at);
+
+--
+-- Name: webhook_events_delivered; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX webhook_events_delivered ON public.webhook_events USING btree (delivered_at) WHERE (state = 'delivered'::text);
+
+--
+-- Name: webhook_events_due; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX webhook_events_due ON public.webhook_events USING btree (next_attempt_at) WHERE (state = 'pending'::text);
+
+--
+-- Name: webhook_events_pending; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX webhook_events_pending ON public.webhook_events USING btree (account, id) WHERE (state = 'pending'::text);
 
 --
 -- Name: one_time_codes one_time_codes_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
