@@ -230,7 +230,7 @@ function queryThroughGate(query: Promise<unknown>, again: () => Promise<unknown>
 
 /** Whether a connection of its own, outside the pool, gets an answer from the database. */
 async function answersOnFreshConnection(url: string, applicationName = 'account-service'): Promise<boolean> {
-  const probe = postgres(url, { max: 1, connect_timeout: 1, idle_timeout: 1, onnotice: () => {}, connection: { application_name: applicationName } });
+  const probe = postgres(url, { ...sessionAttrs(url), max: 1, connect_timeout: 1, idle_timeout: 1, onnotice: () => {}, connection: { application_name: applicationName } });
   const answered = await probe`SELECT 1`.then(() => true, () => false);
   await probe.end({ timeout: 0 }).catch(() => {});
   return answered;
@@ -270,12 +270,25 @@ export function isDriverWriteDefect(error: unknown): boolean {
   return /\bnextWrite\b/.test(stack) && /postgres[\\/](?:cjs[\\/])?src[\\/]connection\.js/.test(stack);
 }
 
+/**
+ * postgres 3.4.9 takes a hot standby for read-write: against PostgreSQL 14 and later it reads
+ * default_transaction_read_only, which a standby reports as off, instead of asking whether the
+ * session is read-only. During a failover, with the primary gone and the standby not yet
+ * promoted, the pool then connected to the standby and every write failed (25006). Asking for
+ * `primary` instead checks in_hot_standby, which is right: on a primary the two differ only
+ * when default_transaction_read_only is set, which would refuse this service's writes anyway.
+ */
+function sessionAttrs(url: string): { target_session_attrs?: 'primary' } {
+  return /[?&]target_session_attrs=read-write(?:&|$)/.test(url) ? { target_session_attrs: 'primary' } : {};
+}
+
 /** Connections of a pool. */
 const poolSize = 10;
 
 /** `onQuery` sees the text of every statement (never its parameters), for tests that compare paths. */
 export function connectDatabase(url: string, { applicationName = 'account-service', onQuery, bounds = unbounded }: Pick<PoolOptions, 'applicationName' | 'onQuery' | 'bounds'> = {}): Sql {
   return postgres(url, {
+    ...sessionAttrs(url),
     ...(onQuery === undefined ? {} : { debug: (_connection: number, text: string) => onQuery(text) }),
     max: poolSize,
     connect_timeout: connectTimeoutSeconds,
@@ -286,6 +299,9 @@ export function connectDatabase(url: string, { applicationName = 'account-servic
       application_name: applicationName,
       ...(bounds.statementTimeoutMs > 0 ? { statement_timeout: bounds.statementTimeoutMs } : {}),
       ...(bounds.lockTimeoutMs > 0 ? { lock_timeout: bounds.lockTimeoutMs } : {}),
+      // A transaction that a client-side fault left open (as a pooler in the wrong mode did)
+      // would hold its locks and its connection for good: the server ends it instead.
+      ...(bounds.statementTimeoutMs > 0 ? { idle_in_transaction_session_timeout: bounds.statementTimeoutMs } : {}),
     },
   });
 }
@@ -304,6 +320,7 @@ const unavailableCodes = new Set([
   '57P01', // admin_shutdown
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now
+  '25006', // read_only_sql_transaction: the connection is to a standby, not the primary
 ]);
 
 /** Errors that show new connections failing, not just one connection broken: the breaker opens at once. */
@@ -343,7 +360,7 @@ export function poolerHint(error: unknown): string | null {
   const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
   if (code === '26000') return 'prepared statement missing: a transaction-mode pooler (PgBouncer, Supavisor, RDS Proxy) is in front of PostgreSQL; add prepare=false to DATABASE_URL (docs/operations.md, Poolers)';
   const parameter = typeof message === 'string' ? /unsupported startup parameter: (\w+)/.exec(message)?.[1] : undefined;
-  if (parameter !== undefined) return `the pooler refuses the startup parameter ${parameter}: add statement_timeout,lock_timeout to its ignore_startup_parameters and set them on the role, or set DATABASE_STATEMENT_TIMEOUT=0 and DATABASE_LOCK_TIMEOUT=0 (docs/operations.md, Poolers)`;
+  if (parameter !== undefined) return `the pooler refuses the startup parameter ${parameter}: add statement_timeout,lock_timeout,idle_in_transaction_session_timeout to its ignore_startup_parameters and set them on the role, or set DATABASE_STATEMENT_TIMEOUT=0 and DATABASE_LOCK_TIMEOUT=0 (docs/operations.md, Poolers)`;
   return null;
 }
 
