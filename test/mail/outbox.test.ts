@@ -13,7 +13,7 @@ import { createSealer } from '../../src/sealing.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { codeIn, startTestSmtp } from '../helpers/smtp.ts';
-import { requestCode, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
+import { requestCode, startTestService, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
 
 let app: TestService;
 before(async () => {
@@ -42,6 +42,42 @@ describe('the outbox', () => {
     assert.equal(row.last_error, null);
     assert.equal(mail.messageId, row.message_id);
     assert.equal((await app.call('POST', '/acc/reg', { json: { code: codeIn(mail) } })).status, 204, 'the delivered code works');
+  });
+
+  it('holds no connection and no lock while SMTP hangs, and delivers once it answers', async () => {
+    const user = uniqueUser();
+    app.smtp.delayNext(5_000);
+    assert.equal((await app.call('POST', '/acc/reg/code', { json: user })).status, 204);
+    await waitUntil(async () => (await outboxRow(user.email)).lease !== null);
+    // Mid-send: the message is claimed, and no backend of the service sits in a transaction.
+    const open = await app.service.sql`
+      SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND state LIKE 'idle in transaction%'`;
+    assert.equal(open[0]!.n, 0);
+    // Every connection of the pool is free for requests meanwhile.
+    const started = performance.now();
+    const answers = await Promise.all(Array.from({ length: 20 }, () => app.call('GET', '/readyz')));
+    assert.ok(answers.every((answer) => answer.status === 200));
+    assert.ok(performance.now() - started < 1_500, 'answered while the send hangs');
+    const mail = await app.smtp.waitFor((message) => message.to === user.email, 10_000);
+    await waitUntil(async () => (await outboxRow(user.email)).state === 'sent');
+    const row = await outboxRow(user.email);
+    assert.equal(row.lease, null);
+    assert.equal(mail.messageId, row.message_id);
+    assert.equal(app.smtp.messages.filter((message) => message.to === user.email).length, 1, 'sent once');
+  });
+
+  it('sends a message again after its lease runs out, with the same Message-ID, and lets only the lease holder settle it', async () => {
+    const recipient = `${uniqueUser().name}@example.com`;
+    // A worker that claimed the message and then died: a lease that has run out.
+    await app.service.sql.begin((tx) => enqueueMail(tx, accountActiveMail(recipient, 'x'), createSealer([Buffer.from(testSecret)]), new Date()));
+    const [claimed] = await app.service.sql`
+      UPDATE outbox SET lease = gen_random_uuid(), attempts = 1, next_attempt_at = now() - interval '1 second'
+      WHERE recipient = ${recipient} RETURNING message_id`;
+    const mail = await app.smtp.waitFor((message) => message.to === recipient);
+    assert.equal(mail.messageId, claimed!.message_id);
+    await waitUntil(async () => (await outboxRow(recipient)).state === 'sent');
+    assert.equal((await outboxRow(recipient)).attempts, 2);
   });
 
   it('stops at once on a permanent refusal and keeps the reason', async () => {
