@@ -36,7 +36,7 @@ const queryMethods = new Set<PropertyKey>(['begin', 'reserve', 'unsafe', 'file']
  * driver's Queue no longer keeps a slot per shift() (test/bench/driver-queue.ts shows it).
  */
 export const defaultQueriesPerPool = 10_000;
-/** What a renewed pool had started may finish: longer than a request (30 s) or an outbox send. */
+/** What a renewed pool had started may finish: longer than a request (30 s); no outbox send holds a connection (outbox.ts). */
 const retiredPoolTimeoutSeconds = 60;
 
 /**
