@@ -73,7 +73,7 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
     database: {
       statementTimeoutMs: integer(env, 'DATABASE_STATEMENT_TIMEOUT', 5_000, 0, 600_000),
       lockTimeoutMs: integer(env, 'DATABASE_LOCK_TIMEOUT', 2_000, 0, 600_000),
-      queueTimeoutMs: integer(env, 'DATABASE_QUEUE_TIMEOUT', 1_000, 1, 60_000),
+      queueTimeoutMs: integer(env, 'DATABASE_QUEUE_TIMEOUT', 2_000, 1, 60_000),
     },
     dataDir: resolve(env.DATA_DIR || '.data'),
     smtpUrl: optionalUrl(env, 'SMTP_URL', ['smtp:', 'smtps:']),

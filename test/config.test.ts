@@ -27,7 +27,7 @@ describe('parseConfig', () => {
     assert.deepEqual(config.corsOrigins, []);
     assert.match(config.dataDir, /\.data$/);
     assert.deepEqual(config.warnings, []);
-    assert.deepEqual(config.database, { statementTimeoutMs: 5_000, lockTimeoutMs: 2_000, queueTimeoutMs: 1_000 });
+    assert.deepEqual(config.database, { statementTimeoutMs: 5_000, lockTimeoutMs: 2_000, queueTimeoutMs: 2_000 });
   });
 
   it('reads the database bounds, 0 leaving a timeout to the server', () => {
