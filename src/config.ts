@@ -10,6 +10,8 @@ export type Config = {
   port: number;
   host: string;
   databaseUrl: string | null;
+  /** Bounds on every wait for PostgreSQL, in milliseconds (storage/db.ts); 0 leaves a timeout to the server's settings. */
+  database: DatabaseBounds;
   dataDir: string;
   smtpUrl: string | null;
   mailFrom: string;
@@ -45,6 +47,8 @@ export type Config = {
   warnings: string[];
 };
 
+export type DatabaseBounds = { statementTimeoutMs: number; lockTimeoutMs: number; queueTimeoutMs: number };
+
 /** Raised for a bad environment variable; its message is one line naming the variable. */
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -63,7 +67,7 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
       return target[name as string];
     },
   });
-  const databaseUrl = optionalUrl(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
+  const databaseUrl = parseDatabaseUrl(env.DATABASE_URL);
   const tokenSecrets = parseTokenSecrets(env.TOKEN_SECRET);
   if (databaseUrl !== null && tokenSecrets === null) {
     throw new ConfigError('TOKEN_SECRET is required when DATABASE_URL is set (one or more comma-separated secrets of at least 32 bytes)');
@@ -78,6 +82,11 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
     port,
     host,
     databaseUrl,
+    database: {
+      statementTimeoutMs: integer(env, 'DATABASE_STATEMENT_TIMEOUT', 5_000, 0, 600_000),
+      lockTimeoutMs: integer(env, 'DATABASE_LOCK_TIMEOUT', 2_000, 0, 600_000),
+      queueTimeoutMs: integer(env, 'DATABASE_QUEUE_TIMEOUT', 2_000, 1, 60_000),
+    },
     dataDir: resolve(env.DATA_DIR || '.data'),
     smtpUrl: optionalUrl(env, 'SMTP_URL', ['smtp:', 'smtps:']),
     mailFrom: parseMailFrom(env.MAIL_FROM),
@@ -179,6 +188,49 @@ function optionalUrl(env: NodeJS.ProcessEnv, name: string, protocols: string[]):
     throw new ConfigError(`${name} must be a URL of the form ${protocols[0]}//host:port/...`);
   }
   return raw;
+}
+
+const targetSessionAttrs = ['read-write', 'read-only', 'primary', 'standby', 'prefer-standby'];
+
+/**
+ * Every form the postgres driver reads: `postgres://[user[:password]@][host[:port][,host[:port]…]][/database][?param=value…]`,
+ * with several hosts for failover (libpq's form, with `target_session_attrs`), or none for the
+ * driver's defaults (PGHOST, a Unix socket). What can be checked without refusing a standard
+ * form is checked: the scheme, each host and port, the database name, and the query parameters
+ * the driver itself would refuse only at the first connection. The value may hold a password,
+ * so it is never echoed.
+ */
+export function parseDatabaseUrl(raw: string | undefined): string | null {
+  if (raw === undefined || raw === '') return null;
+  const match = /^(postgres|postgresql):\/\/(?:([^@/?#]*)@)?([^/?#]*)(\/[^?#]*)?(\?[^#]*)?$/.exec(raw);
+  if (match === null) throw new ConfigError('DATABASE_URL must look like postgres://user:password@host:port/database (several host:port pairs separated by commas for failover)');
+  const [, , userInfo = '', hostList = '', path = '', query = ''] = match;
+  const hosts = hostList === '' ? [] : hostList.split(',');
+  const badHost = hosts.findIndex((host) => !isHostAndPort(host));
+  if (badHost !== -1) throw new ConfigError(`DATABASE_URL host ${badHost + 1} must be host, host:port or [IPv6]:port with a port from 1 to 65535`);
+  // The URL parser checks the escapes of the user, password and path, with the first host in place of the list, as the driver does.
+  try {
+    const parsed = new URL(`postgres://${userInfo === '' ? '' : `${userInfo}@`}${hosts[0] ?? 'localhost'}${path}${query}`);
+    decodeURIComponent(parsed.username);
+    decodeURIComponent(parsed.password);
+    decodeURIComponent(parsed.pathname);
+    const attrs = parsed.searchParams.get('target_session_attrs');
+    if (attrs !== null && !targetSessionAttrs.includes(attrs)) throw new ConfigError(`DATABASE_URL target_session_attrs must be one of ${targetSessionAttrs.join(', ')}`);
+    const prepare = parsed.searchParams.get('prepare');
+    if (prepare !== null && !['true', 'false'].includes(prepare)) throw new ConfigError('DATABASE_URL prepare must be true or false');
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    throw new ConfigError('DATABASE_URL is not a valid URL (a user, password or database name with a bad %-escape?)');
+  }
+  return raw;
+}
+
+function isHostAndPort(value: string): boolean {
+  const match = /^(\[[0-9A-Fa-f:.]+\]|[^:[\]]+)(?::([0-9]{1,5}))?$/.exec(value);
+  if (match === null) return false;
+  const [, host = '', port] = match;
+  const validHost = host.startsWith('[') ? isIP(host.slice(1, -1)) === 6 : isIP(host) !== 0 || isHostName(host) || host.startsWith('%2F') || host.startsWith('%2f');
+  return validHost && (port === undefined || (Number(port) >= 1 && Number(port) <= 65535));
 }
 
 function parseHost(raw: string | undefined): string {

@@ -42,7 +42,7 @@ export type ServiceOptions = {
   clock?: () => Date;
   passwords?: PasswordHasher;
   transport?: MailTransport;
-  outbox?: Pick<OutboxOptions, 'pollMs' | 'wakeJitterMs' | 'maxAttempts' | 'backoffBaseMs' | 'backoffCapMs'>;
+  outbox?: Pick<OutboxOptions, 'pollMs' | 'wakeJitterMs' | 'maxAttempts' | 'backoffBaseMs' | 'backoffCapMs' | 'leaseMs'>;
   webhooks?: Pick<WebhookDeliveryOptions, 'pollMs' | 'timeoutMs' | 'maxAttempts' | 'backoffBaseMs' | 'backoffCapMs'>;
   httpTimeouts?: ServerTimeouts;
   /** Sees the text of every SQL statement, for tests that compare the work of two paths. */
@@ -77,6 +77,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const applicationName = `account-service/${randomUUID().slice(0, 8)}`;
   const database = openDatabase(config.databaseUrl, {
     applicationName,
+    bounds: config.database,
     onDown: () => log.warn('database unreachable or its connections broken; failing requests at once until it answers'),
     onUp: () => log.info('database answers again; serving with a new connection pool'),
     onRenew: () => log.debug('renewed the connection pool (driver queue defect, see storage/db.ts)'),
