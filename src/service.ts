@@ -16,7 +16,7 @@ import { createRateLimiter } from './rate-limit.ts';
 import { deleteStaleThrottleRows } from './accounts/login-throttle.ts';
 import { deleteExpiredNameHolds, deleteExpiredRegistrations } from './accounts/registrations.ts';
 import { deleteStaleQuotas } from './accounts/address-quotas.ts';
-import { createKeyedHashes } from './keyed-hashes.ts';
+import { loadKeyedHashes } from './keyed-hashes.ts';
 import { deleteExpiredCodes } from './accounts/one-time-codes.ts';
 import { wrapOutdatedHashes } from './accounts/hash-wrapping.ts';
 import { routes } from './routes/index.ts';
@@ -96,7 +96,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       passwords: limitPasswordHasher(unlimitedHasher, passwordLimiter),
       tokens: createTokenService({ secrets: config.tokenSecrets, ttlSeconds: config.tokenTtlSeconds, issuer: config.tokenIssuer, audience: config.tokenAudience }),
       sealer,
-      keys: createKeyedHashes(config.tokenSecrets[0]!),
+      keys: await loadKeyedHashes(sql, sealer, config.tokenSecrets[0]!),
       outbox,
       migrations,
       rateLimiter: config.rateLimit === 0 ? null : createRateLimiter(config.rateLimit),
