@@ -39,8 +39,8 @@ export type ServiceOptions = {
   transport?: MailTransport;
   outbox?: Pick<OutboxOptions, 'pollMs' | 'wakeJitterMs' | 'maxAttempts' | 'backoffBaseMs' | 'backoffCapMs'>;
   httpTimeouts?: ServerTimeouts;
-  /** Sees the text of every SQL statement, for tests that compare the work of two paths. */
-  onQuery?: (text: string) => void;
+  /** Sees the text of every SQL statement and its connection, for tests that compare or count the work of paths. */
+  onQuery?: (text: string, connection: number) => void;
 };
 
 export type Service = {

@@ -42,7 +42,7 @@ export type PoolOptions = {
   applicationName?: string;
   onDown?: () => void;
   onUp?: () => void;
-  onQuery?: (text: string) => void;
+  onQuery?: (text: string, connection: number) => void;
   queriesPerPool?: number;
   /** Called when a renewed pool's predecessor has been asked to end. */
   onRenew?: () => void;
@@ -205,7 +205,7 @@ const poolSize = 10;
 
 export function connectDatabase(url: string, { applicationName = 'account-service', onQuery }: Pick<PoolOptions, 'applicationName' | 'onQuery'> = {}): Sql {
   return postgres(url, {
-    ...(onQuery === undefined ? {} : { debug: (_connection: number, text: string) => onQuery(text) }),
+    ...(onQuery === undefined ? {} : { debug: (connection: number, text: string) => onQuery(text, connection) }),
     max: poolSize,
     connect_timeout: connectTimeoutSeconds,
     idle_timeout: 60,
