@@ -1,6 +1,6 @@
 import { ConfigError, parseConfig } from './config.ts';
 import { lockDataDir, prepareDataDir, type DataDirLock } from './storage/data-dir.ts';
-import { connectDatabase, isDriverWriteDefect } from './storage/db.ts';
+import { connectDatabase, isDatabaseUnavailable, isDriverWriteDefect } from './storage/db.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './storage/embedded-db.ts';
 import { checkListenAddress } from './http/listen-check.ts';
 import { loadOrCreateSecret } from './storage/local-secrets.ts';
@@ -23,8 +23,9 @@ const usage = `Usage: account-service [--migrate | --help | --version]
 Serves the account API over HTTP. Configuration comes from environment variables only
 (PORT, HOST, DATABASE_URL, DATA_DIR, SMTP_URL, MAIL_FROM, TOKEN_SECRET, TOKEN_TTL,
 REFRESH_TTL, TOKEN_ISSUER, TOKEN_AUDIENCE, REG_CODE_TTL, RESET_CODE_TTL, SCRYPT_PARAMS,
-HASH_CONCURRENCY, LOGIN_FAILURES_PER_HOUR, EVENT_RETENTION_DAYS, RATE_LIMIT, TRUST_PROXY,
-CORS_ORIGINS, METRICS_TOKEN, LOG_LEVEL, WEBHOOK_URL, WEBHOOK_SECRET); see README.md. To read them from a file, after
+HASH_CONCURRENCY, LOGIN_FAILURES_PER_HOUR, EVENT_RETENTION_DAYS, RATE_LIMIT,
+ACCOUNT_RATE_LIMIT, SESSIONS_PER_ACCOUNT, TRUST_PROXY, CORS_ORIGINS, METRICS_TOKEN,
+LOG_LEVEL, WEBHOOK_URL, WEBHOOK_SECRET); see README.md. To read them from a file, after
 npm run build: node --env-file=FILE dist/main.js.
 
   --migrate   apply the database migrations and exit
@@ -101,8 +102,21 @@ async function main(argv: string[]): Promise<void> {
   } catch (error) {
     await embedded?.stop().catch(() => {});
     await lock?.release();
-    throw error;
+    throw config.databaseUrl === null ? error : withDatabaseHint(error);
   }
+}
+
+/**
+ * A database that cannot be reached or entered at start-up is most often a wrong DATABASE_URL,
+ * so the message names it. The URL itself is never printed: it may hold a password.
+ */
+function withDatabaseHint(error: unknown): unknown {
+  const code = (error as { code?: unknown } | null)?.code;
+  // Connection failures, and PostgreSQL's classes 28 (authorization) and 3D (no such database).
+  const cannotConnect = isDatabaseUnavailable(error) || (typeof code === 'string' && /^(28|3D)/.test(code));
+  if (!cannotConnect) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new Error(`${message}. Check DATABASE_URL (postgres://user:password@host:port/database): the host and port, that PostgreSQL runs there, the user, the password and the database name`);
 }
 
 function onShutdownSignal(log: Logger, shutdown: () => Promise<void>): void {

@@ -9,11 +9,17 @@ import type { WebhookCounts } from '../webhooks/delivery.ts';
 /** Everything a handler may use, handed in so that tests can supply their own clock or database. */
 export type Deps = UseCaseDeps & {
   tokens: TokenService;
+  /** The worker that resolves recorded registration and reset requests (request-resolver.ts). */
+  addressRequests: { wakeLater(): void };
   /** Webhook events by state as last counted (by the worker or the sweep); null when off. */
   webhookCounts(): WebhookCounts | null;
   migrations: Migration[];
   /** Null when RATE_LIMIT is 0. */
   rateLimiter: RateLimiter | null;
+  /** Per account (its row id): sign-ins, refreshes and session listings. Null when ACCOUNT_RATE_LIMIT is 0. */
+  accountRateLimiter: RateLimiter | null;
+  /** False while the pool knows the database is away (db.ts); asks nothing of the database. */
+  databaseUp(): boolean;
   /** Told of every database error, so that a broken pool can replace itself. */
   noteDatabaseFailure(error: unknown): void;
   /** The OpenAPI document, made once at start-up. */
@@ -66,7 +72,7 @@ export function createRouter(routes: readonly Route[]): Router {
   for (const route of routes) {
     if (route.path.includes('{') || literal.has(route.path)) continue;
     const answers = new Map<string, RouteMatch>();
-    for (const method of new Set(routes.map((candidate) => candidate.method))) answers.set(method, freeze(matchRoute(routes, method, route.path)));
+    for (const method of new Set(['HEAD', ...routes.map((candidate) => candidate.method)])) answers.set(method, freeze(matchRoute(routes, method, route.path)));
     literal.set(route.path, answers);
   }
   const withParams = routes.filter((route) => route.path.includes('{'));
@@ -86,14 +92,18 @@ function freeze(match: RouteMatch): RouteMatch {
   return match === null ? null : Object.freeze(match);
 }
 
-/** The walk over every route that createRouter does once per literal path. */
+/**
+ * The walk over every route that createRouter does once per literal path. HEAD is served by the
+ * GET route of the path, as RFC 9110 §9.3.2 asks: the server answers it like GET and leaves out
+ * the body. So a path with GET allows HEAD too.
+ */
 export function matchRoute(routes: readonly Route[], method: string, path: string): RouteMatch {
   let allow: string[] | null = null;
   for (const route of routes) {
     const params = matchPath(route.path, path);
     if (params === null) continue;
-    if (route.method === method) return { route, params };
-    (allow ??= []).push(route.method);
+    if (route.method === method || (method === 'HEAD' && route.method === 'GET')) return { route, params };
+    (allow ??= []).push(...(route.method === 'GET' ? ['GET', 'HEAD'] : [route.method]));
   }
   return allow === null ? null : { allow };
 }

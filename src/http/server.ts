@@ -6,6 +6,7 @@ import { OverloadedError } from '../concurrency.ts';
 import { isDatabaseUnavailable } from '../storage/db.ts';
 import { describeError } from '../log.ts';
 import { clientAddress } from './client-address.ts';
+import { clientNetwork } from '../rate-limit.ts';
 import { corsHeaders, preflightReply } from './cors.ts';
 import { HttpError, OAuthError, problemJson, problems } from './errors.ts';
 import { createRouter, type Deps, type Reply, type Route, type Router } from './router.ts';
@@ -64,7 +65,7 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, deps: De
     }
     route = match.route;
     if (route.rateLimited === true && deps.rateLimiter !== null) {
-      const wait = deps.rateLimiter.take(address, Date.now());
+      const wait = deps.rateLimiter.take(clientNetwork(address), Date.now());
       if (wait > 0) throw new HttpError(problems.rateLimited, { headers: { 'Retry-After': String(wait) } });
     }
     reply = await route.handler({ req, requestId, clientAddress: address, params: match.params }, deps);
@@ -156,8 +157,9 @@ function send(req: IncomingMessage, res: ServerResponse, deps: Deps, requestId: 
     body = JSON.stringify(reply.body);
   }
   // What node:http works out itself when end() writes the headers: with writeHead first it
-  // would send the body chunked instead.
-  if (req.method !== 'HEAD' && reply.status !== 204 && reply.status !== 304) headers.push('Content-Length', String(body === undefined ? 0 : Buffer.byteLength(body)));
+  // would send the body chunked instead. A HEAD answer carries the Content-Length of the GET
+  // answer (RFC 9110 §9.3.2), and node:http leaves out the body itself.
+  if (reply.status !== 204 && reply.status !== 304) headers.push('Content-Length', String(body === undefined ? 0 : Buffer.byteLength(body)));
   res.writeHead(reply.status, headers);
   res.end(body);
 }
