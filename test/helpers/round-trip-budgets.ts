@@ -7,7 +7,7 @@ export const roundTripBudgets: Record<string, number> = {
   'sign-in': 5,
   refresh: 1,
   activation: 2,
-  'registration request': 11,
+  'registration request': 6,
   'reset request': 4,
   'reset confirmation': 9,
   'password change': 10,
