@@ -55,6 +55,13 @@ export class ConfigError extends Error {
 }
 
 export const defaultScrypt: ScryptParams = { ln: 15, r: 8, p: 3 };
+/** The memory one scrypt call may hold: 8 times the default's 32 MiB. */
+const maxScryptMemoryBytes = 256 * 2 ** 20;
+
+/** What one scrypt call holds in memory: 128 × N × r bytes. */
+export function scryptMemoryBytes(params: ScryptParams): number {
+  return 128 * 2 ** params.ln * params.r;
+}
 const minTokenSecretBytes = 32;
 
 export function parseConfig(given: NodeJS.ProcessEnv): Config {
@@ -73,9 +80,18 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
     throw new ConfigError('TOKEN_SECRET is required when DATABASE_URL is set (one or more comma-separated secrets of at least 32 bytes)');
   }
   const scrypt = parseScryptParams(env.SCRYPT_PARAMS);
+  if (scryptMemoryBytes(scrypt) > maxScryptMemoryBytes) {
+    // Each hash holds this much at once, HASH_CONCURRENCY of them: gigabytes would end the process.
+    throw new ConfigError(`SCRYPT_PARAMS ${formatScryptParams(scrypt)} needs ${Math.round(scryptMemoryBytes(scrypt) / 2 ** 20)} MiB per hash; at most ${maxScryptMemoryBytes / 2 ** 20} MiB (128 × 2^ln × r bytes)`);
+  }
   if (scrypt.ln < defaultScrypt.ln || scrypt.r < defaultScrypt.r || scrypt.p < defaultScrypt.p) {
     warnings.push(`SCRYPT_PARAMS ${formatScryptParams(scrypt)} is weaker than the default ${formatScryptParams(defaultScrypt)}; use it only for tests`);
   }
+  const smtpUrl = optionalUrl(env, 'SMTP_URL', ['smtp:', 'smtps:']);
+  const metricsToken = parseMetricsToken(env.METRICS_TOKEN);
+  // An external database means production; these two are fine only on a developer's machine.
+  if (databaseUrl !== null && smtpUrl === null) warnings.push('SMTP_URL is not set: mail, codes included, is written as plain-text files under DATA_DIR/mail instead of being sent');
+  if (databaseUrl !== null && metricsToken === null) warnings.push('METRICS_TOKEN is not set: /metrics is open to anyone who reaches the service');
   const port = integer(env, 'PORT', 8080, 0, 65535);
   const host = parseHost(env.HOST);
   const config: Config = {
@@ -88,7 +104,7 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
       queueTimeoutMs: integer(env, 'DATABASE_QUEUE_TIMEOUT', 2_000, 1, 60_000),
     },
     dataDir: resolve(env.DATA_DIR || '.data'),
-    smtpUrl: optionalUrl(env, 'SMTP_URL', ['smtp:', 'smtps:']),
+    smtpUrl,
     mailFrom: parseMailFrom(env.MAIL_FROM),
     tokenSecrets,
     tokenTtlSeconds: integer(env, 'TOKEN_TTL', 900, 60, 7 * 24 * 3600),
@@ -106,7 +122,7 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
     sessionsPerAccount: integer(env, 'SESSIONS_PER_ACCOUNT', 100, 1, 10_000),
     trustProxy: integer(env, 'TRUST_PROXY', 0, 0, 10),
     corsOrigins: parseOrigins(env.CORS_ORIGINS),
-    metricsToken: parseMetricsToken(env.METRICS_TOKEN),
+    metricsToken,
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info'),
     webhook: parseWebhook(env, host, port),
     warnings,
@@ -329,9 +345,12 @@ function parseTokenSecrets(raw: string | undefined): Buffer[] | null {
   return secrets;
 }
 
+/** `ln=15,r=8,p=3`, as SCRYPT_PARAMS and the PHC strings of stored hashes write it. */
+export const scryptParamsPattern = /^ln=([0-9]{1,2}),r=([0-9]{1,2}),p=([0-9]{1,2})$/;
+
 export function parseScryptParams(raw: string | undefined): ScryptParams {
   if (raw === undefined || raw === '') return defaultScrypt;
-  const match = /^ln=([0-9]{1,2}),r=([0-9]{1,2}),p=([0-9]{1,2})$/.exec(raw);
+  const match = scryptParamsPattern.exec(raw);
   const [ln, r, p] = match ? match.slice(1).map(Number) : [];
   if (ln === undefined || r === undefined || p === undefined || ln < 1 || ln > 20 || r < 1 || p < 1) {
     throw new ConfigError(`SCRYPT_PARAMS must look like ln=15,r=8,p=3 (ln 1-20, r and p at least 1), got ${JSON.stringify(raw)}`);

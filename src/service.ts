@@ -16,7 +16,7 @@ import { createRateLimiter } from './rate-limit.ts';
 import { deleteStaleThrottleRows } from './accounts/login-throttle.ts';
 import { deleteExpiredNameHolds, deleteExpiredRegistrations } from './accounts/registrations.ts';
 import { deleteStaleQuotas } from './accounts/address-quotas.ts';
-import { createKeyedHashes } from './keyed-hashes.ts';
+import { loadKeyedHashes } from './keyed-hashes.ts';
 import { deleteExpiredCodes } from './accounts/one-time-codes.ts';
 import { deleteStaleResetRequests } from './accounts/reset-requests.ts';
 import { deleteStaleRegistrationRequests } from './accounts/registration-requests.ts';
@@ -45,8 +45,8 @@ export type ServiceOptions = {
   outbox?: Pick<OutboxOptions, 'pollMs' | 'wakeJitterMs' | 'maxAttempts' | 'backoffBaseMs' | 'backoffCapMs' | 'leaseMs'>;
   webhooks?: Pick<WebhookDeliveryOptions, 'pollMs' | 'timeoutMs' | 'maxAttempts' | 'backoffBaseMs' | 'backoffCapMs'>;
   httpTimeouts?: ServerTimeouts;
-  /** Sees the text of every SQL statement, for tests that compare the work of two paths. */
-  onQuery?: (text: string) => void;
+  /** Sees the text of every SQL statement and its connection, for tests that compare or count the work of paths. */
+  onQuery?: (text: string, connection: number) => void;
 };
 
 export type Service = {
@@ -116,7 +116,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       passwords: limitPasswordHasher(unlimitedHasher, passwordLimiter),
       tokens: createTokenService({ secrets: config.tokenSecrets, ttlSeconds: config.tokenTtlSeconds, issuer: config.tokenIssuer, audience: config.tokenAudience }),
       sealer,
-      keys: createKeyedHashes(config.tokenSecrets[0]!),
+      keys: await loadKeyedHashes(sql, sealer, config.tokenSecrets[0]!),
       outbox,
       addressRequests,
       webhooks: webhookWorker === null ? disabledWebhooks : enabledWebhooks(webhookWorker.wake),

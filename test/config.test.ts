@@ -149,6 +149,21 @@ describe('parseConfig', () => {
     assert.deepEqual(parseConfig({ SCRYPT_PARAMS: 'ln=16,r=8,p=3' }).warnings, []);
   });
 
+  it('refuses scrypt parameters that need more than 256 MiB per hash, in one line', () => {
+    assert.throws(() => parseConfig({ SCRYPT_PARAMS: 'ln=20,r=99,p=1' }), (error: Error) => error instanceof ConfigError && /SCRYPT_PARAMS ln=20,r=99,p=1 needs 12672 MiB per hash/.test(error.message) && !error.message.includes('\n'));
+    assert.equal(parseConfig({ SCRYPT_PARAMS: 'ln=18,r=8,p=1' }).scrypt.ln, 18, '256 MiB is allowed');
+  });
+
+  it('warns in one line each when a production database runs with mail to files or open metrics', () => {
+    const env = { DATABASE_URL: 'postgres://db/accounts', TOKEN_SECRET: secret };
+    const warnings = parseConfig(env).warnings;
+    assert.equal(warnings.length, 2);
+    assert.match(warnings[0]!, /^SMTP_URL is not set: mail, codes included, is written as plain-text files/);
+    assert.match(warnings[1]!, /^METRICS_TOKEN is not set: \/metrics is open/);
+    assert.deepEqual(parseConfig({ ...env, SMTP_URL: 'smtp://mail:25', METRICS_TOKEN: 'm'.repeat(16) }).warnings, []);
+    assert.deepEqual(parseConfig({}).warnings, [], 'the embedded development mode is not warned about');
+  });
+
   it('warns, in one line each, about a variable that looks like one of ours but is not', () => {
     const warnings = parseConfig({ TOKEN_TLL: '60', DATABSE_URL: 'postgres://x', SMTP_HOST: 'mail', PROT: '8081' }).warnings;
     assert.equal(warnings.length, 4, warnings.join('\n'));

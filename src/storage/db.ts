@@ -56,7 +56,7 @@ export type PoolOptions = {
   bounds?: Bounds;
   onDown?: () => void;
   onUp?: () => void;
-  onQuery?: (text: string) => void;
+  onQuery?: (text: string, connection: number) => void;
   queriesPerPool?: number;
   /** Called when a renewed pool's predecessor has been asked to end. */
   onRenew?: () => void;
@@ -289,7 +289,7 @@ const poolSize = 10;
 export function connectDatabase(url: string, { applicationName = 'account-service', onQuery, bounds = unbounded }: Pick<PoolOptions, 'applicationName' | 'onQuery' | 'bounds'> = {}): Sql {
   return postgres(url, {
     ...sessionAttrs(url),
-    ...(onQuery === undefined ? {} : { debug: (_connection: number, text: string) => onQuery(text) }),
+    ...(onQuery === undefined ? {} : { debug: (connection: number, text: string) => onQuery(text, connection) }),
     max: poolSize,
     connect_timeout: connectTimeoutSeconds,
     idle_timeout: 60,
