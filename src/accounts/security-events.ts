@@ -8,7 +8,10 @@ export type EventType =
   | 'reset-requested'
   | 'password-reset'
   | 'session-revoked'
-  | 'signed-out-everywhere';
+  | 'signed-out-everywhere'
+  | 'totp-enabled'
+  | 'totp-disabled'
+  | 'recovery-code-used';
 
 export type SecurityEvent = { type: EventType; occurredAt: Date; clientAddress: string; sessionId: string | null };
 

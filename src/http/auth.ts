@@ -43,12 +43,21 @@ export function invalidToken(): HttpError {
  * does the same work and answers false. The throttle never looks at the account, so it acts
  * the same for names that exist and names that do not.
  */
-export async function checkThrottledPassword(deps: Deps, ctx: RequestContext, identifier: string, password: string, stored: string | null): Promise<boolean> {
+export async function checkThrottledPassword(
+  deps: Deps,
+  ctx: RequestContext,
+  identifier: string,
+  password: string,
+  stored: string | null,
+  // Second factor (issue 23): run only once the password is proven; false counts the attempt as a
+  // failure, exactly like a wrong password, so that code guesses spend the same budget.
+  secondFactor?: () => Promise<boolean>,
+): Promise<boolean> {
   const keys = { identifier: deps.keys.loginIdentifier(identifier), client: deps.keys.client(ctx.clientAddress) };
   const perHour = deps.config.loginFailuresPerHour;
   const wait = await reserveAttempt(deps.sql, keys, perHour, deps.clock());
   if (wait > 0) throw throttled(wait);
-  const valid = await deps.passwords.verify(password, stored);
+  const valid = (await deps.passwords.verify(password, stored)) && (secondFactor === undefined || (await secondFactor()));
   if (valid) await settleSuccess(deps.sql, keys, perHour);
   return valid;
 }

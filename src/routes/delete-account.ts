@@ -8,7 +8,9 @@ import { throttleIdentifiers } from '../http/auth.ts';
 import { accountDeletedMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import { recordFailedSignIn } from '../accounts/security-events.ts';
+import { secondFactorGate } from '../use-cases/second-factor.ts';
 import { accountDeletionSchema, validateFields } from '../validation.ts';
+import { secondFactorRefusal } from '../http/second-factor.ts';
 
 /**
  * DELETE /acc/me: erase the account (the right to erasure). The current password is required
@@ -21,9 +23,11 @@ export const deleteAccount: Handler = async (ctx, deps) => {
   const { account, sessionId } = await authenticate(ctx, deps);
   const { value, invalid } = validateFields(await readJsonObject(ctx.req), accountDeletionSchema);
   if (invalid.length > 0) throw invalidFields(invalid);
-  if (!(await checkThrottledPassword(deps, ctx, signedInIdentifier(account), value.pwd, account.passwordHash))) {
+  // Second factor (issue 23): with an active factor, `otp` is needed too, checked once the password is proven.
+  const secondFactor = secondFactorGate(deps, account, (value.otp as string | null) ?? undefined, ctx.clientAddress, sessionId, deps.clock());
+  if (!(await checkThrottledPassword(deps, ctx, signedInIdentifier(account), value.pwd, account.passwordHash, secondFactor.check))) {
     await recordFailedSignIn(deps.sql, account.id, ctx.clientAddress, sessionId, deps.clock());
-    throw new HttpError(problems.wrongPassword);
+    throw secondFactorRefusal(secondFactor.outcome) ?? new HttpError(problems.wrongPassword);
   }
   const now = deps.clock();
   const deleted = await deps.sql.begin(async (tx) => {

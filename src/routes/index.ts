@@ -15,6 +15,9 @@ import { deleteAccount } from './delete-account.ts';
 import { deleteSession } from './revoke-session.ts';
 import { deleteAllSessions } from './revoke-all-sessions.ts';
 import { resetPassword } from './reset-password.ts';
+import { enrollSecondFactor } from './enroll-totp.ts';
+import { confirmSecondFactor } from './confirm-totp.ts';
+import { disableSecondFactor } from './remove-totp.ts';
 
 /** Every route, with what the API document says of it. Error statuses are all those the route can answer. */
 export const routes: readonly Route[] = [
@@ -79,6 +82,24 @@ export const routes: readonly Route[] = [
     path: '/acc/me',
     handler: deleteAccount,
     doc: { summary: 'Delete the signed-in account and everything of it', auth: true, request: 'AccountDeletionRequest', success: { status: 204 }, errors: [400, 401, 403, 413, 415, 429, 500, 503] },
+  },
+  {
+    method: 'POST',
+    path: '/acc/me/totp',
+    handler: enrollSecondFactor,
+    doc: { summary: 'Start enrolling a TOTP second factor (pending until confirmed; again replaces the pending one)', auth: true, request: 'TotpEnrollmentRequest', success: { status: 200, schema: 'TotpEnrollment' }, errors: [400, 401, 403, 409, 413, 415, 429, 500, 503] },
+  },
+  {
+    method: 'POST',
+    path: '/acc/me/totp/confirm',
+    handler: confirmSecondFactor,
+    doc: { summary: 'Activate the pending second factor with its first code; answers the recovery codes, once', auth: true, request: 'TotpConfirmationRequest', success: { status: 200, schema: 'RecoveryCodes' }, errors: [400, 401, 403, 409, 413, 415, 500, 503] },
+  },
+  {
+    method: 'DELETE',
+    path: '/acc/me/totp',
+    handler: disableSecondFactor,
+    doc: { summary: 'Disable the second factor (password and otp required)', auth: true, request: 'TotpRemovalRequest', success: { status: 204 }, errors: [400, 401, 403, 409, 413, 415, 429, 500, 503] },
   },
   {
     method: 'GET',

@@ -4,11 +4,14 @@ import { OAuthError } from '../http/errors.ts';
 import { readOAuthParameters, stringParameter } from '../http/oauth.ts';
 import type { Deps, Handler, Reply, RequestContext } from '../http/router.ts';
 import { recordEvent, recordFailedSignIn } from '../accounts/security-events.ts';
+import { secondFactorGate } from '../use-cases/second-factor.ts';
+import { patterns } from '../validation.ts';
 import { rotateRefreshToken, startSession, type Client } from '../sessions/sessions.ts';
 
 const maxUsernameLength = 254;
 const maxPasswordLength = 256;
 const maxRefreshTokenLength = 256;
+const maxOtpLength = 32;
 const printableAscii = /^[\x21-\x7e]+$/;
 
 /**
@@ -33,10 +36,15 @@ async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<str
   // it apart, or carry a NUL that PostgreSQL refuses: it is refused here, the same for everyone.
   if (!printableAscii.test(username)) throw new OAuthError('invalid_request', 'username must be printable ASCII without spaces.');
   const password = stringParameter(params, 'password', maxPasswordLength);
+  const otp = otpParameter(params);
   const account = await findAccountByLogin(deps.sql, username);
+  // Second factor (issue 23): read only after the password is proven, so a wrong password
+  // answers the same, with the same work, whether or not the account has one.
+  const secondFactor = account === null ? null : secondFactorGate(deps, account, otp, ctx.clientAddress, null, deps.clock());
   // The same scrypt work and the same answer whether the account is unknown or the password
   // wrong, so that neither timing nor response tells which names exist.
-  const valid = await checkThrottledPassword(deps, ctx, username, password, account?.passwordHash ?? null);
+  const valid = await checkThrottledPassword(deps, ctx, username, password, account?.passwordHash ?? null, secondFactor?.check);
+  if (secondFactor?.outcome === 'missing') throw new OAuthError('mfa_required', 'The account has a second factor: send otp, a code of the authenticator app or a recovery code.');
   if (account === null || !valid) {
     // The same statement for an unknown name, writing nothing (security-events.ts).
     await recordFailedSignIn(deps.sql, account?.id ?? null, ctx.clientAddress, null, deps.clock());
@@ -78,6 +86,14 @@ function tokenReply(deps: Deps, accountPublicId: string, sessionId: string, refr
     body: { access_token: token, token_type: 'Bearer', expires_in: expiresIn, refresh_token: refreshToken },
     headers: { Pragma: 'no-cache' },
   };
+}
+
+/** The optional `otp` (issue 23): a 6-digit TOTP code or a recovery code; malformed is refused before anything is read. */
+function otpParameter(params: Record<string, unknown>): string | undefined {
+  if (params.otp === undefined) return undefined;
+  const otp = stringParameter(params, 'otp', maxOtpLength);
+  if (!patterns.otp.test(otp)) throw new OAuthError('invalid_request', 'otp must be a 6-digit code or a recovery code.');
+  return otp;
 }
 
 function clientOf(ctx: RequestContext): Client {
