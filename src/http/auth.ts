@@ -53,11 +53,19 @@ export async function checkThrottledPassword(
   // failure, exactly like a wrong password, so that code guesses spend the same budget.
   secondFactor?: () => Promise<boolean>,
 ): Promise<boolean> {
+  return checkThrottled(deps, ctx, identifier, async () => (await deps.passwords.verify(password, stored)) && (secondFactor === undefined || (await secondFactor())));
+}
+
+/**
+ * Runs `check` (a guess at a secret) under the sign-in throttle of `identifier` and the client's
+ * address: 429 before the check while they must wait; a false answer stays counted as a failure.
+ */
+export async function checkThrottled(deps: Deps, ctx: RequestContext, identifier: string, check: () => Promise<boolean>): Promise<boolean> {
   const keys = { identifier: deps.keys.loginIdentifier(identifier), client: deps.keys.client(ctx.clientAddress) };
   const perHour = deps.config.loginFailuresPerHour;
   const wait = await reserveAttempt(deps.sql, keys, perHour, deps.clock());
   if (wait > 0) throw throttled(wait);
-  const valid = (await deps.passwords.verify(password, stored)) && (secondFactor === undefined || (await secondFactor()));
+  const valid = await check();
   if (valid) await settleSuccess(deps.sql, keys, perHour);
   return valid;
 }

@@ -93,7 +93,7 @@ export const routes: readonly Route[] = [
     method: 'POST',
     path: '/acc/me/totp/confirm',
     handler: confirmSecondFactor,
-    doc: { summary: 'Activate the pending second factor with its first code; answers the recovery codes, once', auth: true, request: 'TotpConfirmationRequest', success: { status: 200, schema: 'RecoveryCodes' }, errors: [400, 401, 403, 409, 413, 415, 500, 503] },
+    doc: { summary: 'Activate the pending second factor with its first code; answers the recovery codes, once', auth: true, request: 'TotpConfirmationRequest', success: { status: 200, schema: 'RecoveryCodes' }, errors: [400, 401, 403, 409, 413, 415, 429, 500, 503] },
   },
   {
     method: 'DELETE',

@@ -119,6 +119,21 @@ describe('enrolling a second factor', () => {
     assert.equal(again.json.type, 'urn:account-service:problem:totp-active');
   });
 
+  it('counts wrong confirmation codes in the throttle, so that a stolen token cannot guess its way to the recovery codes', async () => {
+    const { user, token } = await registerAndSignIn(app);
+    const enrolled = await app.call('POST', '/acc/me/totp', { token, json: { pwd: user.pwd } });
+    await awayFromStepEnd();
+    const right = codeAt(enrolled.json.secret, stepNow());
+    const wrong = right === '000000' ? '000001' : '000000';
+    const address = freshAddress();
+    const confirm = (code: string) => app.call('POST', '/acc/me/totp/confirm', { token, json: { code }, headers: from(address) });
+    for (let i = 0; i < 5; i += 1) assert.equal((await confirm(wrong)).status, 403);
+    const throttled = await confirm(right);
+    assert.equal(throttled.status, 429);
+    assert.equal(throttled.json.type, 'urn:account-service:problem:throttled');
+    assert.equal((await app.call('GET', '/acc/me', { token })).json.totp_enabled, false, 'the throttled right code activated nothing');
+  });
+
   it('needs the token, a well-formed body and the right password', async () => {
     const { token } = await registerAndSignIn(app);
     assert.equal((await app.call('POST', '/acc/me/totp', { json: { pwd: 'whatever-1' } })).status, 401);
