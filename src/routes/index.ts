@@ -1,6 +1,6 @@
 import type { Route } from '../http/router.ts';
-import { activateAccount } from './activate-account.ts';
-import { changePassword } from './change-password.ts';
+import { activateAccountRoute } from './activate-account.ts';
+import { changePasswordRoute } from './change-password.ts';
 import { getAccount } from './get-account.ts';
 import { checkHealth, checkReadiness } from './health.ts';
 import { issueToken } from './issue-token.ts';
@@ -8,13 +8,13 @@ import { getMetrics } from './metrics.ts';
 import { getApiDocument } from './openapi.ts';
 import { requestRegistrationCode } from './request-registration-code.ts';
 import { requestResetCode } from './request-reset-code.ts';
-import { revokeToken } from './revoke-token.ts';
+import { revokeTokenRoute } from './revoke-token.ts';
 import { getSessions } from './list-sessions.ts';
 import { getEvents } from './list-events.ts';
-import { deleteAccount } from './delete-account.ts';
-import { deleteSession } from './revoke-session.ts';
-import { deleteAllSessions } from './revoke-all-sessions.ts';
-import { resetPassword } from './reset-password.ts';
+import { deleteAccountRoute } from './delete-account.ts';
+import { revokeSession } from './revoke-session.ts';
+import { revokeAllSessions } from './revoke-all-sessions.ts';
+import { resetPasswordRoute } from './reset-password.ts';
 import { enrollSecondFactor } from './enroll-totp.ts';
 import { confirmSecondFactor } from './confirm-totp.ts';
 import { disableSecondFactor } from './remove-totp.ts';
@@ -31,7 +31,7 @@ export const routes: readonly Route[] = [
   {
     method: 'POST',
     path: '/acc/reg',
-    handler: activateAccount,
+    handler: activateAccountRoute,
     rateLimited: true,
     doc: { summary: 'Activate the account with its registration code', request: 'ActivationRequest', success: { status: 204 }, errors: [400, 404, 410, 413, 415, 429, 500, 503] },
   },
@@ -45,14 +45,14 @@ export const routes: readonly Route[] = [
   {
     method: 'POST',
     path: '/acc/pwd',
-    handler: resetPassword,
+    handler: resetPasswordRoute,
     rateLimited: true,
     doc: { summary: 'Set a new password with a reset code', request: 'PasswordResetRequest', success: { status: 204 }, errors: [400, 404, 410, 413, 415, 429, 500, 503] },
   },
   {
     method: 'PUT',
     path: '/acc/me/pwd',
-    handler: changePassword,
+    handler: changePasswordRoute,
     doc: { summary: 'Change the password of the signed-in account', auth: true, request: 'PasswordChangeRequest', success: { status: 204 }, errors: [400, 401, 403, 413, 415, 429, 500, 503] },
   },
   {
@@ -72,7 +72,7 @@ export const routes: readonly Route[] = [
   {
     method: 'POST',
     path: '/auth/revoke',
-    handler: revokeToken,
+    handler: revokeTokenRoute,
     rateLimited: true,
     errorFormat: 'oauth',
     doc: { summary: 'Revoke the session of a refresh or access token (RFC 7009)', request: 'RevocationRequest', success: { status: 200, schema: 'Empty' }, errors: [400, 413, 415, 429, 500, 503] },
@@ -80,7 +80,7 @@ export const routes: readonly Route[] = [
   {
     method: 'DELETE',
     path: '/acc/me',
-    handler: deleteAccount,
+    handler: deleteAccountRoute,
     doc: { summary: 'Delete the signed-in account and everything of it', auth: true, request: 'AccountDeletionRequest', success: { status: 204 }, errors: [400, 401, 403, 413, 415, 429, 500, 503] },
   },
   {
@@ -116,13 +116,13 @@ export const routes: readonly Route[] = [
   {
     method: 'DELETE',
     path: '/acc/me/sessions',
-    handler: deleteAllSessions,
+    handler: revokeAllSessions,
     doc: { summary: 'Sign out everywhere: revoke every session of the account', auth: true, success: { status: 204 }, errors: [401, 500, 503] },
   },
   {
     method: 'DELETE',
     path: '/acc/me/sessions/{id}',
-    handler: deleteSession,
+    handler: revokeSession,
     doc: { summary: 'Revoke one session of the account', auth: true, success: { status: 204 }, errors: [401, 404, 500, 503] },
   },
   { method: 'GET', path: '/healthz', handler: checkHealth, doc: { summary: 'Liveness: the process serves', success: { status: 200, schema: 'Status' }, errors: [500] } },

@@ -7,66 +7,117 @@ import { recoveryCodeUsedMail, totpDisabledMail, totpEnabledMail } from '../mail
 import { enqueueMail } from '../mail/outbox.ts';
 import type { Sealer } from '../sealing.ts';
 import type { Sql } from '../storage/db.ts';
-import { lockAccount } from './lock-order.ts';
+import { checkGuess, checkPassword, recordWrongPassword, signedInIdentifier } from './password-check.ts';
+import { inTransaction, lockAccount, type Client, type UseCaseDeps } from './transaction.ts';
 
 /**
- * The second factor's use cases: enroll, confirm, disable, and the check that sign-in and
+ * The second factor (TOTP, RFC 6238): enroll, confirm, disable, and the check that sign-in and
  * deletion make once the password is proven. Each owns its transaction and follows the lock
- * order of lock-order.ts (account row, then codes, events, outbox).
+ * order of transaction.ts: the account row, then codes (the factor and its recovery codes),
+ * events, outbox. Using a TOTP step is one statement on the factor row alone.
  */
-export type SecondFactorDeps = { sql: Sql; sealer: Sealer; config: { tokenIssuer: string }; outbox: { wake(): void } };
+type Caller = { account: Account; sessionId: string };
 type Who = Pick<Account, 'id' | 'name' | 'email'>;
+type Throttled = { outcome: 'throttled'; retryAfterSeconds: number };
 
 /** What a presented `otp` (a TOTP code or a recovery code) proved. */
 export type SecondFactorOutcome = 'none' | 'passed' | 'missing' | 'wrong';
 
-/** A new pending secret, replacing a pending one; null when a factor is already active. */
-export async function enrollTotp(deps: SecondFactorDeps, account: Who, now: Date): Promise<{ secret: string; uri: string } | null> {
+export type Enrollment = { outcome: 'enrolled'; secret: string; uri: string } | { outcome: 'wrong-password' } | { outcome: 'active' } | Throttled;
+
+/**
+ * Starts a pending enrollment, replacing a pending one. The password is required (throttled like
+ * a sign-in), so that a stolen token alone cannot tie the account to a thief's app.
+ */
+export async function enrollTotp(deps: UseCaseDeps, caller: Caller, password: string, client: Client): Promise<Enrollment> {
+  const { account, sessionId } = caller;
+  const check = await checkPassword(deps, signedInIdentifier(account), client.address, password, account.passwordHash);
+  if (check.outcome === 'throttled') return check;
+  if (check.outcome === 'wrong') {
+    await recordWrongPassword(deps.sql, account.id, client.address, sessionId, deps.clock());
+    return { outcome: 'wrong-password' };
+  }
   const secret = generateSecret();
-  const started = await deps.sql.begin(async (tx) => (await lockAccount(tx, account.id)) && startEnrollment(tx, account.id, deps.sealer.seal(secret.toString('base64')), now));
-  if (!started) return null;
-  return { secret: base32Encode(secret), uri: otpauthUri(secret, deps.config.tokenIssuer, account.name) };
+  const sealed = deps.sealer.seal(secret.toString('base64'));
+  const now = deps.clock();
+  const started = await inTransaction(deps.sql, async (tx) => (await lockAccount(tx, account.id)) && startEnrollment(tx, account.id, sealed, now));
+  if (!started) return { outcome: 'active' };
+  return { outcome: 'enrolled', secret: base32Encode(secret), uri: otpauthUri(secret, deps.config.tokenIssuer, account.name) };
 }
 
-export type Confirmation = { outcome: 'confirmed'; recoveryCodes: string[] } | { outcome: 'not-pending' | 'active' | 'wrong' };
+export type Confirmation = { outcome: 'confirmed'; recoveryCodes: string[] } | { outcome: 'not-pending' | 'active' | 'wrong' } | Throttled;
 
-/** Activates the pending factor with its first right code: recovery codes made, event recorded, owner told. */
-export async function confirmTotp(deps: SecondFactorDeps, account: Who, code: string, clientAddress: string, sessionId: string, now: Date): Promise<Confirmation> {
+/**
+ * Activates the pending factor with its first right code: recovery codes made, event recorded,
+ * owner told. Wrong codes count in the throttle of the signed-in account, so that a stolen
+ * token cannot guess its way through a pending enrollment to the recovery codes.
+ */
+export async function confirmTotp(deps: UseCaseDeps, caller: Caller, code: string, client: Client): Promise<Confirmation> {
+  let confirmation = { outcome: 'wrong' } as Confirmation;
+  const check = await checkGuess(deps, signedInIdentifier(caller.account), client.address, async () => {
+    confirmation = await activateWithCode(deps, caller, code, client);
+    return confirmation.outcome !== 'wrong';
+  });
+  return check.outcome === 'throttled' ? check : confirmation;
+}
+
+async function activateWithCode(deps: UseCaseDeps, { account, sessionId }: Caller, code: string, client: Client): Promise<Confirmation> {
   const factor = await findSecondFactor(deps.sql, account.id);
   if (factor === null) return { outcome: 'not-pending' };
   if (factor.active) return { outcome: 'active' };
+  const now = deps.clock();
   const secret = openSecret(deps.sealer, factor.sealedSecret);
   const step = secret === null ? null : matchingStep(secret, code, now);
   if (step === null) return { outcome: 'wrong' };
   const recoveryCodes = Array.from({ length: recoveryCodeCount }, generateRecoveryCode);
-  const activated = await deps.sql.begin(async (tx) => {
+  const activated = await inTransaction(deps.sql, async (tx) => {
     if (!(await lockAccount(tx, account.id))) return false;
     if (!(await activateFactor(tx, account.id, factor.sealedSecret, step, recoveryCodes.map(hashRecoveryCode), now))) return false;
-    await recordEvent(tx, account.id, 'totp-enabled', clientAddress, sessionId, now);
-    await enqueueMail(tx, totpEnabledMail(account.email, account.name, now, clientAddress), deps.sealer, now);
+    await recordEvent(tx, account.id, 'totp-enabled', client.address, sessionId, now);
+    await enqueueMail(tx, totpEnabledMail(account.email, account.name, now, client.address), deps.sealer, now);
     return true;
   });
-  // Replaced by a new enrollment or confirmed by a concurrent request meanwhile: this code was for neither.
-  return activated ? { outcome: 'confirmed', recoveryCodes } : { outcome: 'not-pending' };
+  if (!activated) return { outcome: 'not-pending' };
+  deps.outbox.wake();
+  return { outcome: 'confirmed', recoveryCodes };
 }
 
-/** Removes the active factor and its recovery codes; false when none was active. The caller proved password and otp. */
-export async function disableTotp(deps: SecondFactorDeps, account: Who, clientAddress: string, sessionId: string, now: Date): Promise<boolean> {
-  return deps.sql.begin(async (tx) => {
+export type Removal = { outcome: 'disabled' | 'wrong-password' | 'wrong-otp' | 'not-active' } | Throttled;
+
+/**
+ * Removes the active factor and its recovery codes. Both the password and an otp are required,
+ * under the sign-in throttle, so that neither a stolen token nor a stolen password alone does it.
+ */
+export async function disableTotp(deps: UseCaseDeps, caller: Caller, password: string, otp: string, client: Client): Promise<Removal> {
+  const { account, sessionId } = caller;
+  const secondFactor = secondFactorGate(deps, account, otp, client.address, sessionId, deps.clock());
+  const check = await checkPassword(deps, signedInIdentifier(account), client.address, password, account.passwordHash, secondFactor.check);
+  if (check.outcome === 'throttled') return check;
+  if (check.outcome === 'wrong') {
+    await recordWrongPassword(deps.sql, account.id, client.address, sessionId, deps.clock());
+    return { outcome: secondFactor.outcome === 'wrong' ? 'wrong-otp' : 'wrong-password' };
+  }
+  if (secondFactor.outcome === 'none') return { outcome: 'not-active' };
+  const now = deps.clock();
+  const removed = await inTransaction(deps.sql, async (tx) => {
     if (!(await lockAccount(tx, account.id)) || !(await removeFactor(tx, account.id))) return false;
-    await recordEvent(tx, account.id, 'totp-disabled', clientAddress, sessionId, now);
-    await enqueueMail(tx, totpDisabledMail(account.email, account.name, now, clientAddress), deps.sealer, now);
+    await recordEvent(tx, account.id, 'totp-disabled', client.address, sessionId, now);
+    await enqueueMail(tx, totpDisabledMail(account.email, account.name, now, client.address), deps.sealer, now);
     return true;
   });
+  if (!removed) return { outcome: 'not-active' };
+  deps.outbox.wake();
+  return { outcome: 'disabled' };
 }
 
 /**
  * Checks the second factor of an account whose password was just proven; never call it before,
- * as its answer tells whether the account has a factor. `otp` must match `patterns.otp` (validation.ts).
- * A TOTP code is checked in memory (three HMACs) and its step used up in one conditional
- * statement; a recovery code is used up in a transaction that also records it and tells the owner.
+ * as its answer tells whether the account has a factor. `otp` must match `patterns.otp`
+ * (validation.ts). A TOTP code is checked in memory (three HMACs) and its step used up in one
+ * conditional statement; a recovery code is used up in a transaction that also records it and
+ * tells the owner.
  */
-export async function checkSecondFactor(deps: SecondFactorDeps, account: Who, otp: string | undefined, clientAddress: string, sessionId: string | null, now: Date): Promise<SecondFactorOutcome> {
+export async function checkSecondFactor(deps: UseCaseDeps, account: Who, otp: string | undefined, clientAddress: string, sessionId: string | null, now: Date): Promise<SecondFactorOutcome> {
   const factor = await findSecondFactor(deps.sql, account.id);
   if (factor === null || !factor.active) return 'none';
   if (otp === undefined) return 'missing';
@@ -75,7 +126,7 @@ export async function checkSecondFactor(deps: SecondFactorDeps, account: Who, ot
     const step = secret === null ? null : matchingStep(secret, otp, now);
     return step !== null && (await useTimeStep(deps.sql, account.id, step)) ? 'passed' : 'wrong';
   }
-  const used = await deps.sql.begin(async (tx) => {
+  const used = await inTransaction(deps.sql, async (tx) => {
     if (!(await lockAccount(tx, account.id))) return false;
     const left = await useRecoveryCode(tx, account.id, hashRecoveryCode(otp));
     if (left === null) return false;
@@ -89,11 +140,11 @@ export async function checkSecondFactor(deps: SecondFactorDeps, account: Who, ot
 }
 
 /**
- * The second-factor step of a password check (checkThrottledPassword): `check` passes when the
- * account has no factor or the otp is right, and `outcome` tells afterwards what it found. It
- * stays 'none' when the password was wrong, as the factor is then never read.
+ * The second-factor step of a password check (checkPassword's `secondFactor`): `check` passes
+ * when the account has no factor or the otp is right, and `outcome` tells afterwards what it
+ * found. It stays 'none' when the password was wrong, as the factor is then never read.
  */
-export function secondFactorGate(deps: SecondFactorDeps, account: Who, otp: string | undefined, clientAddress: string, sessionId: string | null, now: Date): { outcome: SecondFactorOutcome; check(): Promise<boolean> } {
+export function secondFactorGate(deps: UseCaseDeps, account: Who, otp: string | undefined, clientAddress: string, sessionId: string | null, now: Date): { outcome: SecondFactorOutcome; check(): Promise<boolean> } {
   const gate = {
     outcome: 'none' as SecondFactorOutcome,
     async check() {
@@ -102,6 +153,11 @@ export function secondFactorGate(deps: SecondFactorDeps, account: Who, otp: stri
     },
   };
   return gate;
+}
+
+/** The refusal of a password check that failed at its second factor, or null when the password itself was wrong. */
+export function secondFactorRefusal(outcome: SecondFactorOutcome): 'otp-required' | 'wrong-otp' | null {
+  return outcome === 'missing' ? 'otp-required' : outcome === 'wrong' ? 'wrong-otp' : null;
 }
 
 /** Whether the account has an active factor (GET /acc/me). */
