@@ -1,4 +1,4 @@
-import { authenticate, clientOf } from '../http/auth.ts';
+import { authenticate, clientOf, invalidToken } from '../http/auth.ts';
 import { readJsonObject } from '../http/body.ts';
 import { HttpError, invalidFields, problems, throttled } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
@@ -17,6 +17,8 @@ export const confirmSecondFactor: Handler = async (ctx, deps) => {
   if (invalid.length > 0) throw invalidFields(invalid);
   const result = await confirmTotp(deps, caller, value.code, clientOf(ctx));
   if (result.outcome === 'throttled') throw throttled(result.retryAfterSeconds);
+  // The caller's session was ended meanwhile (a concurrent password change, say), which won.
+  if (result.outcome === 'session-ended') throw invalidToken();
   if (result.outcome !== 'confirmed') throw new HttpError(refusals[result.outcome]);
   return { status: 200, body: { recovery_codes: result.recoveryCodes } };
 };

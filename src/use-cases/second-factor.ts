@@ -6,7 +6,7 @@ import { base32Encode, generateSecret, matchingStep, otpauthUri, totpCodePattern
 import { recoveryCodeUsedMail, totpDisabledMail, totpEnabledMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import type { Sealer } from '../sealing.ts';
-import type { Sql } from '../storage/db.ts';
+import type { Sql, Transaction } from '../storage/db.ts';
 import { checkGuess, checkPassword, recordWrongPassword, signedInIdentifier } from './password-check.ts';
 import { inTransaction, lockAccount, type Client, type UseCaseDeps } from './transaction.ts';
 
@@ -23,7 +23,7 @@ type Throttled = { outcome: 'throttled'; retryAfterSeconds: number };
 /** What a presented `otp` (a TOTP code or a recovery code) proved. */
 export type SecondFactorOutcome = 'none' | 'passed' | 'missing' | 'wrong';
 
-export type Enrollment = { outcome: 'enrolled'; secret: string; uri: string } | { outcome: 'wrong-password' } | { outcome: 'active' } | Throttled;
+export type Enrollment = { outcome: 'enrolled'; secret: string; uri: string } | { outcome: 'wrong-password' | 'active' | 'session-ended' } | Throttled;
 
 /**
  * Starts a pending enrollment, replacing a pending one. The password is required (throttled like
@@ -40,12 +40,13 @@ export async function enrollTotp(deps: UseCaseDeps, caller: Caller, password: st
   const secret = generateSecret();
   const sealed = deps.sealer.seal(secret.toString('base64'));
   const now = deps.clock();
-  const started = await inTransaction(deps.sql, async (tx) => (await lockAccount(tx, account.id)) && startEnrollment(tx, account.id, sealed, now));
+  const started = await inTransaction(deps.sql, async (tx) => ((await lockCaller(tx, caller)) ? startEnrollment(tx, account.id, sealed, now) : null));
+  if (started === null) return { outcome: 'session-ended' };
   if (!started) return { outcome: 'active' };
   return { outcome: 'enrolled', secret: base32Encode(secret), uri: otpauthUri(secret, deps.config.tokenIssuer, account.name) };
 }
 
-export type Confirmation = { outcome: 'confirmed'; recoveryCodes: string[] } | { outcome: 'not-pending' | 'active' | 'wrong' } | Throttled;
+export type Confirmation = { outcome: 'confirmed'; recoveryCodes: string[] } | { outcome: 'not-pending' | 'active' | 'wrong' | 'session-ended' } | Throttled;
 
 /**
  * Activates the pending factor with its first right code: recovery codes made, event recorded,
@@ -70,19 +71,21 @@ async function activateWithCode(deps: UseCaseDeps, { account, sessionId }: Calle
   const step = secret === null ? null : matchingStep(secret, code, now);
   if (step === null) return { outcome: 'wrong' };
   const recoveryCodes = Array.from({ length: recoveryCodeCount }, generateRecoveryCode);
-  const activated = await inTransaction(deps.sql, async (tx) => {
-    if (!(await lockAccount(tx, account.id))) return false;
-    if (!(await activateFactor(tx, account.id, factor.sealedSecret, step, recoveryCodes.map(hashRecoveryCode), now))) return false;
+  const activated = await inTransaction(deps.sql, async (tx): Promise<Confirmation['outcome']> => {
+    if (!(await lockCaller(tx, { account, sessionId }))) return 'session-ended';
+    if (!(await activateFactor(tx, account.id, factor.sealedSecret, step, recoveryCodes.map(hashRecoveryCode), now))) return 'not-pending';
     await recordEvent(tx, account.id, 'totp-enabled', client.address, sessionId, now);
     await enqueueMail(tx, totpEnabledMail(account.email, account.name, now, client.address), deps.sealer, now);
-    return true;
+    return 'confirmed';
   });
-  if (!activated) return { outcome: 'not-pending' };
+  // Not pending: replaced by a new enrollment or confirmed by a concurrent request meanwhile.
+  if (activated !== 'confirmed') return { outcome: activated as 'not-pending' | 'session-ended' };
   deps.outbox.wake();
   return { outcome: 'confirmed', recoveryCodes };
 }
 
-export type Removal = { outcome: 'disabled' | 'wrong-password' | 'wrong-otp' | 'not-active' } | Throttled;
+type RemovalOutcome = 'disabled' | 'wrong-password' | 'wrong-otp' | 'not-active' | 'session-ended';
+export type Removal = { outcome: RemovalOutcome } | Throttled;
 
 /**
  * Removes the active factor and its recovery codes. Both the password and an otp are required,
@@ -99,13 +102,14 @@ export async function disableTotp(deps: UseCaseDeps, caller: Caller, password: s
   }
   if (secondFactor.outcome === 'none') return { outcome: 'not-active' };
   const now = deps.clock();
-  const removed = await inTransaction(deps.sql, async (tx) => {
-    if (!(await lockAccount(tx, account.id)) || !(await removeFactor(tx, account.id))) return false;
+  const removed = await inTransaction(deps.sql, async (tx): Promise<RemovalOutcome> => {
+    if (!(await lockCaller(tx, caller))) return 'session-ended';
+    if (!(await removeFactor(tx, account.id))) return 'not-active';
     await recordEvent(tx, account.id, 'totp-disabled', client.address, sessionId, now);
     await enqueueMail(tx, totpDisabledMail(account.email, account.name, now, client.address), deps.sealer, now);
-    return true;
+    return 'disabled';
   });
-  if (!removed) return { outcome: 'not-active' };
+  if (removed !== 'disabled') return { outcome: removed };
   deps.outbox.wake();
   return { outcome: 'disabled' };
 }
@@ -163,6 +167,17 @@ export function secondFactorRefusal(outcome: SecondFactorOutcome): 'otp-required
 /** Whether the account has an active factor (GET /acc/me). */
 export async function hasActiveFactor(sql: Sql, accountId: string): Promise<boolean> {
   return (await findSecondFactor(sql, accountId))?.active ?? false;
+}
+
+/**
+ * Step 1 of the lock order, then whether the caller's session still lives: read after the lock,
+ * so that a password change, reset or sign-out that ended it before is seen, and a request of
+ * an ended session changes nothing.
+ */
+async function lockCaller(tx: Transaction, { account, sessionId }: Caller): Promise<boolean> {
+  if (!(await lockAccount(tx, account.id))) return false;
+  const [row] = await tx`SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ${sessionId} AND account_id = ${account.id}) AS live`;
+  return row!.live === true;
 }
 
 /** The secret of a sealed factor; null if no configured key opens it (a TOKEN_SECRET that sealed it was removed). */
