@@ -76,11 +76,13 @@ async function activateWithCode(deps: UseCaseDeps, { account, sessionId }: Calle
     if (!(await activateFactor(tx, account.id, factor.sealedSecret, step, recoveryCodes.map(hashRecoveryCode), now))) return 'not-pending';
     await recordEvent(tx, account.id, 'totp-enabled', client.address, sessionId, now);
     await enqueueMail(tx, totpEnabledMail(account.email, account.name, now, client.address), deps.sealer, now);
+    await deps.webhooks.enqueue(tx, 'second_factor.enabled', account.publicId, now, { method: 'totp' });
     return 'confirmed';
   });
   // Not pending: replaced by a new enrollment or confirmed by a concurrent request meanwhile.
   if (activated !== 'confirmed') return { outcome: activated as 'not-pending' | 'session-ended' };
   deps.outbox.wake();
+  deps.webhooks.wake();
   return { outcome: 'confirmed', recoveryCodes };
 }
 
@@ -107,10 +109,12 @@ export async function disableTotp(deps: UseCaseDeps, caller: Caller, password: s
     if (!(await removeFactor(tx, account.id))) return 'not-active';
     await recordEvent(tx, account.id, 'totp-disabled', client.address, sessionId, now);
     await enqueueMail(tx, totpDisabledMail(account.email, account.name, now, client.address), deps.sealer, now);
+    await deps.webhooks.enqueue(tx, 'second_factor.disabled', account.publicId, now, { method: 'totp' });
     return 'disabled';
   });
   if (removed !== 'disabled') return { outcome: removed };
   deps.outbox.wake();
+  deps.webhooks.wake();
   return { outcome: 'disabled' };
 }
 
