@@ -10,16 +10,19 @@ export type SignIn =
   | { outcome: 'refused' }
   /** The password is right, the account has a second factor, and no otp came with it. */
   | { outcome: 'mfa-required' }
-  | { outcome: 'throttled'; retryAfterSeconds: number };
+  | { outcome: 'throttled'; retryAfterSeconds: number }
+  /** The password was right, but the account is past its rate limit (`admit`): no session started. */
+  | { outcome: 'limited'; retryAfterSeconds: number };
 
 /**
  * Password sign-in: starts a session. An unknown name and a wrong password take the same
  * statements and the same scrypt work, and end in the same outcome, so that neither timing nor
  * answer tells which names exist. The session starts in one statement (startSession) that
  * holds the account row, so that it cannot start after a change, reset or deletion that the
- * password check did not see.
+ * password check did not see. `admit` takes one sign-in from the account's allowance (0 to go
+ * on, else the seconds to wait).
  */
-export async function signIn(deps: UseCaseDeps, username: string, password: string, otp: string | undefined, client: Client): Promise<SignIn> {
+export async function signIn(deps: UseCaseDeps, username: string, password: string, otp: string | undefined, client: Client, admit: (accountId: string) => number = () => 0): Promise<SignIn> {
   const account = await findAccountByLogin(deps.sql, username);
   // Second factor (issue 23): read only after the password is proven, so that a wrong password
   // answers the same, with the same work, whether or not the account has one.
@@ -31,9 +34,12 @@ export async function signIn(deps: UseCaseDeps, username: string, password: stri
     await recordWrongPassword(deps.sql, account?.id ?? null, client.address, null, deps.clock());
     return { outcome: 'refused' };
   }
+  // Counted only once the password is right, so that strangers cannot spend the owner's allowance.
+  const wait = admit(account.id);
+  if (wait > 0) return { outcome: 'limited', retryAfterSeconds: wait };
   const upgraded = deps.passwords.needsRehash(account.passwordHash) ? await deps.passwords.hash(password) : null;
   const now = deps.clock();
-  const started = await retryOnce(() => startSession(deps.sql, account.id, account.passwordHash, upgraded, client, now, deps.config.refreshTtlSeconds));
+  const started = await retryOnce(() => startSession(deps.sql, account.id, account.passwordHash, upgraded, client, now, deps.config.refreshTtlSeconds, deps.config.sessionsPerAccount));
   if (started === null) return { outcome: 'refused' };
   return { outcome: 'signed-in', accountPublicId: account.publicId, ...started };
 }
