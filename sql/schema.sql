@@ -211,6 +211,16 @@ ALTER TABLE public.outbox ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 );
 
 --
+-- Name: recovery_codes; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.recovery_codes (
+    account_id bigint NOT NULL,
+    code_hash bytea NOT NULL,
+    CONSTRAINT recovery_codes_code_hash_check CHECK ((octet_length(code_hash) = 32))
+);
+
+--
 -- Name: refresh_tokens; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -292,6 +302,18 @@ CREATE TABLE public.schema_migrations (
 );
 
 --
+-- Name: second_factors; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.second_factors (
+    account_id bigint NOT NULL,
+    sealed_secret bytea NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    activated_at timestamp with time zone,
+    last_used_step bigint
+);
+
+--
 -- Name: security_events; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -303,7 +325,7 @@ CREATE TABLE public.security_events (
     client_address text NOT NULL,
     session_id uuid,
     CONSTRAINT security_events_client_address_check CHECK ((length(client_address) <= 64)),
-    CONSTRAINT security_events_type_check CHECK ((type = ANY (ARRAY['activated'::text, 'signed-in'::text, 'sign-in-failed'::text, 'password-changed'::text, 'reset-requested'::text, 'password-reset'::text, 'session-revoked'::text, 'signed-out-everywhere'::text, 'refresh-retried'::text, 'refresh-token-reused'::text, 'session-evicted'::text])))
+    CONSTRAINT security_events_type_check CHECK ((type = ANY ('{activated,password-changed,password-reset,refresh-retried,refresh-token-reused,reset-requested,session-evicted,session-revoked,sign-in-failed,signed-in,signed-out-everywhere,totp-enabled,totp-disabled,recovery-code-used}'::text[])))
 );
 
 --
@@ -436,6 +458,13 @@ ALTER TABLE ONLY public.outbox
     ADD CONSTRAINT outbox_pkey PRIMARY KEY (id);
 
 --
+-- Name: recovery_codes recovery_codes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.recovery_codes
+    ADD CONSTRAINT recovery_codes_pkey PRIMARY KEY (account_id, code_hash);
+
+--
 -- Name: refresh_tokens refresh_tokens_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -462,6 +491,13 @@ ALTER TABLE ONLY public.reset_requests
 
 ALTER TABLE ONLY public.schema_migrations
     ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
+
+--
+-- Name: second_factors second_factors_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.second_factors
+    ADD CONSTRAINT second_factors_pkey PRIMARY KEY (account_id);
 
 --
 -- Name: security_events security_events_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -637,11 +673,25 @@ ALTER TABLE ONLY public.one_time_codes
     ADD CONSTRAINT one_time_codes_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id) ON DELETE CASCADE;
 
 --
+-- Name: recovery_codes recovery_codes_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.recovery_codes
+    ADD CONSTRAINT recovery_codes_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id) ON DELETE CASCADE;
+
+--
 -- Name: refresh_tokens refresh_tokens_session_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.refresh_tokens
     ADD CONSTRAINT refresh_tokens_session_id_fkey FOREIGN KEY (session_id) REFERENCES public.sessions(id) ON DELETE CASCADE;
+
+--
+-- Name: second_factors second_factors_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.second_factors
+    ADD CONSTRAINT second_factors_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id) ON DELETE CASCADE;
 
 --
 -- Name: security_events security_events_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

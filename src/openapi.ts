@@ -1,6 +1,6 @@
 import { problems, problemTypePrefix } from './http/errors.ts';
 import type { Route } from './http/router.ts';
-import { accountDeletionSchema, activationSchema, passwordChangeSchema, passwordResetSchema, registrationSchema, resetCodeRequestSchema, type Schema } from './validation.ts';
+import { accountDeletionSchema, activationSchema, passwordChangeSchema, passwordResetSchema, registrationSchema, resetCodeRequestSchema, totpConfirmationSchema, totpEnrollmentSchema, totpRemovalSchema, patterns, type Schema } from './validation.ts';
 import { license } from './version.ts';
 
 type JsonObject = Record<string, unknown>;
@@ -13,6 +13,9 @@ const requestSchemas: Record<string, JsonObject> = {
   PasswordResetRequest: objectSchema(passwordResetSchema),
   PasswordChangeRequest: objectSchema(passwordChangeSchema),
   AccountDeletionRequest: objectSchema(accountDeletionSchema),
+  TotpEnrollmentRequest: objectSchema(totpEnrollmentSchema),
+  TotpConfirmationRequest: objectSchema(totpConfirmationSchema),
+  TotpRemovalRequest: objectSchema(totpRemovalSchema),
   TokenRequest: {
     oneOf: [
       {
@@ -22,6 +25,11 @@ const requestSchemas: Record<string, JsonObject> = {
           grant_type: { const: 'password' },
           username: { type: 'string', minLength: 1, maxLength: 254, description: "The account's name or e-mail address." },
           password: { type: 'string', minLength: 1, maxLength: 256 },
+          otp: {
+            type: 'string',
+            pattern: unicodeSafePattern(patterns.otp.source),
+            description: 'Required when the account has an active second factor: a 6-digit TOTP code or an unused recovery code. Without it such an account answers mfa_required once the password is right.',
+          },
         },
       },
       {
@@ -75,8 +83,29 @@ const responseSchemas: Record<string, JsonObject> = {
   },
   Account: {
     type: 'object',
-    required: ['id', 'name', 'email', 'phone', 'created_at'],
-    properties: { id: { type: 'string', format: 'uuid' }, name: { type: 'string' }, email: { type: 'string' }, phone: { type: ['string', 'null'] }, created_at: { type: 'string', format: 'date-time' } },
+    required: ['id', 'name', 'email', 'phone', 'created_at', 'totp_enabled'],
+    properties: { id: { type: 'string', format: 'uuid' }, name: { type: 'string' }, email: { type: 'string' }, phone: { type: ['string', 'null'] }, created_at: { type: 'string', format: 'date-time' }, totp_enabled: { type: 'boolean', description: 'Whether a second factor is active.' } },
+  },
+  TotpEnrollment: {
+    type: 'object',
+    required: ['secret', 'uri'],
+    properties: {
+      secret: { type: 'string', pattern: '^[A-Z2-7]{32}$', description: 'The 160-bit TOTP secret in base32 (RFC 4648, no padding).' },
+      uri: { type: 'string', description: 'otpauth://totp/<issuer>:<name>?secret=…&issuer=…&algorithm=SHA1&digits=6&period=30, for a QR code.' },
+    },
+  },
+  RecoveryCodes: {
+    type: 'object',
+    required: ['recovery_codes'],
+    properties: {
+      recovery_codes: {
+        type: 'array',
+        minItems: 10,
+        maxItems: 10,
+        items: { type: 'string', pattern: '^[a-z2-7]{4}(-[a-z2-7]{4}){3}$' },
+        description: 'Ten single-use codes (80 bits each), shown this once; each works as otp in place of a TOTP code.',
+      },
+    },
   },
   Status: { type: 'object', required: ['status'], properties: { status: { type: 'string' } } },
   Events: {
@@ -90,7 +119,7 @@ const responseSchemas: Record<string, JsonObject> = {
           type: 'object',
           required: ['type', 'occurred_at', 'client_address', 'session_id'],
           properties: {
-            type: { type: 'string', description: 'An open set; known values: activated, signed-in, sign-in-failed, password-changed, reset-requested, password-reset, session-revoked, signed-out-everywhere, refresh-retried, refresh-token-reused, session-evicted (a sign-in beyond SESSIONS_PER_ACCOUNT ended it).' },
+            type: { type: 'string', description: 'An open set; known values: activated, signed-in, sign-in-failed, password-changed, reset-requested, password-reset, session-revoked, signed-out-everywhere, refresh-retried, refresh-token-reused, session-evicted (a sign-in beyond SESSIONS_PER_ACCOUNT ended it), totp-enabled, totp-disabled, recovery-code-used.' },
             occurred_at: { type: 'string', format: 'date-time' },
             client_address: { type: 'string' },
             session_id: { type: ['string', 'null'], format: 'uuid' },
@@ -129,7 +158,7 @@ const responseSchemas: Record<string, JsonObject> = {
     type: 'object',
     required: ['error', 'error_description'],
     properties: {
-      error: { enum: ['invalid_request', 'invalid_grant', 'unsupported_grant_type', 'temporarily_unavailable', 'server_error'] },
+      error: { enum: ['invalid_request', 'invalid_grant', 'mfa_required', 'unsupported_grant_type', 'temporarily_unavailable', 'server_error'] },
       error_description: { type: 'string' },
     },
   },
@@ -163,7 +192,7 @@ export function buildOpenApiDocument(routes: readonly Route[], version: string):
     info: {
       title: 'Account service',
       version,
-      description: 'Two-step registration, password reset by e-mailed code, sessions with bearer and refresh tokens, and password change. Unknown paths answer 404 and known paths with another method 405, both as problems.',
+      description: 'Two-step registration, password reset by e-mailed code, sessions with bearer and refresh tokens, password change, and a TOTP second factor with recovery codes. Unknown paths answer 404 and known paths with another method 405, both as problems.',
       // The document is served by each deployment, so its contact is whoever runs that one.
       contact: { name: 'The operator of this deployment' },
       // SPDX has no identifier for "no licence granted"; a LicenseRef- identifier is SPDX's form for a licence of one's own.

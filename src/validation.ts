@@ -10,6 +10,10 @@ export const patterns = {
   password: /^.{6,32}$/u,
   phone: /^\+[0-9]{2}\s[0-9]{3}\s([0-9]{3}|[0-9]{4})\s[0-9]{4}$/,
   code: /^([a-zA-Z]{4}-){3}[a-zA-Z]{4}$/,
+  /** Ours (second factor): a 6-digit TOTP code. */
+  totpCode: /^[0-9]{6}$/,
+  /** Ours: a TOTP code or a recovery code (16 base32 letters, hyphens after each four optional). */
+  otp: /^([0-9]{6}|[a-zA-Z2-7]{4}(-?[a-zA-Z2-7]{4}){3})$/,
 } as const;
 
 /** `mismatch` is the reason given for a value that does not match, made once with the rule. */
@@ -36,7 +40,17 @@ export const passwordResetSchema = {
   new_pwd: field(patterns.password),
 } satisfies Schema;
 
-export const accountDeletionSchema = { pwd: field(patterns.password) } satisfies Schema;
+export const accountDeletionSchema = {
+  pwd: field(patterns.password),
+  // Required when the account has an active second factor; that is checked after the password.
+  otp: field(patterns.otp, { required: false }),
+} satisfies Schema;
+
+export const totpEnrollmentSchema = { pwd: field(patterns.password) } satisfies Schema;
+
+export const totpConfirmationSchema = { code: field(patterns.totpCode) } satisfies Schema;
+
+export const totpRemovalSchema = { pwd: field(patterns.password), otp: field(patterns.otp) } satisfies Schema;
 
 export const passwordChangeSchema = {
   old_pwd: field(patterns.password),

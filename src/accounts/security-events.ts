@@ -12,7 +12,10 @@ export type EventType =
   | 'refresh-retried'
   | 'refresh-token-reused'
   /** A sign-in beyond SESSIONS_PER_ACCOUNT ended the least recently used session. */
-  | 'session-evicted';
+  | 'session-evicted'
+  | 'totp-enabled'
+  | 'totp-disabled'
+  | 'recovery-code-used';
 
 export type SecurityEvent = { type: EventType; occurredAt: Date; clientAddress: string; sessionId: string | null };
 

@@ -13,11 +13,16 @@ export const problems = {
   invalidFields: { status: 400, slug: 'invalid-fields', title: 'One or more fields are invalid' },
   invalidToken: { status: 401, slug: 'invalid-token', title: 'A valid bearer token is required' },
   wrongPassword: { status: 403, slug: 'wrong-password', title: 'The password does not match' },
+  otpRequired: { status: 403, slug: 'otp-required', title: 'The account has a second factor: otp is required' },
+  wrongOtp: { status: 403, slug: 'wrong-otp', title: 'The one-time code is wrong, already used or expired' },
   notFound: { status: 404, slug: 'not-found', title: 'No such resource' },
   unknownCode: { status: 404, slug: 'unknown-code', title: 'The code is unknown or already used' },
   unknownSession: { status: 404, slug: 'unknown-session', title: 'The account has no session with this id' },
   methodNotAllowed: { status: 405, slug: 'method-not-allowed', title: 'Method not allowed on this resource' },
   nameTaken: { status: 409, slug: 'name-taken', title: 'The name is already taken' },
+  totpActive: { status: 409, slug: 'totp-active', title: 'A second factor is already active' },
+  totpNotPending: { status: 409, slug: 'totp-not-pending', title: 'No second factor is waiting for confirmation' },
+  totpNotActive: { status: 409, slug: 'totp-not-active', title: 'No second factor is active' },
   codeExpired: { status: 410, slug: 'code-expired', title: 'The code has expired' },
   bodyTooLarge: { status: 413, slug: 'body-too-large', title: 'The request body is too large' },
   unsupportedMediaType: { status: 415, slug: 'unsupported-media-type', title: 'The request body must be application/json' },
@@ -68,7 +73,7 @@ export class HttpError {
 }
 
 /** The codes a handler of the token endpoint answers with; the server maps other statuses itself (server.ts, oauthReply). */
-export type OAuthErrorCode = 'invalid_request' | 'invalid_grant' | 'unsupported_grant_type';
+export type OAuthErrorCode = 'invalid_request' | 'invalid_grant' | 'mfa_required' | 'unsupported_grant_type';
 
 /** RFC 6749 §5.2 error, used only by the token endpoint; an answer like HttpError, and not an Error for the same reason. */
 export class OAuthError {

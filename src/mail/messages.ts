@@ -1,8 +1,10 @@
+import { fewRecoveryCodesLeft } from '../accounts/recovery-codes.ts';
 import { formatCount } from '../count.ts';
 
 /** What the outbox stores and the transport sends; never logged, as it may hold a code. */
 export type MailContent = { subject: string; text: string; html: string };
-export type MailKind = 'registration-code' | 'account-active' | 'password-changed' | 'registration-attempt' | 'reset-code' | 'password-reset' | 'account-deleted';
+export type MailKind = 'registration-code' | 'account-active' | 'password-changed' | 'registration-attempt' | 'reset-code' | 'password-reset' | 'account-deleted'
+  | 'totp-enabled' | 'totp-disabled' | 'recovery-code-used';
 export type OutgoingMail = { kind: MailKind; to: string; content: MailContent };
 /** A message whose recipient the database supplies: the address stored for the account. */
 export type UnaddressedMail = Omit<OutgoingMail, 'to'>;
@@ -80,6 +82,36 @@ export function accountDeletedMail(to: string, name: string, deletedAt: Date, cl
     `your account was deleted at ${isoUtc(deletedAt)} from the address ${clientAddress}, with everything it held.`,
     'Its name and this address are free again. This message is the last we keep of it, and it is erased once sent.',
     'If you did not do this, someone knew your password: secure this mailbox and your other accounts.',
+  ]) };
+}
+
+export function totpEnabledMail(to: string, name: string, enabledAt: Date, clientAddress: string): OutgoingMail {
+  return { to, ...compose('totp-enabled', 'A second factor was enabled', [
+    `Hello ${name},`,
+    `a second factor (an authenticator app) was enabled for your account at ${isoUtc(enabledAt)} from the address ${clientAddress}. Signing in now needs a code from the app, or one of the recovery codes shown once when it was enabled.`,
+    'Keep the recovery codes somewhere safe: a password reset by e-mail does not remove the second factor.',
+    'If you did not do this, someone knows your password: reset it at once.',
+  ]) };
+}
+
+export function totpDisabledMail(to: string, name: string, disabledAt: Date, clientAddress: string): OutgoingMail {
+  return { to, ...compose('totp-disabled', 'The second factor was disabled', [
+    `Hello ${name},`,
+    `the second factor of your account was disabled at ${isoUtc(disabledAt)} from the address ${clientAddress}. Its recovery codes no longer work, and signing in needs only the password.`,
+    'If you did not do this, someone knows your password and has your codes: reset the password at once.',
+  ]) };
+}
+
+/** A recovery code was used; `left` is how many remain, and the mail says so plainly when few do. */
+export function recoveryCodeUsedMail(to: string, name: string, usedAt: Date, clientAddress: string, left: number): OutgoingMail {
+  const few = left <= fewRecoveryCodesLeft
+    ? [`Only ${formatCount(left, 'recovery code')} ${left === 1 ? 'is' : 'are'} left. Disable the second factor and enable it again to get ten new ones.`]
+    : [];
+  return { to, ...compose('recovery-code-used', 'A recovery code was used', [
+    `Hello ${name},`,
+    `one of the recovery codes of your account was used at ${isoUtc(usedAt)} from the address ${clientAddress}; it no longer works. ${formatCount(left, 'code')} left.`,
+    ...few,
+    'If you did not do this, someone has your password and your recovery codes: reset the password and disable the second factor at once.',
   ]) };
 }
 

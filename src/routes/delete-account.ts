@@ -10,9 +10,12 @@ export const deleteAccountRoute: Handler = async (ctx, deps) => {
   const caller = await authenticate(ctx, deps);
   const { value, invalid } = validateFields(await readJsonObject(ctx.req), accountDeletionSchema);
   if (invalid.length > 0) throw invalidFields(invalid);
-  const result = await deleteAccount(deps, caller, value.pwd, clientOf(ctx));
+  // Second factor (issue 23): `otp` is optional in the schema, required by the use case when a factor is active.
+  const result = await deleteAccount(deps, caller, value.pwd, (value.otp as string | null) ?? undefined, clientOf(ctx));
   if (result.outcome === 'throttled') throw throttled(result.retryAfterSeconds);
   if (result.outcome === 'wrong-password') throw new HttpError(problems.wrongPassword);
+  if (result.outcome === 'otp-required') throw new HttpError(problems.otpRequired);
+  if (result.outcome === 'wrong-otp') throw new HttpError(problems.wrongOtp);
   // The caller's session was ended meanwhile (a concurrent password change, say), which won.
   if (result.outcome === 'session-ended') throw invalidToken();
   return { status: 204 };

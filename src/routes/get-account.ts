@@ -1,12 +1,16 @@
 import { authenticate } from '../http/auth.ts';
 import type { Handler } from '../http/router.ts';
 import { isoUtc } from '../mail/messages.ts';
+import { hasActiveFactor } from '../use-cases/second-factor.ts';
 
-/** GET /acc/me: the signed-in account, without anything secret. `id` is the public id, never the row id. */
+/**
+ * GET /acc/me: the signed-in account, without anything secret. `id` is the public id, never the
+ * row id; `totp_enabled` tells whether a second factor is active.
+ */
 export const getAccount: Handler = async (ctx, deps) => {
   const { account } = await authenticate(ctx, deps);
   return {
     status: 200,
-    body: { id: account.publicId, name: account.name, email: account.email, phone: account.phone, created_at: isoUtc(account.activatedAt) },
+    body: { id: account.publicId, name: account.name, email: account.email, phone: account.phone, created_at: isoUtc(account.activatedAt), totp_enabled: await hasActiveFactor(deps.sql, account) },
   };
 };

@@ -16,6 +16,9 @@ import { deleteAccountRoute } from './delete-account.ts';
 import { revokeSession } from './revoke-session.ts';
 import { revokeAllSessions } from './revoke-all-sessions.ts';
 import { resetPasswordRoute } from './reset-password.ts';
+import { enrollSecondFactor } from './enroll-totp.ts';
+import { confirmSecondFactor } from './confirm-totp.ts';
+import { disableSecondFactor } from './remove-totp.ts';
 
 /** Every route, with what the API document says of it. Error statuses are all those the route can answer. */
 export const routes: readonly Route[] = [
@@ -80,6 +83,24 @@ export const routes: readonly Route[] = [
     path: '/acc/me',
     handler: deleteAccountRoute,
     doc: { summary: 'Delete the signed-in account and everything of it', auth: true, request: 'AccountDeletionRequest', success: { status: 204 }, errors: [400, 401, 403, 413, 415, 429, 500, 503] },
+  },
+  {
+    method: 'POST',
+    path: '/acc/me/totp',
+    handler: enrollSecondFactor,
+    doc: { summary: 'Start enrolling a TOTP second factor (pending until confirmed; again replaces the pending one)', auth: true, request: 'TotpEnrollmentRequest', success: { status: 200, schema: 'TotpEnrollment' }, errors: [400, 401, 403, 409, 413, 415, 429, 500, 503] },
+  },
+  {
+    method: 'POST',
+    path: '/acc/me/totp/confirm',
+    handler: confirmSecondFactor,
+    doc: { summary: 'Activate the pending second factor with its first code; answers the recovery codes, once', auth: true, request: 'TotpConfirmationRequest', success: { status: 200, schema: 'RecoveryCodes' }, errors: [400, 401, 403, 409, 413, 415, 429, 500, 503] },
+  },
+  {
+    method: 'DELETE',
+    path: '/acc/me/totp',
+    handler: disableSecondFactor,
+    doc: { summary: 'Disable the second factor (password and otp required)', auth: true, request: 'TotpRemovalRequest', success: { status: 204 }, errors: [400, 401, 403, 409, 413, 415, 429, 500, 503] },
   },
   {
     method: 'GET',

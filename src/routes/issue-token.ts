@@ -5,10 +5,12 @@ import { readOAuthParameters, stringParameter } from '../http/oauth.ts';
 import type { Deps, Handler, Reply, RequestContext } from '../http/router.ts';
 import { refreshSession } from '../use-cases/refresh-session.ts';
 import { signIn } from '../use-cases/sign-in.ts';
+import { patterns } from '../validation.ts';
 
 const maxUsernameLength = 254;
 const maxPasswordLength = 256;
 const maxRefreshTokenLength = 256;
+const maxOtpLength = 32;
 const printableAscii = /^[\x21-\x7e]+$/;
 
 /**
@@ -33,9 +35,11 @@ async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<str
   // it apart, or carry a NUL that PostgreSQL refuses: it is refused here, the same for everyone.
   if (!printableAscii.test(username)) throw new OAuthError('invalid_request', 'username must be printable ASCII without spaces.');
   const password = stringParameter(params, 'password', maxPasswordLength);
-  const result = await signIn(deps, username, password, clientOf(ctx), (accountId) => takeAccountAllowance(deps, accountId));
+  const otp = otpParameter(params);
+  const result = await signIn(deps, username, password, otp, clientOf(ctx), (accountId) => takeAccountAllowance(deps, accountId));
   if (result.outcome === 'throttled') throw throttled(result.retryAfterSeconds);
   if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
+  if (result.outcome === 'mfa-required') throw new OAuthError('mfa_required', 'The account has a second factor: send otp, a code of the authenticator app or a recovery code.');
   if (result.outcome === 'refused') throw new OAuthError('invalid_grant', 'The username or password is incorrect.');
   return tokenReply(deps, result.accountPublicId, result.sessionId, result.refreshToken);
 }
@@ -62,4 +66,12 @@ function tokenReply(deps: Deps, accountPublicId: string, sessionId: string, refr
     body: { access_token: token, token_type: 'Bearer', expires_in: expiresIn, refresh_token: refreshToken },
     headers: { Pragma: 'no-cache' },
   };
+}
+
+/** The optional `otp` (issue 23): a 6-digit TOTP code or a recovery code; malformed is refused before anything is read. */
+function otpParameter(params: Record<string, unknown>): string | undefined {
+  if (params.otp === undefined) return undefined;
+  const otp = stringParameter(params, 'otp', maxOtpLength);
+  if (!patterns.otp.test(otp)) throw new OAuthError('invalid_request', 'otp must be a 6-digit code or a recovery code.');
+  return otp;
 }

@@ -3,9 +3,10 @@ import { accountDeletedMail } from '../mail/messages.ts';
 import { sealMail } from '../mail/outbox.ts';
 import { endSessions } from './end-sessions.ts';
 import { checkPassword, recordWrongPassword, signedInIdentifier, throttleKeys } from './password-check.ts';
+import { secondFactorGate, secondFactorRefusal } from './second-factor.ts';
 import { inTransaction, lockAccount, type Client, type UseCaseDeps } from './transaction.ts';
 
-export type Deletion = { outcome: 'deleted' } | { outcome: 'wrong-password' } | { outcome: 'throttled'; retryAfterSeconds: number } | { outcome: 'session-ended' };
+export type Deletion = { outcome: 'deleted' } | { outcome: 'wrong-password' } | { outcome: 'otp-required' } | { outcome: 'wrong-otp' } | { outcome: 'throttled'; retryAfterSeconds: number } | { outcome: 'session-ended' };
 
 /**
  * Erases the account (the right to erasure). The current password is required and throttled
@@ -14,13 +15,15 @@ export type Deletion = { outcome: 'deleted' } | { outcome: 'wrong-password' } | 
  * rows, its name holds and its past mail by key), so that its name and address are free at
  * once; only the notice queued here stays, until it is sent.
  */
-export async function deleteAccount(deps: UseCaseDeps, caller: { account: Account; sessionId: string }, password: string, client: Client): Promise<Deletion> {
+export async function deleteAccount(deps: UseCaseDeps, caller: { account: Account; sessionId: string }, password: string, otp: string | undefined, client: Client): Promise<Deletion> {
   const { account, sessionId } = caller;
-  const check = await checkPassword(deps, signedInIdentifier(account), client.address, password, account.passwordHash);
+  // Second factor (issue 23): with an active factor, an otp is needed too, checked once the password is proven.
+  const secondFactor = secondFactorGate(deps, account, otp, client.address, sessionId, deps.clock());
+  const check = await checkPassword(deps, signedInIdentifier(account), client.address, password, account.passwordHash, secondFactor.check);
   if (check.outcome === 'throttled') return check;
   if (check.outcome === 'wrong') {
     await recordWrongPassword(deps.sql, account.id, client.address, sessionId, deps.clock());
-    return { outcome: 'wrong-password' };
+    return { outcome: secondFactorRefusal(secondFactor.outcome) ?? 'wrong-password' };
   }
   const now = deps.clock();
   const addressKey = deps.keys.address(account.email);

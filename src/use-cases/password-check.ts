@@ -14,13 +14,36 @@ export type PasswordCheck = { outcome: 'valid' } | { outcome: 'wrong' } | { outc
  * no scrypt work and learns nothing. `stored` null (no account) does the same work and fails.
  * The throttle never looks at the account, so it acts alike for names that exist and not.
  */
-export async function checkPassword(deps: UseCaseDeps, identifier: string, clientAddress: string, password: string, stored: string | null): Promise<PasswordCheck> {
+export async function checkPassword(
+  deps: UseCaseDeps,
+  identifier: string,
+  clientAddress: string,
+  password: string,
+  stored: string | null,
+  // Second factor (issue 23): run only once the password is proven; false makes the attempt
+  // 'wrong' and leaves it counted as a failure, exactly like a wrong password.
+  secondFactor?: () => Promise<boolean>,
+): Promise<PasswordCheck> {
   const keys = { identifier: deps.keys.loginIdentifier(identifier), client: deps.keys.client(clientNetwork(clientAddress)) };
   const perHour = deps.config.loginFailuresPerHour;
   let wait = 0;
   const valid = await deps.passwords.verify(password, stored, async () => (wait = await reserveAttempt(deps.sql, keys, perHour, deps.clock())) === 0);
   if (wait > 0) return { outcome: 'throttled', retryAfterSeconds: wait };
-  if (!valid) return { outcome: 'wrong' };
+  if (!valid || (secondFactor !== undefined && !(await secondFactor()))) return { outcome: 'wrong' };
+  await settleSuccess(deps.sql, keys, perHour);
+  return { outcome: 'valid' };
+}
+
+/**
+ * A guess at a secret that is not a password (a second-factor code at confirmation), under the
+ * same throttle: reserved before `check` runs, and given back only when it passes.
+ */
+export async function checkGuess(deps: UseCaseDeps, identifier: string, clientAddress: string, check: () => Promise<boolean>): Promise<PasswordCheck> {
+  const keys = { identifier: deps.keys.loginIdentifier(identifier), client: deps.keys.client(clientNetwork(clientAddress)) };
+  const perHour = deps.config.loginFailuresPerHour;
+  const wait = await reserveAttempt(deps.sql, keys, perHour, deps.clock());
+  if (wait > 0) return { outcome: 'throttled', retryAfterSeconds: wait };
+  if (!(await check())) return { outcome: 'wrong' };
   await settleSuccess(deps.sql, keys, perHour);
   return { outcome: 'valid' };
 }

@@ -1,12 +1,15 @@
 import { findAccountByLogin } from '../accounts/accounts.ts';
 import { startSession } from '../sessions/sessions.ts';
 import { checkPassword, recordWrongPassword } from './password-check.ts';
+import { secondFactorGate } from './second-factor.ts';
 import { retryOnce, type Client, type UseCaseDeps } from './transaction.ts';
 
 export type SignIn =
   | { outcome: 'signed-in'; accountPublicId: string; sessionId: string; refreshToken: string }
   /** Unknown name, wrong password, or the password changed while it was checked: one answer for all. */
   | { outcome: 'refused' }
+  /** The password is right, the account has a second factor, and no otp came with it. */
+  | { outcome: 'mfa-required' }
   | { outcome: 'throttled'; retryAfterSeconds: number }
   /** The password was right, but the account is past its rate limit (`admit`): no session started. */
   | { outcome: 'limited'; retryAfterSeconds: number };
@@ -19,10 +22,14 @@ export type SignIn =
  * password check did not see. `admit` takes one sign-in from the account's allowance (0 to go
  * on, else the seconds to wait).
  */
-export async function signIn(deps: UseCaseDeps, username: string, password: string, client: Client, admit: (accountId: string) => number = () => 0): Promise<SignIn> {
+export async function signIn(deps: UseCaseDeps, username: string, password: string, otp: string | undefined, client: Client, admit: (accountId: string) => number = () => 0): Promise<SignIn> {
   const account = await findAccountByLogin(deps.sql, username);
-  const check = await checkPassword(deps, username, client.address, password, account?.passwordHash ?? null);
+  // Second factor (issue 23): read only after the password is proven, so that a wrong password
+  // answers the same, with the same work, whether or not the account has one.
+  const secondFactor = account === null ? null : secondFactorGate(deps, account, otp, client.address, null, deps.clock());
+  const check = await checkPassword(deps, username, client.address, password, account?.passwordHash ?? null, secondFactor?.check);
   if (check.outcome === 'throttled') return check;
+  if (secondFactor?.outcome === 'missing') return { outcome: 'mfa-required' };
   if (account === null || check.outcome === 'wrong') {
     await recordWrongPassword(deps.sql, account?.id ?? null, client.address, null, deps.clock());
     return { outcome: 'refused' };

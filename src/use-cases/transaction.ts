@@ -17,7 +17,7 @@ import type { Webhooks } from '../webhooks/events.ts';
  *   2. the account row, FOR NO KEY UPDATE (lockAccount below);
  *   3. its sessions;
  *   4. their refresh tokens;
- *   5. its one-time codes;
+ *   5. its one-time codes, its second factor and recovery codes;
  *   6. its security events;
  *   7. the outbox and webhook events (inserts only, of rows no one else holds).
  *

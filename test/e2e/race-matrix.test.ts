@@ -7,7 +7,7 @@ import { startTestService, uniqueUser, type TestService } from '../helpers/servi
 
 // Every pair of writers on one account, in parallel over real HTTP, with jitter: password change,
 // reset, deletion, ending one session (DELETE /acc/me/sessions/{id} or POST /auth/revoke),
-// ending all, refresh and sign-in. After each round the account must be whole: no 500, no
+// ending all, enrolling a second factor, refresh and sign-in. After each round the account must be whole: no 500, no
 // session alive that one of the winners ended, and every winner's writes all there.
 
 let app: TestService;
@@ -41,6 +41,7 @@ const writers: Writer[] = [
     send: (r, second) => (second ? app.call('POST', '/auth/revoke', form({ token: r.b.refresh })) : app.call('DELETE', `/acc/me/sessions/${r.b.id}`, { token: r.a.access })),
   },
   { kind: 'end-all', allowed: [204, 401], send: (r) => app.call('DELETE', '/acc/me/sessions', { token: r.a.access }) },
+  { kind: 'enroll', allowed: [200, 401], send: (r) => app.call('POST', '/acc/me/totp', { token: r.a.access, json: { pwd: oldPassword } }) },
   { kind: 'refresh', allowed: [200, 400], send: (r) => app.call('POST', '/auth/token', form({ grant_type: 'refresh_token', refresh_token: r.c.refresh })) },
   {
     kind: 'sign-in',
@@ -119,6 +120,10 @@ async function runRound(first: Writer, second: Writer): Promise<void> {
   if (won('end-all')) {
     assert.deepEqual(signedInAfter(live), [], `${label}: after signing out everywhere only a racing sign-in's session may live`);
     assert.equal(count('signed-out-everywhere'), pair.filter((writer, index) => writer.kind === 'end-all' && results[index]!.status === 204).length);
+  }
+  if (won('enroll')) {
+    const [pending] = await sql`SELECT count(*)::int AS n FROM second_factors WHERE account_id = ${round.accountId} AND activated_at IS NULL`;
+    assert.equal(pending!.n, 1, `${label}: one pending enrollment, which asks nothing at sign-in`);
   }
   if (won('end-one')) assert.ok(!live.includes(round.b.id), `${label}: the ended session is dead`);
   // Every live session is one chain: exactly one live refresh token.

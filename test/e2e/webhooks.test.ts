@@ -11,6 +11,7 @@ import { createTestDatabase } from '../helpers/database.ts';
 import { call } from '../helpers/http.ts';
 import { runMain } from '../helpers/process.ts';
 import { codeIn } from '../helpers/smtp.ts';
+import { referenceTotp } from '../helpers/totp.ts';
 import { registerAndSignIn, signIn, startTestService, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { acceptedEvents, failureAnswer, startReceiver, type Receiver } from '../helpers/webhook-receiver.ts';
@@ -85,6 +86,27 @@ describe('webhooks', () => {
     }
     // With its last event delivered, nothing of the deleted account stays behind.
     await waitUntil(async () => (await rowsOf(app, account)).length === 0);
+  });
+
+  it('sends second_factor.enabled and second_factor.disabled, with the method, when a factor is confirmed and disabled', async () => {
+    receiver.mode = 'ok';
+    const { user, token } = await registerAndSignIn(app);
+    const account = claimsOf(token).sub;
+    const enrolled = (await app.call('POST', '/acc/me/totp', { token, json: { pwd: user.pwd } })).json;
+    const step = Math.floor(app.clock.now().getTime() / 30_000);
+    assert.equal((await app.call('POST', '/acc/me/totp/confirm', { token, json: { code: referenceTotp(enrolled.secret, step * 30) } })).status, 200);
+    assert.equal((await app.call('DELETE', '/acc/me/totp', { token, json: { pwd: user.pwd, otp: referenceTotp(enrolled.secret, (step + 1) * 30) } })).status, 204);
+    await receiver.waitFor(() => typesOf(receiver, account).length === 3);
+    const events = acceptedEvents(receiver.received).filter((event) => event.data.account_id === account);
+    assert.deepEqual(
+      events.map(({ type, data }) => ({ type, data })),
+      [
+        { type: 'account.activated', data: { account_id: account } },
+        { type: 'second_factor.enabled', data: { method: 'totp', account_id: account } },
+        { type: 'second_factor.disabled', data: { method: 'totp', account_id: account } },
+      ],
+    );
+    assert.ok(!receiver.received.some((entry) => entry.body.includes(enrolled.secret)), 'no secret in a body');
   });
 
   it('waits out a receiver that fails and then is down: everything arrives, in order, duplicates with the same id', async () => {

@@ -1,0 +1,25 @@
+import { createHash, randomInt } from 'node:crypto';
+
+/** How many recovery codes an owner gets when a factor is activated. */
+export const recoveryCodeCount = 10;
+/** At or below this many unused codes, the notice of a used code says to make new ones. */
+export const fewRecoveryCodesLeft = 3;
+
+const alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
+
+/** `xxxx-xxxx-xxxx-xxxx` from 16 uniformly drawn symbols of 32: 80 bits. */
+export function generateRecoveryCode(): string {
+  const drawn = Array.from({ length: 16 }, () => alphabet[randomInt(alphabet.length)]).join('');
+  return drawn.match(/.{4}/g)!.join('-');
+}
+
+/** A recovery code as a client sends it: any letter case, hyphens optional. */
+export const recoveryCodePattern = /^[a-zA-Z2-7]{4}(-?[a-zA-Z2-7]{4}){3}$/;
+
+/**
+ * What is stored and looked up instead of the code. A fast hash is enough: 80 random bits
+ * cannot be reached by brute force from a stolen table, and lookup needs determinism.
+ */
+export function hashRecoveryCode(code: string): Buffer {
+  return createHash('sha256').update(code.toLowerCase().replaceAll('-', '')).digest();
+}

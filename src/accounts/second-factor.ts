@@ -1,0 +1,71 @@
+import type { Sql, Transaction } from '../storage/db.ts';
+
+/** An account's TOTP factor: pending until its first code confirms it, then active. */
+export type SecondFactor = { sealedSecret: Buffer; active: boolean };
+
+export async function findSecondFactor(sql: Sql | Transaction, accountId: string): Promise<SecondFactor | null> {
+  const [row] = await sql<SecondFactor[]>`
+    SELECT sealed_secret AS "sealedSecret", activated_at IS NOT NULL AS active FROM second_factors WHERE account_id = ${accountId}`;
+  return row ?? null;
+}
+
+/**
+ * Stores a pending enrollment, replacing an earlier pending one; false, changing nothing, when a
+ * factor is already active. One statement, so that two enrollments and a confirmation cannot
+ * interleave into an active factor with a secret that no one confirmed.
+ */
+export async function startEnrollment(tx: Transaction, accountId: string, sealedSecret: Buffer, now: Date): Promise<boolean> {
+  const rows = await tx`
+    INSERT INTO second_factors AS f (account_id, sealed_secret, created_at) VALUES (${accountId}, ${sealedSecret}, ${now})
+    ON CONFLICT (account_id) DO UPDATE SET sealed_secret = excluded.sealed_secret, created_at = excluded.created_at, last_used_step = NULL
+    WHERE f.activated_at IS NULL
+    RETURNING 1`;
+  return rows.count === 1;
+}
+
+/**
+ * Activates the pending enrollment whose secret is `sealedSecret` (the one the code was checked
+ * against), with `step` as its first used step; false when it was replaced or activated meanwhile.
+ * Its recovery codes replace any left from an earlier factor.
+ */
+export async function activateFactor(tx: Transaction, accountId: string, sealedSecret: Buffer, step: number, recoveryHashes: Buffer[], now: Date): Promise<boolean> {
+  const rows = await tx`
+    UPDATE second_factors SET activated_at = ${now}, last_used_step = ${step}
+    WHERE account_id = ${accountId} AND activated_at IS NULL AND sealed_secret = ${sealedSecret}`;
+  if (rows.count === 0) return false;
+  await tx`DELETE FROM recovery_codes WHERE account_id = ${accountId}`;
+  await tx`INSERT INTO recovery_codes ${tx(recoveryHashes.map((codeHash) => ({ account_id: accountId, code_hash: codeHash })))}`;
+  return true;
+}
+
+/**
+ * Records `step` as used if it is later than the last used step of the active factor; false for
+ * a replay or an older step. The row lock makes it atomic: of two requests with one code, the
+ * second re-reads the row after the first commits and finds the step used.
+ */
+export async function useTimeStep(sql: Sql | Transaction, accountId: string, step: number): Promise<boolean> {
+  const rows = await sql`
+    UPDATE second_factors SET last_used_step = ${step}
+    WHERE account_id = ${accountId} AND activated_at IS NOT NULL AND (last_used_step IS NULL OR last_used_step < ${step})`;
+  return rows.count === 1;
+}
+
+/**
+ * Uses up a recovery code and answers how many are left, or null if the account has no such
+ * unused code. The delete is the single-use guarantee: of two requests, exactly one deletes it.
+ * The lookup is by hash in the database: the hash of an 80-bit random code gives a timing
+ * attack nothing to steer, so no constant-time comparison is needed here.
+ */
+export async function useRecoveryCode(tx: Transaction, accountId: string, codeHash: Buffer): Promise<number | null> {
+  const used = await tx`DELETE FROM recovery_codes WHERE account_id = ${accountId} AND code_hash = ${codeHash}`;
+  if (used.count === 0) return null;
+  const [row] = await tx`SELECT count(*)::int AS left FROM recovery_codes WHERE account_id = ${accountId}`;
+  return row!.left as number;
+}
+
+/** Removes the active factor and its recovery codes; false when none was active. */
+export async function removeFactor(tx: Transaction, accountId: string): Promise<boolean> {
+  const rows = await tx`DELETE FROM second_factors WHERE account_id = ${accountId} AND activated_at IS NOT NULL`;
+  await tx`DELETE FROM recovery_codes WHERE account_id = ${accountId}`;
+  return rows.count === 1;
+}

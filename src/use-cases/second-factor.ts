@@ -1,0 +1,195 @@
+import type { Account } from '../accounts/accounts.ts';
+import { generateRecoveryCode, hashRecoveryCode, recoveryCodeCount } from '../accounts/recovery-codes.ts';
+import { activateFactor, findSecondFactor, removeFactor, startEnrollment, useRecoveryCode, useTimeStep } from '../accounts/second-factor.ts';
+import { recordEvent } from '../accounts/security-events.ts';
+import { base32Encode, generateSecret, matchingStep, otpauthUri, totpCodePattern } from '../accounts/totp.ts';
+import { recoveryCodeUsedMail, totpDisabledMail, totpEnabledMail } from '../mail/messages.ts';
+import { enqueueMail } from '../mail/outbox.ts';
+import type { Sealer } from '../sealing.ts';
+import type { Sql, Transaction } from '../storage/db.ts';
+import { checkGuess, checkPassword, recordWrongPassword, signedInIdentifier } from './password-check.ts';
+import { inTransaction, lockAccount, type Client, type UseCaseDeps } from './transaction.ts';
+
+/**
+ * The second factor (TOTP, RFC 6238): enroll, confirm, disable, and the check that sign-in and
+ * deletion make once the password is proven. Each owns its transaction and follows the lock
+ * order of transaction.ts: the account row, then codes (the factor and its recovery codes),
+ * events, outbox. Using a TOTP step is one statement on the factor row alone.
+ */
+type Caller = { account: Account; sessionId: string };
+type Who = Pick<Account, 'id' | 'name' | 'email' | 'activeFactorSecret'>;
+type Throttled = { outcome: 'throttled'; retryAfterSeconds: number };
+
+/** What a presented `otp` (a TOTP code or a recovery code) proved. */
+export type SecondFactorOutcome = 'none' | 'passed' | 'missing' | 'wrong';
+
+export type Enrollment = { outcome: 'enrolled'; secret: string; uri: string } | { outcome: 'wrong-password' | 'active' | 'session-ended' } | Throttled;
+
+/**
+ * Starts a pending enrollment, replacing a pending one. The password is required (throttled like
+ * a sign-in), so that a stolen token alone cannot tie the account to a thief's app.
+ */
+export async function enrollTotp(deps: UseCaseDeps, caller: Caller, password: string, client: Client): Promise<Enrollment> {
+  const { account, sessionId } = caller;
+  const check = await checkPassword(deps, signedInIdentifier(account), client.address, password, account.passwordHash);
+  if (check.outcome === 'throttled') return check;
+  if (check.outcome === 'wrong') {
+    await recordWrongPassword(deps.sql, account.id, client.address, sessionId, deps.clock());
+    return { outcome: 'wrong-password' };
+  }
+  const secret = generateSecret();
+  const sealed = deps.sealer.seal(secret.toString('base64'));
+  const now = deps.clock();
+  const started = await inTransaction(deps.sql, async (tx) => ((await lockCaller(tx, caller)) ? startEnrollment(tx, account.id, sealed, now) : null));
+  if (started === null) return { outcome: 'session-ended' };
+  if (!started) return { outcome: 'active' };
+  return { outcome: 'enrolled', secret: base32Encode(secret), uri: otpauthUri(secret, deps.config.tokenIssuer, account.name) };
+}
+
+export type Confirmation = { outcome: 'confirmed'; recoveryCodes: string[] } | { outcome: 'not-pending' | 'active' | 'wrong' | 'session-ended' } | Throttled;
+
+/**
+ * Activates the pending factor with its first right code: recovery codes made, event recorded,
+ * owner told. Wrong codes count in the throttle of the signed-in account, so that a stolen
+ * token cannot guess its way through a pending enrollment to the recovery codes.
+ */
+export async function confirmTotp(deps: UseCaseDeps, caller: Caller, code: string, client: Client): Promise<Confirmation> {
+  let confirmation = { outcome: 'wrong' } as Confirmation;
+  const check = await checkGuess(deps, signedInIdentifier(caller.account), client.address, async () => {
+    confirmation = await activateWithCode(deps, caller, code, client);
+    return confirmation.outcome !== 'wrong';
+  });
+  return check.outcome === 'throttled' ? check : confirmation;
+}
+
+async function activateWithCode(deps: UseCaseDeps, { account, sessionId }: Caller, code: string, client: Client): Promise<Confirmation> {
+  const factor = await findSecondFactor(deps.sql, account.id);
+  if (factor === null) return { outcome: 'not-pending' };
+  if (factor.active) return { outcome: 'active' };
+  const now = deps.clock();
+  const secret = openSecret(deps.sealer, factor.sealedSecret);
+  const step = secret === null ? null : matchingStep(secret, code, now);
+  if (step === null) return { outcome: 'wrong' };
+  const recoveryCodes = Array.from({ length: recoveryCodeCount }, generateRecoveryCode);
+  const activated = await inTransaction(deps.sql, async (tx): Promise<Confirmation['outcome']> => {
+    if (!(await lockCaller(tx, { account, sessionId }))) return 'session-ended';
+    if (!(await activateFactor(tx, account.id, factor.sealedSecret, step, recoveryCodes.map(hashRecoveryCode), now))) return 'not-pending';
+    await recordEvent(tx, account.id, 'totp-enabled', client.address, sessionId, now);
+    await enqueueMail(tx, totpEnabledMail(account.email, account.name, now, client.address), deps.sealer, now);
+    await deps.webhooks.enqueue(tx, 'second_factor.enabled', account.publicId, now, { method: 'totp' });
+    return 'confirmed';
+  });
+  // Not pending: replaced by a new enrollment or confirmed by a concurrent request meanwhile.
+  if (activated !== 'confirmed') return { outcome: activated as 'not-pending' | 'session-ended' };
+  deps.outbox.wake();
+  deps.webhooks.wake();
+  return { outcome: 'confirmed', recoveryCodes };
+}
+
+type RemovalOutcome = 'disabled' | 'wrong-password' | 'wrong-otp' | 'not-active' | 'session-ended';
+export type Removal = { outcome: RemovalOutcome } | Throttled;
+
+/**
+ * Removes the active factor and its recovery codes. Both the password and an otp are required,
+ * under the sign-in throttle, so that neither a stolen token nor a stolen password alone does it.
+ */
+export async function disableTotp(deps: UseCaseDeps, caller: Caller, password: string, otp: string, client: Client): Promise<Removal> {
+  const { account, sessionId } = caller;
+  const secondFactor = secondFactorGate(deps, account, otp, client.address, sessionId, deps.clock());
+  const check = await checkPassword(deps, signedInIdentifier(account), client.address, password, account.passwordHash, secondFactor.check);
+  if (check.outcome === 'throttled') return check;
+  if (check.outcome === 'wrong') {
+    await recordWrongPassword(deps.sql, account.id, client.address, sessionId, deps.clock());
+    return { outcome: secondFactor.outcome === 'wrong' ? 'wrong-otp' : 'wrong-password' };
+  }
+  if (secondFactor.outcome === 'none') return { outcome: 'not-active' };
+  const now = deps.clock();
+  const removed = await inTransaction(deps.sql, async (tx): Promise<RemovalOutcome> => {
+    if (!(await lockCaller(tx, caller))) return 'session-ended';
+    if (!(await removeFactor(tx, account.id))) return 'not-active';
+    await recordEvent(tx, account.id, 'totp-disabled', client.address, sessionId, now);
+    await enqueueMail(tx, totpDisabledMail(account.email, account.name, now, client.address), deps.sealer, now);
+    await deps.webhooks.enqueue(tx, 'second_factor.disabled', account.publicId, now, { method: 'totp' });
+    return 'disabled';
+  });
+  if (removed !== 'disabled') return { outcome: removed };
+  deps.outbox.wake();
+  deps.webhooks.wake();
+  return { outcome: 'disabled' };
+}
+
+/**
+ * Checks the second factor of an account whose password was just proven; never call it before,
+ * as its answer tells whether the account has a factor (what sign-in reads with the account is
+ * not looked at before either). `otp` must match `patterns.otp`
+ * (validation.ts). A TOTP code is checked in memory (three HMACs) and its step used up in one
+ * conditional statement; a recovery code is used up in a transaction that also records it and
+ * tells the owner.
+ */
+export async function checkSecondFactor(deps: UseCaseDeps, account: Who, otp: string | undefined, clientAddress: string, sessionId: string | null, now: Date): Promise<SecondFactorOutcome> {
+  // Sign-in read the secret with the account (one round trip fewer); it is looked at only here.
+  const known = account.activeFactorSecret;
+  const factor = known === undefined ? await findSecondFactor(deps.sql, account.id) : known === null ? null : { sealedSecret: known, active: true };
+  if (factor === null || !factor.active) return 'none';
+  if (otp === undefined) return 'missing';
+  if (totpCodePattern.test(otp)) {
+    const secret = openSecret(deps.sealer, factor.sealedSecret);
+    const step = secret === null ? null : matchingStep(secret, otp, now);
+    return step !== null && (await useTimeStep(deps.sql, account.id, step)) ? 'passed' : 'wrong';
+  }
+  const used = await inTransaction(deps.sql, async (tx) => {
+    if (!(await lockAccount(tx, account.id))) return false;
+    const left = await useRecoveryCode(tx, account.id, hashRecoveryCode(otp));
+    if (left === null) return false;
+    await recordEvent(tx, account.id, 'recovery-code-used', clientAddress, sessionId, now);
+    await enqueueMail(tx, recoveryCodeUsedMail(account.email, account.name, now, clientAddress, left), deps.sealer, now);
+    return true;
+  });
+  if (!used) return 'wrong';
+  deps.outbox.wake();
+  return 'passed';
+}
+
+/**
+ * The second-factor step of a password check (checkPassword's `secondFactor`): `check` passes
+ * when the account has no factor or the otp is right, and `outcome` tells afterwards what it
+ * found. It stays 'none' when the password was wrong, as the factor is then never read.
+ */
+export function secondFactorGate(deps: UseCaseDeps, account: Who, otp: string | undefined, clientAddress: string, sessionId: string | null, now: Date): { outcome: SecondFactorOutcome; check(): Promise<boolean> } {
+  const gate = {
+    outcome: 'none' as SecondFactorOutcome,
+    async check() {
+      gate.outcome = await checkSecondFactor(deps, account, otp, clientAddress, sessionId, now);
+      return gate.outcome === 'none' || gate.outcome === 'passed';
+    },
+  };
+  return gate;
+}
+
+/** The refusal of a password check that failed at its second factor, or null when the password itself was wrong. */
+export function secondFactorRefusal(outcome: SecondFactorOutcome): 'otp-required' | 'wrong-otp' | null {
+  return outcome === 'missing' ? 'otp-required' : outcome === 'wrong' ? 'wrong-otp' : null;
+}
+
+/** Whether the account has an active factor (GET /acc/me). */
+export async function hasActiveFactor(sql: Sql, account: Who): Promise<boolean> {
+  if (account.activeFactorSecret !== undefined) return account.activeFactorSecret !== null;
+  return (await findSecondFactor(sql, account.id))?.active ?? false;
+}
+
+/**
+ * Step 1 of the lock order, then whether the caller's session still lives: read after the lock,
+ * so that a password change, reset or sign-out that ended it before is seen, and a request of
+ * an ended session changes nothing.
+ */
+async function lockCaller(tx: Transaction, { account, sessionId }: Caller): Promise<boolean> {
+  if (!(await lockAccount(tx, account.id))) return false;
+  const [row] = await tx`SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ${sessionId} AND account_id = ${account.id}) AS live`;
+  return row!.live === true;
+}
+
+/** The secret of a sealed factor; null if no configured key opens it (a TOKEN_SECRET that sealed it was removed). */
+function openSecret(sealer: Sealer, sealed: Buffer): Buffer | null {
+  const opened = sealer.open(sealed);
+  return opened === null ? null : Buffer.from(opened, 'base64');
+}
