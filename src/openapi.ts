@@ -1,6 +1,6 @@
 import { problems, problemTypePrefix } from './http/errors.ts';
 import type { Route } from './http/router.ts';
-import { accountDeletionSchema, activationSchema, passwordChangeSchema, passwordResetSchema, registrationSchema, resetCodeRequestSchema, type Schema } from './validation.ts';
+import { accountDeletionSchema, activationSchema, emailChangeRequestSchema, emailChangeSchema, passwordChangeSchema, passwordResetSchema, registrationSchema, resetCodeRequestSchema, type Schema } from './validation.ts';
 import { license } from './version.ts';
 
 type JsonObject = Record<string, unknown>;
@@ -13,6 +13,8 @@ const requestSchemas: Record<string, JsonObject> = {
   PasswordResetRequest: objectSchema(passwordResetSchema),
   PasswordChangeRequest: objectSchema(passwordChangeSchema),
   AccountDeletionRequest: objectSchema(accountDeletionSchema),
+  EmailChangeRequest: objectSchema(emailChangeRequestSchema),
+  EmailChangeConfirmation: objectSchema(emailChangeSchema),
   TokenRequest: {
     oneOf: [
       {
@@ -90,7 +92,7 @@ const responseSchemas: Record<string, JsonObject> = {
           type: 'object',
           required: ['type', 'occurred_at', 'client_address', 'session_id'],
           properties: {
-            type: { type: 'string', description: 'An open set; known values: activated, signed-in, sign-in-failed, password-changed, reset-requested, password-reset, session-revoked, signed-out-everywhere.' },
+            type: { type: 'string', description: 'An open set; known values: activated, signed-in, sign-in-failed, password-changed, reset-requested, password-reset, session-revoked, signed-out-everywhere, email-change-requested, email-changed.' },
             occurred_at: { type: 'string', format: 'date-time' },
             client_address: { type: 'string' },
             session_id: { type: ['string', 'null'], format: 'uuid' },

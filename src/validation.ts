@@ -36,6 +36,14 @@ export const passwordResetSchema = {
   new_pwd: field(patterns.password),
 } satisfies Schema;
 
+/** The new address is checked like a registration's; `otp` joins `pwd` once a second factor exists. */
+export const emailChangeRequestSchema = {
+  pwd: field(patterns.password),
+  email: field(patterns.email),
+} satisfies Schema;
+
+export const emailChangeSchema = { code: field(patterns.code) } satisfies Schema;
+
 export const accountDeletionSchema = { pwd: field(patterns.password) } satisfies Schema;
 
 export const passwordChangeSchema = {

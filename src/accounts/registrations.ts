@@ -1,5 +1,11 @@
 import type { Sql, Transaction } from '../storage/db.ts';
 
+/**
+ * At most one "someone tried to use your address" notice per account or registration in this
+ * time (registration attempts and e-mail changes alike), so nobody can flood its mailbox.
+ */
+export const attemptNoticeIntervalMs = 60 * 60 * 1000;
+
 export type NewRegistration = { name: string; email: string; phone: string | null; passwordHash: string; expiresAt: Date };
 
 /**

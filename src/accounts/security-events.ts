@@ -8,7 +8,9 @@ export type EventType =
   | 'reset-requested'
   | 'password-reset'
   | 'session-revoked'
-  | 'signed-out-everywhere';
+  | 'signed-out-everywhere'
+  | 'email-change-requested'
+  | 'email-changed';
 
 export type SecurityEvent = { type: EventType; occurredAt: Date; clientAddress: string; sessionId: string | null };
 

@@ -18,6 +18,7 @@ export const problems = {
   unknownSession: { status: 404, slug: 'unknown-session', title: 'The account has no session with this id' },
   methodNotAllowed: { status: 405, slug: 'method-not-allowed', title: 'Method not allowed on this resource' },
   nameTaken: { status: 409, slug: 'name-taken', title: 'The name is already taken' },
+  emailTaken: { status: 409, slug: 'email-taken', title: 'The e-mail address was taken by another account meanwhile' },
   codeExpired: { status: 410, slug: 'code-expired', title: 'The code has expired' },
   bodyTooLarge: { status: 413, slug: 'body-too-large', title: 'The request body is too large' },
   unsupportedMediaType: { status: 415, slug: 'unsupported-media-type', title: 'The request body must be application/json' },

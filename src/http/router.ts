@@ -55,7 +55,7 @@ export type RouteDoc = {
   summary: string;
   auth?: true;
   /** A request schema of openapi.ts. */
-  request?: 'RegistrationRequest' | 'ActivationRequest' | 'ResetCodeRequest' | 'PasswordResetRequest' | 'PasswordChangeRequest' | 'TokenRequest' | 'RevocationRequest' | 'AccountDeletionRequest';
+  request?: 'RegistrationRequest' | 'ActivationRequest' | 'ResetCodeRequest' | 'PasswordResetRequest' | 'PasswordChangeRequest' | 'TokenRequest' | 'RevocationRequest' | 'AccountDeletionRequest' | 'EmailChangeRequest' | 'EmailChangeConfirmation';
   success: { status: 200 | 204; schema?: string; contentType?: string };
   errors: number[];
 };

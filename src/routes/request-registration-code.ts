@@ -6,11 +6,8 @@ import type { Handler } from '../http/router.ts';
 import { registrationAttemptMail, registrationCodeMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import { generateCode, hashCode, storeCode } from '../accounts/one-time-codes.ts';
-import { claimName, insertRegistration, lockAddressHolder, recordAttemptNotice, releaseExpiredHolders } from '../accounts/registrations.ts';
+import { attemptNoticeIntervalMs, claimName, insertRegistration, lockAddressHolder, recordAttemptNotice, releaseExpiredHolders } from '../accounts/registrations.ts';
 import { registrationSchema, validateFields } from '../validation.ts';
-
-/** At most one "someone tried to register" notice per account in this time, so nobody can flood its mailbox. */
-export const attemptNoticeIntervalMs = 60 * 60 * 1000;
 
 /**
  * POST /acc/reg/code: store a pending registration and e-mail its code.

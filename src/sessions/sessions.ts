@@ -114,6 +114,15 @@ export async function revokeAllSessions(sql: Sql | Transaction, accountId: strin
   return rows.map((row) => row.id as string);
 }
 
+/**
+ * Ends every session of the account but `keptSessionId` (an e-mail change keeps the session that
+ * asked for it); their refresh tokens go with them. Returns the ids of the sessions it ended.
+ */
+export async function endSessionsExcept(tx: Transaction, accountId: string, keptSessionId: string): Promise<string[]> {
+  const rows = await tx`DELETE FROM sessions WHERE account_id = ${accountId} AND id <> ${keptSessionId} RETURNING id`;
+  return rows.map((row) => row.id as string);
+}
+
 /** Revokes the session an access token names; null if it is gone already. */
 export async function revokeSessionByAccessToken(sql: Sql | Transaction, accountPublicId: string, sessionId: string): Promise<{ accountId: string; sessionId: string } | null> {
   const [row] = await sql`
