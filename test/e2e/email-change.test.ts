@@ -78,6 +78,10 @@ describe('POST /acc/me/email and POST /acc/email', () => {
     const changed = await mailAfter(from, user.email, changedSubject);
     assert.match(changed.text, /changed to M\*\*\*@E\*\*\*\.org at \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z, confirmed from the address 127\.0\.0\.1/);
     assert.equal(changed.text.includes(newEmail), false, 'the new address only masked');
+    for (const mail of [notice, changed]) {
+      assert.match(mail.raw, /^Auto-Submitted: auto-generated\r?$/m, mail.subject);
+      assert.match(mail.html, /<p>Hello /, mail.subject);
+    }
 
     assert.equal((await tokenRequest(newEmail.toLowerCase(), user.pwd)).status, 200, 'sign-in by the new address, in any case');
     assert.equal((await tokenRequest(user.email, user.pwd)).status, 400, 'the old address no longer signs in');
@@ -128,6 +132,7 @@ describe('POST /acc/me/email and POST /acc/email', () => {
     assert.match(toActive.text, new RegExp(`already belongs to your account "${active.user.name}"`));
     const toPending = await mailAfter(from, pending.email, attemptSubject);
     assert.match(toPending.text, /a registration of the account .* that waits for its code/);
+    assert.match(toActive.raw, /^Auto-Submitted: auto-generated\r?$/m);
     for (const { user } of callers) await mailAfter(from, user.email, requestedSubject);
     await settle();
     const received = app.smtp.messages.slice(from);
