@@ -29,11 +29,10 @@ export type EmailChangeRequestResult =
  * mailed, can never be used. The previous pending change ends on both paths, so that whether
  * its code still works tells nothing either.
  *
- * Lock order, the one of every use case: account rows FOR NO KEY UPDATE (here the caller's and
- * the holder's, in id order; the holder's notice time is written under that lock), then
- * sessions (read), codes, events, outbox. The address quota row
- * is taken after the accounts; it is counted per purpose, and the other purposes take theirs
- * before an account row, so they never wait for each other in a circle.
+ * Lock order, the one of every use case: the per-address row (the new address's quota), then
+ * account rows FOR NO KEY UPDATE (here the caller's and the holder's, in id order, so that two
+ * accounts asking for each other's address queue instead of deadlocking; the holder's notice
+ * time is written under that lock), then sessions (read), codes, events, outbox.
  */
 export async function requestEmailChange(deps: EmailChangeDeps, request: EmailChangeRequest): Promise<EmailChangeRequestResult> {
   const { accountId, sessionId, newEmail, clientAddress } = request;
@@ -41,12 +40,12 @@ export async function requestEmailChange(deps: EmailChangeDeps, request: EmailCh
   const code = generateCode();
   const expiresAt = new Date(now.getTime() + deps.config.emailCodeTtlSeconds * 1000);
   return deps.sql.begin(async (tx): Promise<EmailChangeRequestResult> => {
-    const holderId = await findOtherHolder(tx, accountId, newEmail, now);
-    const account = await lockAccountsForChange(tx, accountId, holderId, sessionId);
-    if (account === null) return { outcome: 'session-ended' };
     // Counted whatever the address holds, so that a cooldown or a cap never tells them apart.
     const refusal = await reserveAddressRequest(tx, 'email-change', deps.keys.address(newEmail), now);
     if (refusal !== null) return { outcome: 'refused', refusal };
+    const holderId = await findOtherHolder(tx, accountId, newEmail, now);
+    const account = await lockAccountsForChange(tx, accountId, holderId, sessionId);
+    if (account === null) return { outcome: 'session-ended' };
 
     const notice = await claimAttemptNotice(tx, holderId, newEmail, now);
     await storeCode(tx, 'email-change', accountId, hashCode(code), expiresAt, now, { newEmail, sessionId });
