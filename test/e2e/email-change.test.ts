@@ -153,6 +153,36 @@ describe('POST /acc/me/email and POST /acc/email', () => {
     assert.equal((await tokenRequest(active.user.email, active.user.pwd)).status, 200, 'the holder keeps its address');
   });
 
+  it('runs the same statements whatever the new address holds; only the holder notice within the hour is skipped', async () => {
+    const statements: string[] = [];
+    const counted = await startTestService({ onQuery: (text) => statements.push(text.replace(/\s+/g, ' ').trim()) });
+    try {
+      const account = async () => {
+        const user = uniqueUser();
+        await counted.call('POST', '/acc/reg', { json: { code: await requestCode(counted, user) } });
+        return { user, token: await signIn(counted, user.name, user.pwd) };
+      };
+      const holder = await account();
+      const callers = [await account(), await account(), await account()];
+      const ask = async (caller: { user: { pwd: string }; token: string }, email: string) => {
+        statements.length = 0;
+        const response = await counted.call('POST', '/acc/me/email', { token: caller.token, json: { pwd: caller.user.pwd, email } });
+        assert.equal(response.status, 204);
+        // Only the request's own statements: the outbox worker's polling shares the pool.
+        return statements.filter((text) => !/^(begin|commit)$/i.test(text) && !/FROM outbox|UPDATE outbox SET/.test(text));
+      };
+      const free = await ask(callers[0]!, uniqueUser('free').email);
+      const taken = await ask(callers[1]!, holder.user.email);
+      assert.deepEqual(taken, free, 'the same statements, in the same order');
+      assert.equal(free.filter((text) => text.startsWith('INSERT INTO outbox')).length, 2);
+      counted.clock.advance(61);
+      const notifiedLately = await ask(callers[2]!, holder.user.email);
+      assert.deepEqual(notifiedLately, free.slice(0, -1), 'one insert fewer: no second notice within the hour');
+    } finally {
+      await counted.stop();
+    }
+  });
+
   it('answers 403 for a wrong password, counts it in the sign-in throttle, and sends nothing', async () => {
     const { user, token } = await newAccount();
     const target = uniqueUser('target').email;
