@@ -25,13 +25,18 @@ type Waiter = { lane: Lane; since: number; start: () => void; refuse: (error: Er
  * interactive task first, so that a flood of registrations cannot keep the owner of an
  * account from signing in or changing a password. A task that waited longer than `maxWaitMs`
  * is refused when its turn comes, because under a flood its client would wait longer still.
+ * With `concurrency` 1 the one slot may go to bulk work, and an interactive task may then run
+ * beside it: at most two tasks at once.
  */
 export function createLimiter(concurrency: number, maxQueued: number, maxWaitMs = Infinity, now: () => number = () => performance.now()): Limiter {
   const bulkSlots = Math.max(1, concurrency - 1);
   const running = { interactive: 0, bulk: 0 };
   const waiting: Record<Lane, Waiter[]> = { interactive: [], bulk: [] };
   const total = () => running.interactive + running.bulk;
-  const mayStart = (lane: Lane) => total() < concurrency && (lane === 'interactive' || running.bulk < bulkSlots);
+  // With one slot (HASH_CONCURRENCY=1) bulk work may hold it; an interactive task then starts
+  // beside it, so that registrations never take the only slot from sign-in.
+  const mayStart = (lane: Lane) =>
+    lane === 'interactive' ? total() < concurrency || running.interactive === 0 : total() < concurrency && running.bulk < bulkSlots;
 
   const startWaiting = () => {
     for (const lane of ['interactive', 'bulk'] as const) {

@@ -85,3 +85,10 @@ function checkField(body: Record<string, unknown>, name: string, rule: FieldRule
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
+
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** A UUID in the lower-case form this service writes (session ids, public account ids). */
+export function isUuid(value: string): boolean {
+  return uuidPattern.test(value);
+}

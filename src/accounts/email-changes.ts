@@ -1,7 +1,7 @@
 import type { Transaction } from '../storage/db.ts';
 import { attemptNoticeIntervalMs } from './registrations.ts';
 
-/** The caller's account as its e-mail change reads it, locked. */
+/** The caller's account as its e-mail change request reads it, locked. */
 export type LockedAccount = { id: string; name: string; email: string };
 
 /**
@@ -17,8 +17,9 @@ export async function findOtherHolder(tx: Transaction, accountId: string, email:
 }
 
 /**
- * Locks the caller's account row and, when the new address has a holder, the holder's row too,
- * FOR NO KEY UPDATE and in id order: two accounts that each ask for the other's address lock
+ * Step 2 of the lock order (use-cases/transaction.ts) for an e-mail change request: locks the
+ * caller's account row and, when the new address has a holder, the holder's row too, FOR NO
+ * KEY UPDATE and in id order: two accounts that each ask for the other's address lock
  * the same two rows in the same order, so they queue instead of deadlocking. Returns the
  * caller's account if it is still active and `sessionId` still lives, else null. The session is
  * read in a statement of its own, after the lock, so that it sees what a transaction that held
@@ -33,12 +34,6 @@ export async function lockAccountsForChange(tx: Transaction, accountId: string, 
   if (own === undefined || own.active !== true) return null;
   const [session] = await tx`SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ${sessionId} AND account_id = ${accountId}) AS live`;
   return session!.live === true ? { id: accountId, name: own.name as string, email: own.email as string } : null;
-}
-
-/** Locks an active account's row FOR NO KEY UPDATE, the first lock of a confirmation; null if it is gone. */
-export async function lockAccount(tx: Transaction, accountId: string): Promise<LockedAccount | null> {
-  const [row] = await tx<LockedAccount[]>`SELECT id, name, email FROM accounts WHERE id = ${accountId} AND activated_at IS NOT NULL FOR NO KEY UPDATE`;
-  return row ?? null;
 }
 
 /**

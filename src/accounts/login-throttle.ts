@@ -29,8 +29,9 @@ export async function reserveAttempt(sql: Sql, keys: ThrottleKeys, perHour: numb
 
 /** The password was right: the client's failures are forgotten and the budget gets its token back. */
 export async function settleSuccess(sql: Sql, keys: ThrottleKeys, perHour: number): Promise<void> {
-  await sql`DELETE FROM login_delays WHERE identifier_key = ${keys.identifier} AND client_key = ${keys.client}`;
-  await refundBudget(sql, keys.identifier, perHour);
+  await sql`
+    WITH forgotten AS (DELETE FROM login_delays WHERE identifier_key = ${keys.identifier} AND client_key = ${keys.client})
+    UPDATE login_budgets SET tokens = least(${perHour}, tokens + 1) WHERE identifier_key = ${keys.identifier}`;
 }
 
 async function reserveDelay(sql: Sql, { identifier, client }: ThrottleKeys, now: Date): Promise<number> {
@@ -73,8 +74,9 @@ function secondsUntil(until: Date | undefined, now: Date): number {
 
 /** Forgets every failure counted on these identifiers: a password reset is the owner's way back. */
 export async function clearThrottle(tx: Transaction, identifiers: Buffer[]): Promise<void> {
-  await tx`DELETE FROM login_delays WHERE identifier_key IN ${tx(identifiers)}`;
-  await tx`DELETE FROM login_budgets WHERE identifier_key IN ${tx(identifiers)}`;
+  await tx`
+    WITH delays AS (DELETE FROM login_delays WHERE identifier_key IN ${tx(identifiers)})
+    DELETE FROM login_budgets WHERE identifier_key IN ${tx(identifiers)}`;
 }
 
 /** Forgets delays that stopped a day ago, and budgets untouched for an hour (full again by then). */

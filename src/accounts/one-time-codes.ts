@@ -35,31 +35,32 @@ export async function storeCode(tx: Transaction, purpose: CodePurpose, accountId
     VALUES (${codeHash}, ${purpose}, ${accountId}, ${expiresAt}, ${now}, ${change?.newEmail ?? null}, ${change?.sessionId ?? null})`;
 }
 
-/** The account and expiry of a code, or null if no code of this purpose has this hash. Reads without a lock. */
-export async function findCode(sql: Sql, purpose: CodePurpose, codeHash: Buffer): Promise<{ accountId: string; expiresAt: Date } | null> {
-  const [row] = await sql`SELECT account_id, expires_at FROM one_time_codes WHERE code_hash = ${codeHash} AND purpose = ${purpose}`;
-  return row === undefined ? null : { accountId: row.account_id as string, expiresAt: row.expires_at as Date };
-}
+/** A code as its lookup finds it: when it expires, and the account (or pending registration) it belongs to. */
+export type FoundCode = { expiresAt: Date; accountId: string; name: string; email: string };
 
-/** When the code expires, or null if no code of this purpose has this hash. Reads without a lock. */
-export async function findCodeExpiry(sql: Sql, purpose: CodePurpose, codeHash: Buffer): Promise<Date | null> {
-  const [row] = await sql`SELECT expires_at FROM one_time_codes WHERE code_hash = ${codeHash} AND purpose = ${purpose}`;
-  return (row?.expires_at as Date | undefined) ?? null;
+/** The code of this purpose with this hash, or null. Reads without a lock. */
+export async function findCode(sql: Sql, purpose: CodePurpose, codeHash: Buffer): Promise<FoundCode | null> {
+  const [row] = await sql<FoundCode[]>`
+    SELECT c.expires_at AS "expiresAt", c.account_id AS "accountId", a.name, a.email
+    FROM one_time_codes c JOIN accounts a ON a.id = c.account_id
+    WHERE c.code_hash = ${codeHash} AND c.purpose = ${purpose}`;
+  return row ?? null;
 }
 
 /**
- * Uses up a live code and returns its account's id; null when it is unknown, expired, or was
- * used first by a concurrent request. The delete is the single-use guarantee: of any number
- * of requests with one code, exactly one deletes the row.
+ * Uses up a live code of the account together with every other code of the purpose; false,
+ * deleting whatever else it found, when this code was not among them alive (a concurrent
+ * request used it first, or it expired): the caller then rolls back. The delete is the
+ * single-use guarantee: of any number of requests with one code, exactly one deletes its row.
  */
-export async function consumeCode(tx: Transaction, purpose: CodePurpose, codeHash: Buffer, now: Date): Promise<string | null> {
+export async function consumeCodes(tx: Transaction, accountId: string, purpose: CodePurpose, codeHash: Buffer, now: Date): Promise<boolean> {
   const [row] = await tx`
-    DELETE FROM one_time_codes WHERE code_hash = ${codeHash} AND purpose = ${purpose} AND expires_at > ${now}
-    RETURNING account_id`;
-  return (row?.account_id as string | undefined) ?? null;
+    WITH used AS (DELETE FROM one_time_codes WHERE account_id = ${accountId} AND purpose = ${purpose} RETURNING code_hash, expires_at)
+    SELECT EXISTS (SELECT 1 FROM used WHERE code_hash = ${codeHash} AND expires_at > ${now}) AS consumed`;
+  return row!.consumed as boolean;
 }
 
-/** The change a live e-mail change code of the account carries, or null. Reads without a lock: consumeCode decides. */
+/** The change a live e-mail change code of the account carries, or null. Reads without a lock: consumeCodes decides. */
 export async function findEmailChange(tx: Transaction, accountId: string, codeHash: Buffer, now: Date): Promise<EmailChange | null> {
   const [row] = await tx`
     SELECT new_email, session_id FROM one_time_codes

@@ -14,7 +14,7 @@ export type ResetAccount = { id: string; publicId: string; name: string; email: 
 export async function issueResetCode(tx: Transaction, email: string, codeHash: Buffer, expiresAt: Date, mail: SealedMail, clientAddress: string, now: Date): Promise<void> {
   await tx`
     WITH account AS (
-      SELECT id, email FROM accounts WHERE lower(email) = lower(${email}) AND activated_at IS NOT NULL FOR UPDATE
+      SELECT id, email FROM accounts WHERE lower(email) = lower(${email}) AND activated_at IS NOT NULL FOR NO KEY UPDATE
     ), older_codes AS (
       DELETE FROM one_time_codes WHERE purpose = 'reset' AND account_id IN (SELECT id FROM account)
     ), code AS (

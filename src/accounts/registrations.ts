@@ -58,7 +58,7 @@ export async function deleteExpiredNameHolds(sql: Sql, now: Date): Promise<numbe
 export async function lockAddressHolder(tx: Transaction, email: string): Promise<AddressHolder> {
   const [row] = await tx`
     SELECT id, name, email, activated_at, expires_at, attempt_notified_at
-    FROM accounts WHERE lower(email) = lower(${email}) FOR UPDATE`;
+    FROM accounts WHERE lower(email) = lower(${email}) FOR NO KEY UPDATE`;
   if (row === undefined) return null;
   const { id, name } = row as { id: string; name: string };
   return row.activated_at === null
@@ -78,15 +78,6 @@ export async function insertRegistration(tx: Transaction, registration: NewRegis
     VALUES (${registration.name}, ${registration.email}, ${registration.phone}, ${registration.passwordHash}, ${registration.expiresAt})
     RETURNING id`;
   return row!.id as string;
-}
-
-/** Turns a pending registration into an account; returns its stored name and address, or null if it is not pending. */
-export async function activateRegistration(tx: Transaction, id: string, now: Date): Promise<{ name: string; email: string } | null> {
-  const [row] = await tx<{ name: string; email: string }[]>`
-    UPDATE accounts SET activated_at = ${now}, expires_at = NULL
-    WHERE id = ${id} AND activated_at IS NULL
-    RETURNING name, email`;
-  return row ?? null;
 }
 
 /** Deletes registrations that expired before `before`, with their codes; returns how many. */

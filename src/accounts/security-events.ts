@@ -9,6 +9,8 @@ export type EventType =
   | 'password-reset'
   | 'session-revoked'
   | 'signed-out-everywhere'
+  | 'refresh-retried'
+  | 'refresh-token-reused'
   | 'email-change-requested'
   | 'email-changed';
 
@@ -43,20 +45,6 @@ export async function listEvents(sql: Sql, accountId: string): Promise<SecurityE
       (SELECT * FROM security_events WHERE account_id = ${accountId} AND type = 'sign-in-failed' ORDER BY occurred_at DESC, id DESC LIMIT ${shownFailures})
     ) AS latest
     ORDER BY occurred_at DESC, id DESC LIMIT ${shownEvents}`;
-}
-
-/**
- * Records a failed password check of the account (with `accountId` null, of a name that has
- * none: the same statements, writing nothing). Its own transaction does not wait for the write
- * to reach the disk (synchronous_commit off): a commit that wrote a row would otherwise wait for
- * the WAL flush, and one that wrote nothing would not, so a wrong password on a known name would
- * answer about a millisecond later than on an unknown one. A crash may lose such an event.
- */
-export async function recordFailedSignIn(sql: Sql, accountId: string | null, clientAddress: string, sessionId: string | null, now: Date): Promise<void> {
-  await sql.begin(async (tx) => {
-    await tx`SET LOCAL synchronous_commit TO OFF`;
-    await recordEvent(tx, accountId, 'sign-in-failed', clientAddress, sessionId, now);
-  });
 }
 
 /** Deletes events that happened before `before`; returns how many. */

@@ -1,7 +1,7 @@
 import type { Account } from '../accounts/accounts.ts';
-import { reserveAttempt, settleSuccess } from '../accounts/login-throttle.ts';
 import { findSessionAccount } from '../sessions/sessions.ts';
-import { HttpError, problems, throttled } from './errors.ts';
+import type { Client } from '../use-cases/transaction.ts';
+import { HttpError, problems } from './errors.ts';
 import type { Deps, RequestContext } from './router.ts';
 
 /** The signed-in account and the session its token names. */
@@ -36,34 +36,7 @@ export function invalidToken(): HttpError {
   });
 }
 
-/**
- * Checks a password under the sign-in throttle (login-throttle.ts) of `identifier` as typed and
- * the client's address: 429 while they must wait, decided before the password is checked so
- * that a throttled guess costs no scrypt work and learns nothing. `stored` null (no account)
- * does the same work and answers false. The throttle never looks at the account, so it acts
- * the same for names that exist and names that do not.
- */
-export async function checkThrottledPassword(deps: Deps, ctx: RequestContext, identifier: string, password: string, stored: string | null): Promise<boolean> {
-  const keys = { identifier: deps.keys.loginIdentifier(identifier), client: deps.keys.client(ctx.clientAddress) };
-  const perHour = deps.config.loginFailuresPerHour;
-  const wait = await reserveAttempt(deps.sql, keys, perHour, deps.clock());
-  if (wait > 0) throw throttled(wait);
-  const valid = await deps.passwords.verify(password, stored);
-  if (valid) await settleSuccess(deps.sql, keys, perHour);
-  return valid;
-}
-
-/**
- * The throttle identifier of a password check made with a token (old_pwd, deletion): the
- * account itself, apart from its name and address. Why: strangers spend the budget of a name
- * by guessing at sign-in, and that must not keep the signed-in owner from changing the
- * password or deleting the account; a token thief's guesses are bounded all the same.
- */
-export function signedInIdentifier(account: Pick<Account, 'publicId'>): string {
-  return `account:${account.publicId}`;
-}
-
-/** Every throttle key of an account, for a reset or a deletion to clear. */
-export function throttleIdentifiers(deps: Deps, account: Pick<Account, 'publicId' | 'name' | 'email'>): Buffer[] {
-  return [account.name, account.email, signedInIdentifier(account)].map((identifier) => deps.keys.loginIdentifier(identifier));
+/** The client a request came from, as the use cases record it. */
+export function clientOf(ctx: RequestContext): Client {
+  return { address: ctx.clientAddress, userAgent: ctx.req.headers['user-agent'] ?? '' };
 }

@@ -1,28 +1,13 @@
 import type { IncomingMessage } from 'node:http';
 import type { Limiter } from '../concurrency.ts';
-import type { Config } from '../config.ts';
-import type { Sql } from '../storage/db.ts';
-import type { Logger } from '../log.ts';
-import type { Metrics } from '../metrics.ts';
 import type { Migration } from '../storage/migrations.ts';
-import type { PasswordHasher } from '../accounts/passwords.ts';
 import type { RateLimiter } from '../rate-limit.ts';
-import type { KeyedHashes } from '../keyed-hashes.ts';
-import type { Sealer } from '../sealing.ts';
 import type { TokenService } from '../sessions/tokens.ts';
+import type { UseCaseDeps } from '../use-cases/transaction.ts';
 
 /** Everything a handler may use, handed in so that tests can supply their own clock or database. */
-export type Deps = {
-  sql: Sql;
-  config: Config;
-  clock: () => Date;
-  log: Logger;
-  passwords: PasswordHasher;
+export type Deps = UseCaseDeps & {
   tokens: TokenService;
-  sealer: Sealer;
-  /** Keyed hashes of addresses, names and client addresses, for the tables that count per key. */
-  keys: KeyedHashes;
-  outbox: { wake(): void; wakeLater(): void };
   migrations: Migration[];
   /** Null when RATE_LIMIT is 0. */
   rateLimiter: RateLimiter | null;
@@ -30,7 +15,6 @@ export type Deps = {
   noteDatabaseFailure(error: unknown): void;
   /** The OpenAPI document, made once at start-up. */
   apiDocument: unknown;
-  metrics: Metrics;
   passwordLimiter: Limiter;
   /** This instance's `application_name` in PostgreSQL, to count its own connections. */
   applicationName: string;

@@ -1,6 +1,6 @@
 import type { Route } from '../http/router.ts';
-import { activateAccount } from './activate-account.ts';
-import { changePassword } from './change-password.ts';
+import { activateAccountRoute } from './activate-account.ts';
+import { changePasswordRoute } from './change-password.ts';
 import { getAccount } from './get-account.ts';
 import { checkHealth, checkReadiness } from './health.ts';
 import { issueToken } from './issue-token.ts';
@@ -8,15 +8,15 @@ import { getMetrics } from './metrics.ts';
 import { getApiDocument } from './openapi.ts';
 import { requestRegistrationCode } from './request-registration-code.ts';
 import { requestResetCode } from './request-reset-code.ts';
-import { revokeToken } from './revoke-token.ts';
+import { revokeTokenRoute } from './revoke-token.ts';
 import { getSessions } from './list-sessions.ts';
 import { getEvents } from './list-events.ts';
-import { deleteAccount } from './delete-account.ts';
-import { deleteSession } from './revoke-session.ts';
-import { deleteAllSessions } from './revoke-all-sessions.ts';
-import { resetPassword } from './reset-password.ts';
-import { handleEmailChangeRequest } from './request-email-change.ts';
-import { handleEmailChangeConfirmation } from './change-email.ts';
+import { deleteAccountRoute } from './delete-account.ts';
+import { revokeSession } from './revoke-session.ts';
+import { revokeAllSessions } from './revoke-all-sessions.ts';
+import { resetPasswordRoute } from './reset-password.ts';
+import { requestEmailChangeRoute } from './request-email-change.ts';
+import { changeEmailRoute } from './change-email.ts';
 
 /** Every route, with what the API document says of it. Error statuses are all those the route can answer. */
 export const routes: readonly Route[] = [
@@ -30,7 +30,7 @@ export const routes: readonly Route[] = [
   {
     method: 'POST',
     path: '/acc/reg',
-    handler: activateAccount,
+    handler: activateAccountRoute,
     rateLimited: true,
     doc: { summary: 'Activate the account with its registration code', request: 'ActivationRequest', success: { status: 204 }, errors: [400, 404, 410, 413, 415, 429, 500, 503] },
   },
@@ -44,20 +44,20 @@ export const routes: readonly Route[] = [
   {
     method: 'POST',
     path: '/acc/pwd',
-    handler: resetPassword,
+    handler: resetPasswordRoute,
     rateLimited: true,
     doc: { summary: 'Set a new password with a reset code', request: 'PasswordResetRequest', success: { status: 204 }, errors: [400, 404, 410, 413, 415, 429, 500, 503] },
   },
   {
     method: 'PUT',
     path: '/acc/me/pwd',
-    handler: changePassword,
+    handler: changePasswordRoute,
     doc: { summary: 'Change the password of the signed-in account', auth: true, request: 'PasswordChangeRequest', success: { status: 204 }, errors: [400, 401, 403, 413, 415, 429, 500, 503] },
   },
   {
     method: 'POST',
     path: '/acc/me/email',
-    handler: handleEmailChangeRequest,
+    handler: requestEmailChangeRoute,
     rateLimited: true,
     doc: {
       summary: 'Ask to change the e-mail address: a code goes to the new address, a notice to the current one',
@@ -70,7 +70,7 @@ export const routes: readonly Route[] = [
   {
     method: 'POST',
     path: '/acc/email',
-    handler: handleEmailChangeConfirmation,
+    handler: changeEmailRoute,
     rateLimited: true,
     doc: { summary: 'Confirm an e-mail address change with the code sent to the new address', request: 'EmailChangeConfirmation', success: { status: 204 }, errors: [400, 404, 409, 410, 413, 415, 429, 500, 503] },
   },
@@ -91,7 +91,7 @@ export const routes: readonly Route[] = [
   {
     method: 'POST',
     path: '/auth/revoke',
-    handler: revokeToken,
+    handler: revokeTokenRoute,
     rateLimited: true,
     errorFormat: 'oauth',
     doc: { summary: 'Revoke the session of a refresh or access token (RFC 7009)', request: 'RevocationRequest', success: { status: 200, schema: 'Empty' }, errors: [400, 413, 415, 429, 500, 503] },
@@ -99,7 +99,7 @@ export const routes: readonly Route[] = [
   {
     method: 'DELETE',
     path: '/acc/me',
-    handler: deleteAccount,
+    handler: deleteAccountRoute,
     doc: { summary: 'Delete the signed-in account and everything of it', auth: true, request: 'AccountDeletionRequest', success: { status: 204 }, errors: [400, 401, 403, 413, 415, 429, 500, 503] },
   },
   {
@@ -117,13 +117,13 @@ export const routes: readonly Route[] = [
   {
     method: 'DELETE',
     path: '/acc/me/sessions',
-    handler: deleteAllSessions,
+    handler: revokeAllSessions,
     doc: { summary: 'Sign out everywhere: revoke every session of the account', auth: true, success: { status: 204 }, errors: [401, 500, 503] },
   },
   {
     method: 'DELETE',
     path: '/acc/me/sessions/{id}',
-    handler: deleteSession,
+    handler: revokeSession,
     doc: { summary: 'Revoke one session of the account', auth: true, success: { status: 204 }, errors: [401, 404, 500, 503] },
   },
   { method: 'GET', path: '/healthz', handler: checkHealth, doc: { summary: 'Liveness: the process serves', success: { status: 200, schema: 'Status' }, errors: [500] } },

@@ -1,10 +1,10 @@
-import { findAccountByLogin, lockUnchangedPasswordHash, upgradePasswordHash } from '../accounts/accounts.ts';
-import { checkThrottledPassword } from '../http/auth.ts';
 import { OAuthError } from '../http/errors.ts';
+import { throttled } from '../http/errors.ts';
+import { clientOf } from '../http/auth.ts';
 import { readOAuthParameters, stringParameter } from '../http/oauth.ts';
 import type { Deps, Handler, Reply, RequestContext } from '../http/router.ts';
-import { recordEvent, recordFailedSignIn } from '../accounts/security-events.ts';
-import { rotateRefreshToken, startSession, type Client } from '../sessions/sessions.ts';
+import { refreshSession } from '../use-cases/refresh-session.ts';
+import { signIn } from '../use-cases/sign-in.ts';
 
 const maxUsernameLength = 254;
 const maxPasswordLength = 256;
@@ -33,54 +33,24 @@ async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<str
   // it apart, or carry a NUL that PostgreSQL refuses: it is refused here, the same for everyone.
   if (!printableAscii.test(username)) throw new OAuthError('invalid_request', 'username must be printable ASCII without spaces.');
   const password = stringParameter(params, 'password', maxPasswordLength);
-  const account = await findAccountByLogin(deps.sql, username);
-  // The same scrypt work and the same answer whether the account is unknown or the password
-  // wrong, so that neither timing nor response tells which names exist.
-  const valid = await checkThrottledPassword(deps, ctx, username, password, account?.passwordHash ?? null);
-  if (account === null || !valid) {
-    // The same statement for an unknown name, writing nothing (security-events.ts).
-    await recordFailedSignIn(deps.sql, account?.id ?? null, ctx.clientAddress, null, deps.clock());
-    throw new OAuthError('invalid_grant', 'The username or password is incorrect.');
-  }
-
-  const upgraded = deps.passwords.needsRehash(account.passwordHash) ? await deps.passwords.hash(password) : null;
-  const now = deps.clock();
-  const started = await deps.sql.begin(async (tx) => {
-    // The password was checked against the hash read before; if a reset or change replaced it
-    // meanwhile (and ended every session), this sign-in must not start a session after them.
-    if (!(await lockUnchangedPasswordHash(tx, account.id, account.passwordHash))) return null;
-    if (upgraded !== null) await upgradePasswordHash(tx, account.id, account.passwordHash, upgraded);
-    const session = await startSession(tx, account.id, clientOf(ctx), now, deps.config.refreshTtlSeconds);
-    await recordEvent(tx, account.id, 'signed-in', ctx.clientAddress, session.sessionId, now);
-    return session;
-  });
-  if (started === null) throw new OAuthError('invalid_grant', 'The username or password is incorrect.');
-  return tokenReply(deps, account.publicId, started.sessionId, started.refreshToken, now);
+  const result = await signIn(deps, username, password, clientOf(ctx));
+  if (result.outcome === 'throttled') throw throttled(result.retryAfterSeconds);
+  if (result.outcome === 'refused') throw new OAuthError('invalid_grant', 'The username or password is incorrect.');
+  return tokenReply(deps, result.accountPublicId, result.sessionId, result.refreshToken);
 }
 
 async function refreshGrant(ctx: RequestContext, deps: Deps, params: Record<string, unknown>): Promise<Reply> {
   const presented = stringParameter(params, 'refresh_token', maxRefreshTokenLength);
-  const now = deps.clock();
-  const rotation = await rotateRefreshToken(deps.sql, presented, clientOf(ctx), now);
-  if (rotation.outcome === 'reused') {
-    deps.metrics.increment('refresh_token_reuses_total');
-    deps.log.warn('spent refresh token presented again; session revoked', { request_id: ctx.requestId, session_id: rotation.sessionId });
-  }
-  if (rotation.outcome !== 'rotated') throw new OAuthError('invalid_grant', 'The refresh token is invalid, expired, revoked or already used.');
-  deps.metrics.increment('refresh_token_rotations_total');
-  return tokenReply(deps, rotation.accountPublicId, rotation.sessionId, rotation.refreshToken, now);
+  const result = await refreshSession(deps, presented, clientOf(ctx));
+  if (result.outcome === 'refused') throw new OAuthError('invalid_grant', 'The refresh token is invalid, expired, revoked or already used.');
+  return tokenReply(deps, result.accountPublicId, result.sessionId, result.refreshToken);
 }
 
-function tokenReply(deps: Deps, accountPublicId: string, sessionId: string, refreshToken: string, now: Date): Reply {
-  const { token, expiresIn } = deps.tokens.issueToken(accountPublicId, sessionId, now);
+function tokenReply(deps: Deps, accountPublicId: string, sessionId: string, refreshToken: string): Reply {
+  const { token, expiresIn } = deps.tokens.issueToken(accountPublicId, sessionId, deps.clock());
   return {
     status: 200,
     body: { access_token: token, token_type: 'Bearer', expires_in: expiresIn, refresh_token: refreshToken },
     headers: { Pragma: 'no-cache' },
   };
-}
-
-function clientOf(ctx: RequestContext): Client {
-  const userAgent = ctx.req.headers['user-agent'] ?? '';
-  return { address: ctx.clientAddress, userAgent };
 }

@@ -1,19 +1,18 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Account } from '../accounts/accounts.ts';
-import type { Sql, Transaction } from '../storage/db.ts';
-import { recordEvent } from '../accounts/security-events.ts';
+import type { Sql } from '../storage/db.ts';
+import type { Client } from '../use-cases/transaction.ts';
 
 /** A live session as its owner sees it. */
 export type Session = { id: string; createdAt: Date; lastUsedAt: Date; clientAddress: string; userAgent: string };
-/** The client a sign-in or refresh came from. */
-export type Client = { address: string; userAgent: string };
 export type SessionTokens = { sessionId: string; refreshToken: string };
 
 export type Rotation =
-  | { outcome: 'rotated'; accountPublicId: string; sessionId: string; refreshToken: string }
-  /** Unknown, expired, or spent within the retry window: refused, and the session (if any) lives on. */
+  /** A live token was spent ('rotated'), or a spent one retried within the window ('retried'). */
+  | { outcome: 'rotated' | 'retried'; accountPublicId: string; sessionId: string; refreshToken: string }
+  /** Unknown or expired, or its session has ended. */
   | { outcome: 'refused' }
-  /** A spent token presented after the retry window: the session was revoked. */
+  /** A spent token presented after the window, or after its successor was replaced: the caller ends the session. */
   | { outcome: 'reused'; accountId: string; sessionId: string };
 
 /** A spent refresh token presented again within this time is a client's retry, not a theft. */
@@ -30,56 +29,56 @@ export function hashRefreshToken(token: string): Buffer {
   return createHash('sha256').update(token).digest();
 }
 
-/** Starts a session for a password sign-in; it lives `ttlSeconds` from now, however often it is refreshed. */
-export async function startSession(tx: Transaction, accountId: string, client: Client, now: Date, ttlSeconds: number): Promise<SessionTokens> {
+/**
+ * Starts a session for a password sign-in, in one statement: it locks the account row (step 1
+ * of the lock order) if it still holds `checkedHash`, the hash the password was checked
+ * against, then writes the session, its refresh token and the event (steps 2, 3, 5). A change,
+ * reset or deletion that committed meanwhile changed or removed the row, which the lock sees
+ * (the condition is checked again on the locked row), so no session starts after them. With
+ * `upgradedHash`, the same password's hash at the current cost replaces the checked one.
+ * Null when the account no longer holds that password. The session lives `ttlSeconds`, however
+ * often it is refreshed.
+ */
+export async function startSession(sql: Sql, accountId: string, checkedHash: string, upgradedHash: string | null, client: Client, now: Date, ttlSeconds: number): Promise<SessionTokens | null> {
   const sessionId = randomUUID();
   const refreshToken = generateRefreshToken();
   const expiresAt = new Date(now.getTime() + ttlSeconds * 1000);
-  await tx`
-    INSERT INTO sessions (id, account_id, created_at, last_used_at, expires_at, client_address, user_agent)
-    VALUES (${sessionId}, ${accountId}, ${now}, ${now}, ${expiresAt}, ${client.address.slice(0, 64)}, ${client.userAgent.slice(0, maxUserAgentLength)})`;
-  await tx`INSERT INTO refresh_tokens (token_hash, session_id, created_at) VALUES (${hashRefreshToken(refreshToken)}, ${sessionId}, ${now})`;
-  return { sessionId, refreshToken };
+  const rows = await sql`
+    WITH account AS (
+      SELECT id FROM accounts WHERE id = ${accountId} AND password_hash = ${checkedHash} AND activated_at IS NOT NULL FOR NO KEY UPDATE
+    ), upgraded AS (
+      UPDATE accounts SET password_hash = ${upgradedHash}::text WHERE id = (SELECT id FROM account) AND ${upgradedHash}::text IS NOT NULL
+    ), session AS (
+      INSERT INTO sessions (id, account_id, created_at, last_used_at, expires_at, client_address, user_agent)
+      SELECT ${sessionId}, id, ${now}, ${now}, ${expiresAt}, ${client.address.slice(0, 64)}, ${client.userAgent.slice(0, maxUserAgentLength)} FROM account
+      RETURNING id
+    ), token AS (
+      INSERT INTO refresh_tokens (token_hash, session_id, created_at) SELECT ${hashRefreshToken(refreshToken)}, id, ${now} FROM session
+    )
+    INSERT INTO security_events (account_id, type, occurred_at, client_address, session_id)
+    SELECT account.id, 'signed-in', ${now}, ${client.address.slice(0, 64)}, session.id FROM account, session
+    RETURNING 1`;
+  return rows.count === 1 ? { sessionId, refreshToken } : null;
 }
 
 /**
- * Spends a refresh token and issues its successor (RFC 9700 §4.14). A token spent before is
- * evidence that two parties hold the session, so the session is revoked, unless it was spent
- * within the retry window: a client whose answer was lost retries with the same token.
+ * Spends a refresh token and issues its successor (RFC 9700 §4.14) in one round trip, through
+ * refresh_session (sql/008), which holds the rules: a live token rotates; a spent one within
+ * the retry window, whose successor is still the live token, is a client's retry (that
+ * successor stops working and a new one is issued); any other spent token is reuse, which the
+ * caller answers by ending the session. Of concurrent calls, each waits for the account row,
+ * so they serialise and the session stays one chain with one live token.
  */
 export async function rotateRefreshToken(sql: Sql, presented: string, client: Client, now: Date): Promise<Rotation> {
-  return sql.begin(async (tx) => {
-    // The session row is locked first, and then the token is read in a statement of its own,
-    // which sees whatever a transaction that held the lock before committed. Concurrent
-    // rotations of one session thus queue, and exactly one spends the token. Every revocation
-    // deletes the session row first as well: the same lock order, so no deadlock, and a
-    // rotation that waited for a revocation finds nothing and is refused.
-    const tokenHash = hashRefreshToken(presented);
-    const locked = await tx`
-      SELECT s.id FROM sessions s WHERE s.id = (SELECT session_id FROM refresh_tokens WHERE token_hash = ${tokenHash})
-      FOR UPDATE`;
-    if (locked.count === 0) return { outcome: 'refused' } as const;
-    const [row] = await tx`
-      SELECT r.session_id, r.spent_at, s.account_id, s.expires_at, a.public_id
-      FROM refresh_tokens r JOIN sessions s ON s.id = r.session_id JOIN accounts a ON a.id = s.account_id
-      WHERE r.token_hash = ${tokenHash}`;
-    if (row === undefined || (row.expires_at as Date) <= now) return { outcome: 'refused' } as const;
-    const sessionId = row.session_id as string;
-    const spentAt = row.spent_at as Date | null;
-    if (spentAt !== null) {
-      if (now.getTime() - spentAt.getTime() <= retryWindowSeconds * 1000) return { outcome: 'refused' } as const;
-      await tx`DELETE FROM sessions WHERE id = ${sessionId}`;
-      await recordEvent(tx, row.account_id as string, 'session-revoked', client.address, sessionId, now);
-      return { outcome: 'reused', accountId: row.account_id as string, sessionId } as const;
-    }
-    const refreshToken = generateRefreshToken();
-    await tx`UPDATE refresh_tokens SET spent_at = ${now} WHERE token_hash = ${tokenHash}`;
-    await tx`INSERT INTO refresh_tokens (token_hash, session_id, created_at) VALUES (${hashRefreshToken(refreshToken)}, ${sessionId}, ${now})`;
-    await tx`
-      UPDATE sessions SET last_used_at = ${now}, client_address = ${client.address.slice(0, 64)}, user_agent = ${client.userAgent.slice(0, maxUserAgentLength)}
-      WHERE id = ${sessionId}`;
-    return { outcome: 'rotated', accountPublicId: row.public_id as string, sessionId, refreshToken } as const;
-  });
+  const refreshToken = generateRefreshToken();
+  const [row] = await sql`
+    SELECT outcome, account_id, public_id, session_id
+    FROM refresh_session(${hashRefreshToken(presented)}, ${hashRefreshToken(refreshToken)}, ${now}, ${`${retryWindowSeconds} seconds`}::interval,
+      ${client.address.slice(0, 64)}, ${client.userAgent.slice(0, maxUserAgentLength)})`;
+  const outcome = row!.outcome as Rotation['outcome'];
+  if (outcome === 'refused') return { outcome };
+  if (outcome === 'reused') return { outcome, accountId: row!.account_id as string, sessionId: row!.session_id as string };
+  return { outcome, accountPublicId: row!.public_id as string, sessionId: row!.session_id as string, refreshToken };
 }
 
 /**
@@ -102,40 +101,15 @@ export async function listSessions(sql: Sql, accountId: string, now: Date): Prom
     ORDER BY last_used_at DESC, created_at DESC`;
 }
 
-/** Revokes one session of the account; false if it has none with this id. */
-export async function revokeSession(sql: Sql | Transaction, accountId: string, sessionId: string): Promise<boolean> {
-  const rows = await sql`DELETE FROM sessions WHERE id = ${sessionId} AND account_id = ${accountId}`;
-  return rows.count === 1;
-}
-
-/** Revokes every session of the account; returns their ids. */
-export async function revokeAllSessions(sql: Sql | Transaction, accountId: string): Promise<string[]> {
-  const rows = await sql`DELETE FROM sessions WHERE account_id = ${accountId} RETURNING id`;
-  return rows.map((row) => row.id as string);
-}
-
 /**
- * Ends every session of the account but `keptSessionId` (an e-mail change keeps the session that
- * asked for it); their refresh tokens go with them. Returns the ids of the sessions it ended.
+ * The account and session a token names, for a revocation: by an access token's claims, or by
+ * a refresh token, current or spent. Null when there is no such session (any more).
  */
-export async function endSessionsExcept(tx: Transaction, accountId: string, keptSessionId: string): Promise<string[]> {
-  const rows = await tx`DELETE FROM sessions WHERE account_id = ${accountId} AND id <> ${keptSessionId} RETURNING id`;
-  return rows.map((row) => row.id as string);
-}
-
-/** Revokes the session an access token names; null if it is gone already. */
-export async function revokeSessionByAccessToken(sql: Sql | Transaction, accountPublicId: string, sessionId: string): Promise<{ accountId: string; sessionId: string } | null> {
-  const [row] = await sql`
-    DELETE FROM sessions WHERE id = ${sessionId} AND account_id = (SELECT id FROM accounts WHERE public_id = ${accountPublicId})
-    RETURNING id, account_id`;
-  return row === undefined ? null : { accountId: row.account_id as string, sessionId: row.id as string };
-}
-
-/** Revokes the session a refresh token (current or spent) belongs to; null if the token is unknown. */
-export async function revokeSessionByRefreshToken(sql: Sql | Transaction, token: string): Promise<{ accountId: string; sessionId: string } | null> {
-  const [row] = await sql`
-    DELETE FROM sessions WHERE id = (SELECT session_id FROM refresh_tokens WHERE token_hash = ${hashRefreshToken(token)})
-    RETURNING id, account_id`;
+export async function findSessionOwner(sql: Sql, by: { accountPublicId: string; sessionId: string } | { refreshToken: string }): Promise<{ accountId: string; sessionId: string } | null> {
+  const [row] =
+    'refreshToken' in by
+      ? await sql`SELECT s.id, s.account_id FROM refresh_tokens r JOIN sessions s ON s.id = r.session_id WHERE r.token_hash = ${hashRefreshToken(by.refreshToken)}`
+      : await sql`SELECT s.id, s.account_id FROM sessions s JOIN accounts a ON a.id = s.account_id WHERE s.id = ${by.sessionId} AND a.public_id = ${by.accountPublicId}`;
   return row === undefined ? null : { accountId: row.account_id as string, sessionId: row.id as string };
 }
 

@@ -1,4 +1,5 @@
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { isUuid } from '../validation.ts';
 
 /** Claims of an access token. `sub` is the account's public id, `sid` its session. */
 export type TokenClaims = { iss: string; aud?: string; sub: string; sid: string; jti: string; iat: number; exp: number };
@@ -14,7 +15,6 @@ export type TokenOptions = { secrets: Buffer[]; ttlSeconds: number; issuer: stri
 /** The one header accepted, byte for byte: HS256 only, so an attacker cannot choose how a token is checked. */
 const header = encodeJson({ alg: 'HS256', typ: 'JWT' });
 const segment = /^[A-Za-z0-9_-]+$/;
-const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** Tolerated clock difference between instances for `iat`. */
 const clockSkewSeconds = 5;
 /** Verified tokens remembered (about half a KiB each). */
@@ -100,9 +100,9 @@ function isClaims(value: unknown): value is TokenClaims {
     typeof claims.iss === 'string' &&
     (claims.aud === undefined || typeof claims.aud === 'string') &&
     typeof claims.sub === 'string' &&
-    uuid.test(claims.sub) &&
+    isUuid(claims.sub) &&
     typeof claims.sid === 'string' &&
-    uuid.test(claims.sid) &&
+    isUuid(claims.sid) &&
     typeof claims.jti === 'string' &&
     Number.isSafeInteger(claims.iat) &&
     Number.isSafeInteger(claims.exp)

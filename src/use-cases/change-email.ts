@@ -1,66 +1,70 @@
-import { lockAccount, setEmail } from '../accounts/email-changes.ts';
-import { consumeCode, deleteCodes, findCode, findEmailChange, hashCode } from '../accounts/one-time-codes.ts';
-import { recordEvent } from '../accounts/security-events.ts';
+import { setEmail } from '../accounts/email-changes.ts';
+import { consumeCodes, deleteCodes, findEmailChange } from '../accounts/one-time-codes.ts';
 import { emailChangedMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
-import { endSessionsExcept } from '../sessions/sessions.ts';
 import { isUniqueViolation } from '../storage/db.ts';
-import type { EmailChangeDeps } from './request-email-change.ts';
+import { endSessions } from './end-sessions.ts';
+import { inTransaction, lockAccount, type Client, type UseCaseDeps } from './transaction.ts';
 
-export type ChangeEmailResult =
+/** The account a live e-mail change code belongs to, as the code lookup found it. */
+export type ChangingAccount = { id: string; name: string; email: string };
+
+export type EmailChangeConfirmation =
   | { outcome: 'changed' }
-  /** Never issued, used, replaced by a newer request, or ended with the session that asked. */
+  /** Used first by a concurrent request, replaced by a newer request, or ended with the session that asked. */
   | { outcome: 'unknown-code' }
-  | { outcome: 'expired' }
   /** Another account or registration took the address after the code was sent. */
   | { outcome: 'address-taken' };
 
 /**
- * Confirms an e-mail change with the code mailed to the new address. In one transaction: the
- * code is used up, the account takes the new address (as typed at the request), every session
- * but the one that asked ends, reset codes mailed to the old address stop working, the event is
- * recorded and the old address is told, with the new one partly masked. Sign-in by the new
- * address works at once, and by the old one no longer.
+ * Confirms an e-mail change with the code mailed to the new address (found by the caller's code
+ * lookup). In one transaction: the account takes the new address as typed at the request, every
+ * session but the one that asked ends, the code is used up, reset codes mailed to the old
+ * address stop working, the event is recorded and the old address is told, with the new one
+ * partly masked. Sign-in by the new address works at once, and by the old one no longer.
  *
  * Only whoever reads the new mailbox holds the code, so only they can learn that the address
- * was taken meanwhile ('address-taken'). The unique index on lower(email) decides that, and of
- * two accounts confirming one address at once exactly one wins; the loser's transaction,
- * code included, is rolled back, and its code keeps working until it expires.
+ * was taken meanwhile ('address-taken'). The unique index on lower(email) decides that, not a
+ * check, so of two accounts confirming one address at once exactly one wins; the loser's
+ * transaction, its code included, is rolled back, and the code works until it expires.
  *
- * Lock order, the one of every use case: the account row FOR NO KEY UPDATE (and an expired
- * registration that holds the new address, deleted with it), then sessions, codes, events,
- * outbox.
+ * Lock order (transaction.ts): the account row (and an expired registration that holds the new
+ * address, deleted before the update), then sessions, codes, events, outbox.
  */
-export async function changeEmail(deps: EmailChangeDeps, code: string, clientAddress: string): Promise<ChangeEmailResult> {
-  const codeHash = hashCode(code);
-  // Unknown and expired codes, what guessing produces, cost one read and no transaction.
-  const found = await findCode(deps.sql, 'email-change', codeHash);
-  if (found === null) return { outcome: 'unknown-code' };
+export async function changeEmail(deps: UseCaseDeps, account: ChangingAccount, codeHash: Buffer, client: Client): Promise<EmailChangeConfirmation> {
   const now = deps.clock();
-  if (found.expiresAt <= now) return { outcome: 'expired' };
   try {
-    return await deps.sql.begin(async (tx): Promise<ChangeEmailResult> => {
-      const account = await lockAccount(tx, found.accountId);
+    return await inTransaction(deps.sql, async (tx): Promise<EmailChangeConfirmation> => {
+      if (!(await lockAccount(tx, account.id))) return { outcome: 'unknown-code' };
       // Read after the lock: a concurrent confirmation or a newer request waited for it, or won.
-      const change = account === null ? null : await findEmailChange(tx, account.id, codeHash, now);
-      if (account === null || change === null) return { outcome: 'unknown-code' };
+      // The address the lookup found is still the account's: only this code could change it.
+      const change = await findEmailChange(tx, account.id, codeHash, now);
+      if (change === null) return { outcome: 'unknown-code' };
       await setEmail(tx, account.id, change.newEmail, now);
-      await endSessionsExcept(tx, account.id, change.sessionId);
-      // Only the end of the kept session (which takes its code along) can come between the read
-      // and this; the change is then undone as a whole.
-      if ((await consumeCode(tx, 'email-change', codeHash, now)) === null) throw new CodeGoneMeanwhile();
+      await endSessions(tx, {
+        accountId: account.id,
+        sessionId: null,
+        keptSessionId: change.sessionId,
+        event: { type: 'email-changed', clientAddress: client.address, sessionId: change.sessionId, always: true },
+        now,
+      });
+      // Only the end of the kept session (which takes its code along) can come between the
+      // read and this; the change is then rolled back as a whole.
+      if (!(await consumeCodes(tx, account.id, 'email-change', codeHash, now))) throw codeGone;
       // A reset code mailed to the old address must not open the account any more.
       await deleteCodes(tx, account.id, 'reset');
-      await recordEvent(tx, account.id, 'email-changed', clientAddress, change.sessionId, now);
-      await enqueueMail(tx, emailChangedMail(account.email, account.name, change.newEmail, now, clientAddress), deps.sealer, now);
+      await enqueueMail(tx, emailChangedMail(account.email, account.name, change.newEmail, now, client.address), deps.sealer, now);
       return { outcome: 'changed' };
+    }).then((result) => {
+      if (result.outcome === 'changed') deps.outbox.wake();
+      return result;
     });
   } catch (error) {
-    if (error instanceof CodeGoneMeanwhile) return { outcome: 'unknown-code' };
+    if (error === codeGone) return { outcome: 'unknown-code' };
     if (isUniqueViolation(error, 'accounts_email_key')) return { outcome: 'address-taken' };
     throw error;
   }
 }
 
-/** Thrown inside the transaction only to roll it back. */
-class CodeGoneMeanwhile extends Error {}
+/** Thrown inside the transaction to roll it back; never leaves this module. */
+const codeGone = new Error('the e-mail change code ended with its session meanwhile');

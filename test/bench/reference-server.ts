@@ -4,11 +4,9 @@
 // starts it with a plan as JSON in argv; it prints its port as one JSON line.
 import { scrypt } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { accountActiveMail } from '../../src/mail/messages.ts';
-import { enqueueMail } from '../../src/mail/outbox.ts';
-import { consumeCode, findCodeExpiry, hashCode } from '../../src/accounts/one-time-codes.ts';
-import { activateRegistration } from '../../src/accounts/registrations.ts';
-import { recordEvent } from '../../src/accounts/security-events.ts';
+import { findCode, hashCode } from '../../src/accounts/one-time-codes.ts';
+import { activateAccount } from '../../src/use-cases/activate-account.ts';
+import type { UseCaseDeps } from '../../src/use-cases/transaction.ts';
 import { createSealer } from '../../src/sealing.ts';
 import { findSessionAccount, rotateRefreshToken } from '../../src/sessions/sessions.ts';
 import { connectDatabase } from '../../src/storage/db.ts';
@@ -77,7 +75,7 @@ function createWork(spec: ReferenceWork): Work | null {
     case 'code-read': {
       const sql = connectDatabase(spec.databaseUrl);
       return async (body) => {
-        await findCodeExpiry(sql, 'registration', hashCode(body.code!));
+        await findCode(sql, 'registration', hashCode(body.code!));
         return true;
       };
     }
@@ -89,25 +87,19 @@ function createWork(spec: ReferenceWork): Work | null {
       const sql = connectDatabase(spec.databaseUrl);
       return async (body, req) => {
         const rotation = await rotateRefreshToken(sql, body.refresh_token!, { address: '127.0.0.1', userAgent: req.headers['user-agent'] ?? '' }, new Date());
-        return rotation.outcome === 'rotated';
+        return rotation.outcome !== 'refused' && rotation.outcome !== 'reused';
       };
     }
     case 'activation': {
       // The statements of POST /acc/reg (activate-account.ts), in the same order.
       const sql = connectDatabase(spec.databaseUrl);
       const sealer = createSealer([Buffer.from(spec.secret)]);
+      const deps = { sql, clock: () => new Date(), sealer, outbox: { wake() {}, wakeLater() {} } } as unknown as UseCaseDeps;
       return async (body) => {
         const codeHash = hashCode(body.code!);
-        if ((await findCodeExpiry(sql, 'registration', codeHash)) === null) return false;
-        const now = new Date();
-        return sql.begin(async (tx) => {
-          const accountId = await consumeCode(tx, 'registration', codeHash, now);
-          const account = accountId === null ? null : await activateRegistration(tx, accountId, now);
-          if (account === null) return false;
-          await recordEvent(tx, accountId, 'activated', '127.0.0.1', null, now);
-          await enqueueMail(tx, accountActiveMail(account.email, account.name), sealer, now);
-          return true;
-        });
+        const code = await findCode(sql, 'registration', codeHash);
+        if (code === null) return false;
+        return activateAccount(deps, { id: code.accountId, name: code.name, email: code.email }, codeHash, { address: '127.0.0.1', userAgent: '' });
       };
     }
     case 'scrypt':

@@ -154,7 +154,7 @@ describe('GET /acc/me/events', () => {
     await app.call('POST', '/auth/token', { json: { grant_type: 'refresh_token', refresh_token: second.refresh_token }, headers: from('203.0.113.23') });
     const events = (await eventsOf(token)).slice(0, 4).map((event) => [event.type, event.client_address]);
     assert.deepEqual(events, [
-      ['session-revoked', '203.0.113.23'],
+      ['refresh-token-reused', '203.0.113.23'],
       ['signed-in', '203.0.113.22'],
       ['session-revoked', '203.0.113.21'],
       ['signed-in', '203.0.113.20'],

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { jwtVerify } from 'jose';
 import { ResourceOwnerPassword } from 'simple-oauth2';
@@ -25,6 +26,10 @@ async function signIn(username: string, password: string, userAgent = 'test-agen
 const refresh = (refresh_token: string) => app.call('POST', '/auth/token', { body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token }).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
 const revoke = (body: Record<string, string>) => app.call('POST', '/auth/revoke', { body: new URLSearchParams(body).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
 const me = (token: string) => app.call('GET', '/acc/me', { token });
+const eventsOf = async (user: { name: string; pwd: string }) => {
+  const { access_token } = await signIn(user.name, user.pwd);
+  return ((await app.call('GET', '/acc/me/events', { token: access_token })).json.events as Array<{ type: string }>).filter((event) => event.type !== 'signed-in');
+};
 const sessionsOf = async (token: string) => (await app.call('GET', '/acc/me/sessions', { token })).json.sessions as Array<Record<string, unknown>>;
 
 describe('refresh tokens', () => {
@@ -42,15 +47,41 @@ describe('refresh tokens', () => {
     assert.equal((await sessionsOf(third.json.access_token)).length, 2, 'still two sessions: the helper\'s sign-in and this one');
   });
 
-  it('answers a spent token within 10 s as a retry: refused, and the session lives on', async () => {
+  it('answers a spent token within 10 s as a retry: a working successor, and the one issued before stops working', async () => {
+    const { user } = await registerAndSignIn(app);
+    const first = await signIn(user.name, user.pwd);
+    const lost = (await refresh(first.refresh_token)).json as Tokens;
+    app.clock.advance(9);
+    const retry = await refresh(first.refresh_token);
+    assert.equal(retry.status, 200, 'a client whose answer was lost keeps its session');
+    assert.equal((await me(retry.json.access_token)).status, 200);
+    const next = await refresh(retry.json.refresh_token);
+    assert.equal(next.status, 200, 'the successor of the retry works');
+    assert.equal((await refresh(lost.refresh_token)).status, 400, 'the successor issued before the retry does not');
+    assert.equal((await me(next.json.access_token)).status, 401, 'and presenting it ended the session (reuse detection)');
+    const types = (await eventsOf(user)).map((event) => event.type);
+    assert.deepEqual(types.slice(0, 2), ['refresh-token-reused', 'refresh-retried']);
+  });
+
+  it('throws out a thief who rotated first as soon as the owner retries within the window', async () => {
+    const { user } = await registerAndSignIn(app);
+    const stolen = await signIn(user.name, user.pwd);
+    const thief = (await refresh(stolen.refresh_token)).json as Tokens;
+    app.clock.advance(3);
+    const owner = await refresh(stolen.refresh_token);
+    assert.equal(owner.status, 200, 'the owner is not refused');
+    assert.equal((await refresh(thief.refresh_token)).status, 400, "the thief's refresh token is dead");
+    assert.equal((await me(owner.json.access_token)).status, 401, "and the thief's attempt ended the session: both parties sign in again");
+    assert.equal((await refresh(owner.json.refresh_token)).status, 400);
+  });
+
+  it('treats a spent token as reuse once its successor was itself rotated, even within the window', async () => {
     const { user } = await registerAndSignIn(app);
     const first = await signIn(user.name, user.pwd);
     const second = (await refresh(first.refresh_token)).json as Tokens;
-    app.clock.advance(9);
-    const retry = await refresh(first.refresh_token);
-    assert.equal(retry.status, 400);
-    assert.equal(retry.json.error, 'invalid_grant');
-    assert.equal((await refresh(second.refresh_token)).status, 200, 'the session is alive');
+    const third = (await refresh(second.refresh_token)).json as Tokens;
+    assert.equal((await refresh(first.refresh_token)).status, 400);
+    assert.equal((await refresh(third.refresh_token)).status, 400, 'the session ended');
   });
 
   it('revokes the whole session when a spent token comes back after 10 s (reuse detection)', async () => {
@@ -68,13 +99,16 @@ describe('refresh tokens', () => {
     assert.match(metrics, /^refresh_token_rotations_total [1-9]/m);
   });
 
-  it('lets exactly one of parallel refreshes with one token win, and keeps the session', async () => {
+  it('keeps one chain under parallel refreshes with one token: each is served in turn, one live token remains', async () => {
     const { user } = await registerAndSignIn(app);
     const first = await signIn(user.name, user.pwd);
     const responses = await Promise.all(Array.from({ length: 5 }, () => refresh(first.refresh_token)));
-    const winners = responses.filter((response) => response.status === 200);
-    assert.equal(winners.length, 1, responses.map((response) => response.status).join());
-    assert.equal((await refresh(winners[0]!.json.refresh_token)).status, 200);
+    assert.deepEqual(responses.map((response) => response.status), [200, 200, 200, 200, 200], 'within the window, the later ones are retries');
+    const sessionId = (await sessionsOf(responses[0]!.json.access_token)).find((session) => session.current)!.id as string;
+    const live = await app.service.sql`SELECT token_hash FROM refresh_tokens WHERE session_id = ${sessionId} AND spent_at IS NULL`;
+    assert.equal(live.length, 1, 'exactly one live refresh token: the winner');
+    const hashes = responses.map((response) => createHash('sha256').update(response.json.refresh_token as string).digest('hex'));
+    assert.ok(hashes.includes((live[0]!.token_hash as Buffer).toString('hex')), 'and it is one of those handed out');
   });
 
   it('end with the session after REFRESH_TTL, however often they were refreshed', async () => {

@@ -1,0 +1,37 @@
+import { accountActiveMail } from '../mail/messages.ts';
+import { sealMail } from '../mail/outbox.ts';
+import { retryOnce, type Client, type UseCaseDeps } from './transaction.ts';
+
+/** The pending registration a live registration code belongs to, as the code lookup found it. */
+export type PendingAccount = { id: string; name: string; email: string };
+
+/**
+ * Turns the pending registration that holds this code into an active account, in one
+ * statement: the account row is locked first (the lock order), then the code is used up (the
+ * delete is the single-use guarantee: of concurrent requests with one code, one deletes it),
+ * the row activated, the event recorded and the welcome queued. False when a concurrent
+ * request used the code first.
+ */
+export async function activateAccount(deps: UseCaseDeps, pending: PendingAccount, codeHash: Buffer, client: Client): Promise<boolean> {
+  const now = deps.clock();
+  const mail = sealMail(accountActiveMail(pending.email, pending.name), deps.sealer);
+  const rows = await retryOnce(
+    () => deps.sql`
+      WITH account AS (
+        SELECT id FROM accounts WHERE id = (SELECT ${pending.id}::bigint) AND activated_at IS NULL FOR NO KEY UPDATE
+      ), code AS (
+        DELETE FROM one_time_codes WHERE code_hash = ${codeHash} AND purpose = 'registration' AND expires_at > ${now} AND account_id = (SELECT id FROM account)
+        RETURNING account_id
+      ), activated AS (
+        UPDATE accounts SET activated_at = ${now}, expires_at = NULL WHERE id = (SELECT account_id FROM code) RETURNING id, email
+      ), event AS (
+        INSERT INTO security_events (account_id, type, occurred_at, client_address) SELECT id, 'activated', ${now}, ${client.address.slice(0, 64)} FROM activated
+      )
+      INSERT INTO outbox (message_id, kind, recipient, sealed_content, next_attempt_at, created_at)
+      SELECT ${mail.messageId}, ${mail.kind}, email, ${mail.sealed}, ${now}, ${now} FROM activated
+      RETURNING 1`,
+  );
+  if (rows.count === 0) return false;
+  deps.outbox.wake();
+  return true;
+}

@@ -1,0 +1,40 @@
+import type { Account } from '../accounts/accounts.ts';
+import { passwordChangedMail } from '../mail/messages.ts';
+import { enqueueMail } from '../mail/outbox.ts';
+import { endSessions } from './end-sessions.ts';
+import { checkPassword, recordWrongPassword, signedInIdentifier } from './password-check.ts';
+import { inTransaction, lockAccount, type Client, type UseCaseDeps } from './transaction.ts';
+
+export type PasswordChange = { outcome: 'changed' } | { outcome: 'wrong-password' } | { outcome: 'throttled'; retryAfterSeconds: number } | { outcome: 'session-ended' };
+
+/**
+ * Changes the password of the signed-in account and ends every session (the caller's too),
+ * then notifies the owner. The old password is checked under the throttle of the account
+ * itself, so that a stolen token is no way around the sign-in throttle.
+ */
+export async function changePassword(deps: UseCaseDeps, caller: { account: Account; sessionId: string }, oldPassword: string, newPassword: string, client: Client): Promise<PasswordChange> {
+  const { account, sessionId } = caller;
+  const check = await checkPassword(deps, signedInIdentifier(account), client.address, oldPassword, account.passwordHash);
+  if (check.outcome === 'throttled') return check;
+  if (check.outcome === 'wrong') {
+    await recordWrongPassword(deps.sql, account.id, client.address, sessionId, deps.clock());
+    return { outcome: 'wrong-password' };
+  }
+  const newHash = await deps.passwords.hash(newPassword);
+  const now = deps.clock();
+  const changed = await inTransaction(deps.sql, async (tx) => {
+    if (!(await lockAccount(tx, account.id))) return false;
+    // After the lock, so that a change, reset or sign-out that ended the caller's session
+    // before is seen: of two racing changes, the second finds its session gone and loses.
+    const updated = await tx`
+      UPDATE accounts SET password_hash = ${newHash}
+      WHERE id = ${account.id} AND EXISTS (SELECT 1 FROM sessions WHERE id = ${sessionId} AND account_id = ${account.id})`;
+    if (updated.count === 0) return false;
+    await endSessions(tx, { accountId: account.id, sessionId: null, event: { type: 'password-changed', clientAddress: client.address, sessionId, always: true }, now });
+    await enqueueMail(tx, passwordChangedMail(account.email, account.name, now, client.address), deps.sealer, now);
+    return true;
+  });
+  if (!changed) return { outcome: 'session-ended' };
+  deps.outbox.wake();
+  return { outcome: 'changed' };
+}

@@ -1,0 +1,56 @@
+import type { Account } from '../accounts/accounts.ts';
+import { accountDeletedMail } from '../mail/messages.ts';
+import { sealMail } from '../mail/outbox.ts';
+import { endSessions } from './end-sessions.ts';
+import { checkPassword, recordWrongPassword, signedInIdentifier, throttleKeys } from './password-check.ts';
+import { inTransaction, lockAccount, type Client, type UseCaseDeps } from './transaction.ts';
+
+export type Deletion = { outcome: 'deleted' } | { outcome: 'wrong-password' } | { outcome: 'throttled'; retryAfterSeconds: number } | { outcome: 'session-ended' };
+
+/**
+ * Erases the account (the right to erasure). The current password is required and throttled
+ * like a sign-in, so that a stolen token alone cannot delete an account. In one transaction the
+ * account and everything of it go (sessions, codes, events by cascade; its throttle and quota
+ * rows, its name holds and its past mail by key), so that its name and address are free at
+ * once; only the notice queued here stays, until it is sent.
+ */
+export async function deleteAccount(deps: UseCaseDeps, caller: { account: Account; sessionId: string }, password: string, client: Client): Promise<Deletion> {
+  const { account, sessionId } = caller;
+  const check = await checkPassword(deps, signedInIdentifier(account), client.address, password, account.passwordHash);
+  if (check.outcome === 'throttled') return check;
+  if (check.outcome === 'wrong') {
+    await recordWrongPassword(deps.sql, account.id, client.address, sessionId, deps.clock());
+    return { outcome: 'wrong-password' };
+  }
+  const now = deps.clock();
+  const addressKey = deps.keys.address(account.email);
+  const identifiers = throttleKeys(deps, account);
+  const notice = sealMail(accountDeletedMail(account.email, account.name, now, client.address), deps.sealer);
+  const deleted = await inTransaction(deps.sql, async (tx) => {
+    // Step 1 of the lock order: the address's rows, before the account row, as a code request takes them.
+    await tx`
+      WITH holds AS (SELECT 1 FROM name_holds WHERE address = lower(${account.email}) FOR UPDATE),
+        quotas AS (SELECT 1 FROM address_quotas WHERE address_key = ${addressKey} FOR UPDATE)
+      SELECT (SELECT count(*) FROM holds) AS holds, (SELECT count(*) FROM quotas) AS quotas`;
+    if (!(await lockAccount(tx, account.id))) return false;
+    // After the lock: a change or sign-out that ended the caller's session before is seen.
+    const [caller] = await tx`SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ${sessionId} AND account_id = ${account.id}) AS live`;
+    if (caller!.live !== true) return false;
+    // No event: the account's events go with it. Webhooks will want to know all the same.
+    await endSessions(tx, { accountId: account.id, sessionId: null, event: null, now });
+    await tx`
+      WITH account AS (DELETE FROM accounts WHERE id = ${account.id}),
+        quotas AS (DELETE FROM address_quotas WHERE address_key = ${addressKey}),
+        holds AS (DELETE FROM name_holds WHERE address = lower(${account.email})),
+        delays AS (DELETE FROM login_delays WHERE identifier_key IN ${tx(identifiers)}),
+        budgets AS (DELETE FROM login_budgets WHERE identifier_key IN ${tx(identifiers)}),
+        mail AS (DELETE FROM outbox WHERE lower(recipient) = lower(${account.email}))
+      INSERT INTO outbox (message_id, kind, recipient, sealed_content, next_attempt_at, created_at)
+      VALUES (${notice.messageId}, ${notice.kind}, ${account.email}, ${notice.sealed}, ${now}, ${now})`;
+    return true;
+  });
+  if (!deleted) return { outcome: 'session-ended' };
+  deps.metrics.increment('accounts_deleted_total');
+  deps.outbox.wake();
+  return { outcome: 'deleted' };
+}

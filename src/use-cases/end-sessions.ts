@@ -1,0 +1,44 @@
+import type { EventType } from '../accounts/security-events.ts';
+import type { Sql, Transaction } from '../storage/db.ts';
+
+/** Which sessions end, and the event that says why. */
+export type SessionsEnd = {
+  accountId: string;
+  /** One session, or null for every session of the account. */
+  sessionId: string | null;
+  /** With `sessionId` null: every session but this one (an e-mail change keeps the session that asked for it). */
+  keptSessionId?: string;
+  /** Recorded when a session ended, or always for a cause of its own (password change, reset); null records nothing. */
+  event: { type: EventType; clientAddress: string; sessionId: string | null; always: boolean } | null;
+  now: Date;
+};
+
+/**
+ * THE way sessions end: password change, reset, deletion, reuse detection, sign-out and
+ * revocation all come here, so that the event (and later a webhook) is written with the end
+ * in one statement, in the caller's transaction. Returns the ids of the sessions it ended.
+ *
+ * Lock order (use-cases/transaction.ts): the account row first, taken here by the subquery
+ * that runs before the delete touches a session (a no-op when the caller holds it already),
+ * then sessions (their refresh tokens go by cascade), then the event. Ending every session
+ * (`sessionId` null) needs the account locked by an earlier statement of the transaction, so
+ * that this statement's snapshot holds every session started before: a sign-in holds the
+ * account row until it commits.
+ */
+export async function endSessions(sql: Sql | Transaction, end: SessionsEnd): Promise<string[]> {
+  const { accountId, sessionId, keptSessionId = null, event, now } = end;
+  const rows = await sql`
+    WITH ended AS (
+      DELETE FROM sessions
+      WHERE account_id = (SELECT id FROM accounts WHERE id = ${accountId} FOR NO KEY UPDATE)
+        AND (${sessionId}::uuid IS NULL OR id = ${sessionId}::uuid)
+        AND (${keptSessionId}::uuid IS NULL OR id <> ${keptSessionId}::uuid)
+      RETURNING id
+    ), event AS (
+      INSERT INTO security_events (account_id, type, occurred_at, client_address, session_id)
+      SELECT ${accountId}::bigint, ${event?.type ?? null}::text, ${now}::timestamptz, ${event?.clientAddress.slice(0, 64) ?? null}::text, ${event?.sessionId ?? null}::uuid
+      WHERE ${event !== null}::boolean AND (${event?.always ?? false}::boolean OR EXISTS (SELECT 1 FROM ended))
+    )
+    SELECT id FROM ended`;
+  return rows.map((row) => row.id as string);
+}

@@ -1,0 +1,55 @@
+import type { Account } from '../accounts/accounts.ts';
+import { reserveAttempt, settleSuccess } from '../accounts/login-throttle.ts';
+import type { Sql } from '../storage/db.ts';
+import type { UseCaseDeps } from './transaction.ts';
+
+export type PasswordCheck = { outcome: 'valid' } | { outcome: 'wrong' } | { outcome: 'throttled'; retryAfterSeconds: number };
+
+/**
+ * The sign-in policy: checks a password under the throttle (login-throttle.ts) of `identifier`
+ * as typed and the client's address. What counts as a failure: a check that was made and
+ * failed. The reservation is made inside the hashing slot (PasswordHasher.verify's `admit`), so
+ * an overloaded service (503) charges nobody's throttle or budget, and a throttled guess costs
+ * no scrypt work and learns nothing. `stored` null (no account) does the same work and fails.
+ * The throttle never looks at the account, so it acts alike for names that exist and not.
+ */
+export async function checkPassword(deps: UseCaseDeps, identifier: string, clientAddress: string, password: string, stored: string | null): Promise<PasswordCheck> {
+  const keys = { identifier: deps.keys.loginIdentifier(identifier), client: deps.keys.client(clientAddress) };
+  const perHour = deps.config.loginFailuresPerHour;
+  let wait = 0;
+  const valid = await deps.passwords.verify(password, stored, async () => (wait = await reserveAttempt(deps.sql, keys, perHour, deps.clock())) === 0);
+  if (wait > 0) return { outcome: 'throttled', retryAfterSeconds: wait };
+  if (!valid) return { outcome: 'wrong' };
+  await settleSuccess(deps.sql, keys, perHour);
+  return { outcome: 'valid' };
+}
+
+/**
+ * The throttle identifier of a password check made with a token (old_pwd, deletion): the
+ * account itself, apart from its name and address. Why: strangers spend the budget of a name
+ * by guessing at sign-in, and that must not keep the signed-in owner from changing the
+ * password or deleting the account; a token thief's guesses are bounded all the same.
+ */
+export function signedInIdentifier(account: Pick<Account, 'publicId'>): string {
+  return `account:${account.publicId}`;
+}
+
+/** Every throttle key of an account, for a reset or a deletion to clear. */
+export function throttleKeys(deps: Pick<UseCaseDeps, 'keys'>, account: Pick<Account, 'publicId' | 'name' | 'email'>): Buffer[] {
+  return [account.name, account.email, signedInIdentifier(account)].map((identifier) => deps.keys.loginIdentifier(identifier));
+}
+
+/**
+ * Records a wrong password (at sign-in, password change or deletion) as the account's
+ * 'sign-in-failed' event; with `accountId` null (a name that has none) the same statement runs
+ * and writes nothing. One statement that does not wait for the disk (synchronous_commit off,
+ * set for this statement's own transaction): a commit that wrote a row would otherwise wait
+ * for the WAL flush and one that wrote nothing would not, so a wrong password on a known name
+ * would answer about a millisecond later than on an unknown one. A crash may lose the event.
+ */
+export async function recordWrongPassword(sql: Sql, accountId: string | null, clientAddress: string, sessionId: string | null, now: Date): Promise<void> {
+  await sql`
+    WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true))
+    INSERT INTO security_events (account_id, type, occurred_at, client_address, session_id)
+    SELECT id, 'sign-in-failed', ${now}, ${clientAddress.slice(0, 64)}, ${sessionId}::uuid FROM accounts, unflushed WHERE id = ${accountId}`;
+}

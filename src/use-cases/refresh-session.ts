@@ -1,0 +1,28 @@
+import { rotateRefreshToken } from '../sessions/sessions.ts';
+import { endSessions } from './end-sessions.ts';
+import { retryOnce, type Client, type UseCaseDeps } from './transaction.ts';
+
+export type Refresh = { outcome: 'refreshed'; accountPublicId: string; sessionId: string; refreshToken: string } | { outcome: 'refused' };
+
+/**
+ * Refresh token grant: one round trip in the common case (rotateRefreshToken). A spent token
+ * presented out of its retry window means two parties hold the session: the session ends, in a
+ * transaction of its own. Reuse stays reuse (a spent token never becomes live again, and time
+ * only passes), so ending the session after the first statement decided it loses nothing; if
+ * the process stops in between, the next presentation decides the same.
+ */
+export async function refreshSession(deps: UseCaseDeps, presented: string, client: Client): Promise<Refresh> {
+  const now = deps.clock();
+  const rotation = await retryOnce(() => rotateRefreshToken(deps.sql, presented, client, now));
+  if (rotation.outcome === 'reused') {
+    const { accountId, sessionId } = rotation;
+    await retryOnce(() => endSessions(deps.sql, { accountId, sessionId, event: { type: 'refresh-token-reused', clientAddress: client.address, sessionId, always: false }, now }));
+    deps.metrics.increment('refresh_token_reuses_total');
+    deps.log.warn('spent refresh token presented again; session revoked', { session_id: sessionId });
+    return { outcome: 'refused' };
+  }
+  if (rotation.outcome === 'refused') return rotation;
+  deps.metrics.increment('refresh_token_rotations_total');
+  if (rotation.outcome === 'retried') deps.log.info('refresh retried within the window; the earlier successor no longer works', { session_id: rotation.sessionId });
+  return { outcome: 'refreshed', accountPublicId: rotation.accountPublicId, sessionId: rotation.sessionId, refreshToken: rotation.refreshToken };
+}

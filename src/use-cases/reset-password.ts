@@ -1,0 +1,38 @@
+import { clearThrottle } from '../accounts/login-throttle.ts';
+import { consumeCodes } from '../accounts/one-time-codes.ts';
+import { resetPasswordHash } from '../accounts/password-resets.ts';
+import { passwordResetMail } from '../mail/messages.ts';
+import { enqueueMail } from '../mail/outbox.ts';
+import { endSessions } from './end-sessions.ts';
+import { throttleKeys } from './password-check.ts';
+import { inTransaction, lockAccount, type Client, type UseCaseDeps } from './transaction.ts';
+
+/**
+ * Sets a new password with a reset code of `accountId` (found by the caller's code lookup).
+ * Every session and every other reset code ends with it. It is also the owner's way back from
+ * a sign-in lock-out, so the account's throttle is cleared. False when the code was used
+ * first by a concurrent request, or the account is gone.
+ */
+export async function resetPassword(deps: UseCaseDeps, accountId: string, codeHash: Buffer, newPassword: string, client: Client): Promise<boolean> {
+  const passwordHash = await deps.passwords.hash(newPassword);
+  const now = deps.clock();
+  const reset = await inTransaction(deps.sql, async (tx) => {
+    if (!(await lockAccount(tx, accountId))) return false;
+    const account = await resetPasswordHash(tx, accountId, passwordHash);
+    await endSessions(tx, { accountId, sessionId: null, event: { type: 'password-reset', clientAddress: client.address, sessionId: null, always: true }, now });
+    // The code is consumed after the account row is locked (the lock order); a code used
+    // first by a concurrent request rolls all of this back.
+    if (!(await consumeCodes(tx, accountId, 'reset', codeHash, now))) throw codeGone;
+    await clearThrottle(tx, throttleKeys(deps, account!));
+    await enqueueMail(tx, passwordResetMail(account!.email, account!.name, now, client.address), deps.sealer, now);
+    return true;
+  }).catch((error: unknown) => {
+    if (error === codeGone) return false;
+    throw error;
+  });
+  if (reset) deps.outbox.wake();
+  return reset;
+}
+
+/** Thrown inside the transaction to roll it back; never leaves this module. */
+const codeGone = new Error('the reset code was used by a concurrent request');

@@ -1,0 +1,90 @@
+import type { Config } from '../config.ts';
+import type { KeyedHashes } from '../keyed-hashes.ts';
+import type { Logger } from '../log.ts';
+import type { Metrics } from '../metrics.ts';
+import type { PasswordHasher } from '../accounts/passwords.ts';
+import type { Sealer } from '../sealing.ts';
+import type { Sql, Transaction } from '../storage/db.ts';
+
+/**
+ * The use cases: one function per thing a user does, each in one transaction of its own.
+ *
+ * THE LOCK ORDER. Every use case that writes takes its locks in this order, and only in this
+ * order, so that two of them on one account queue instead of deadlocking:
+ *
+ *   1. per-address rows: name holds, then address quotas (code requests and deletion only);
+ *   2. the account row, FOR NO KEY UPDATE (lockAccount below);
+ *   3. its sessions;
+ *   4. their refresh tokens;
+ *   5. its one-time codes;
+ *   6. its security events;
+ *   7. the outbox.
+ *
+ * Invariants that follow:
+ * - FOR NO KEY UPDATE, not FOR UPDATE: an insert into sessions or security_events checks its
+ *   foreign key with FOR KEY SHARE on the account row, which FOR UPDATE would block. That is
+ *   the deadlock this order replaces (a revocation held a session and waited for the account
+ *   row, a password change held the account row and waited for the session).
+ * - Whatever a use case reads after step 1, in a later statement, sees every commit made by
+ *   another use case on the account before: they all hold the account row while they write.
+ *   So "end every session" deletes the sessions started just before, and "is my session still
+ *   alive" is answered truthfully. A single statement cannot lock and then read fresh rows
+ *   (it keeps the snapshot it started with), except through a PL/pgSQL function, whose every
+ *   statement takes a fresh snapshot (sql/008, refresh_session).
+ * - Deleting the account row upgrades the lock to FOR UPDATE; nothing else locks the row
+ *   without taking step 1 first, so the upgrade waits for nobody who waits for it.
+ *
+ * A use case returns its outcome; only the HTTP layer turns outcomes into answers.
+ */
+export type UseCaseDeps = {
+  sql: Sql;
+  config: Config;
+  clock: () => Date;
+  log: Logger;
+  passwords: PasswordHasher;
+  sealer: Sealer;
+  /** Keyed hashes of addresses, names and client addresses, for the tables that count per key. */
+  keys: KeyedHashes;
+  outbox: { wake(): void; wakeLater(): void };
+  metrics: Metrics;
+};
+
+/** Who acted: the client address and user agent a request came from. */
+export type Client = { address: string; userAgent: string };
+
+/** Deadlock and serialization failure: the database chose this transaction to fail; it may run again. */
+const retryableCodes = new Set(['40P01', '40001']);
+
+/**
+ * Runs `work` once more if the database failed it as a deadlock victim or a serialization
+ * failure, and lets any other error (or a second failure) go to the error boundary. The lock
+ * order makes deadlocks between use cases impossible; the retry covers what is outside the
+ * order (the sweep, an operator's statement) so that the client does not pay for it.
+ * `work` must be safe to run twice: a transaction or a statement, with no effect outside it.
+ */
+export async function retryOnce<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (!retryableCodes.has((error as { code?: string } | null)?.code ?? '')) throw error;
+    return work();
+  }
+}
+
+/** One transaction, retried once (retryOnce). Everything it writes commits together or not at all. */
+export function inTransaction<T>(sql: Sql, work: (tx: Transaction) => Promise<T>): Promise<T> {
+  return retryOnce(() => sql.begin(work) as Promise<T>);
+}
+
+/**
+ * Step 1 of the lock order: locks the active account row for the rest of the transaction.
+ * False if the account is gone. With `passwordHash`, also false when the password was changed
+ * or reset meanwhile: the condition is checked again on the row as it is once locked.
+ */
+export async function lockAccount(tx: Transaction, accountId: string, passwordHash: string | null = null): Promise<boolean> {
+  const rows = await tx`
+    SELECT 1 FROM accounts
+    WHERE id = ${accountId} AND activated_at IS NOT NULL AND (${passwordHash}::text IS NULL OR password_hash = ${passwordHash})
+    FOR NO KEY UPDATE`;
+  return rows.count === 1;
+}
