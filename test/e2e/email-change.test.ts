@@ -316,4 +316,40 @@ describe('POST /acc/me/email and POST /acc/email', () => {
       assert.deepEqual(holders.map((row) => row.name), [winner.user.name]);
     }
   });
+
+  it('races with the other writers on one account: no 500, and the address is the new one exactly when a confirmation won', async () => {
+    type Round = { user: { name: string; pwd: string; email: string }; a: string; b: string; sessionA: string; code: string; target: string };
+    const sid = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).sid as string;
+    const writers: Record<string, { allowed: number[]; send(round: Round): Promise<HttpResult> }> = {
+      confirm: { allowed: [204, 404], send: (r) => confirm(r.code) },
+      request: { allowed: [204, 401], send: (r) => askChange(r.a, { pwd: r.user.pwd, email: uniqueUser('again').email }) },
+      change: { allowed: [204, 401], send: (r) => app.call('PUT', '/acc/me/pwd', { token: r.a, json: { old_pwd: r.user.pwd, new_pwd: 'raced-password-1' } }) },
+      delete: { allowed: [204, 401], send: (r) => app.call('DELETE', '/acc/me', { token: r.a, json: { pwd: r.user.pwd } }) },
+      'end-all': { allowed: [204, 401], send: (r) => app.call('DELETE', '/acc/me/sessions', { token: r.a }) },
+      'end-asking': { allowed: [204, 401, 404], send: (r) => app.call('DELETE', `/acc/me/sessions/${r.sessionA}`, { token: r.b }) },
+    };
+    const pairs = [['confirm', 'confirm'], ['confirm', 'request'], ['confirm', 'change'], ['confirm', 'delete'], ['confirm', 'end-all'], ['confirm', 'end-asking'], ['request', 'change'], ['request', 'delete']] as const;
+    for (const [first, second] of pairs) {
+      for (let i = 0; i < 3; i += 1) {
+        const { user, token: a } = await registerAndSignIn(app);
+        const b = await signIn(app, user.name, user.pwd);
+        const target = uniqueUser('racing').email;
+        const round: Round = { user, a, b, sessionA: sid(a), target, code: await requestChangeCode(a, user.pwd, target) };
+        const results = await Promise.all([first, second].map(async (kind) => {
+          await new Promise((resolve) => setTimeout(resolve, Math.random() * 4));
+          return writers[kind]!.send(round);
+        }));
+        const label = `${first} × ${second}, round ${i}`;
+        [first, second].forEach((kind, index) => assert.ok(writers[kind]!.allowed.includes(results[index]!.status), `${label}: ${kind} answered ${results[index]!.status} ${results[index]!.text}`));
+        const confirmed = [first, second].filter((kind, index) => kind === 'confirm' && results[index]!.status === 204).length;
+        assert.ok(confirmed <= 1, `${label}: a code works once`);
+        const [row] = await app.service.sql`SELECT email FROM accounts WHERE name = ${user.name}`;
+        if (row === undefined) {
+          assert.ok([first, second].includes('delete'), `${label}: only a deletion removes the account`);
+          continue;
+        }
+        assert.equal(row.email, confirmed === 1 ? target : user.email, `${label}: the address is the new one exactly when the confirmation won`);
+      }
+    }
+  });
 });
