@@ -1,5 +1,7 @@
-import { isIP } from 'node:net';
+import { BlockList, isIP } from 'node:net';
+import { hostname, networkInterfaces } from 'node:os';
 import { resolve } from 'node:path';
+import { decodeWebhookSecret } from './webhooks/signing.ts';
 
 export type ScryptParams = { ln: number; r: number; p: number };
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -34,6 +36,8 @@ export type Config = {
   /** Null: /metrics is public and leaves out the gauges that follow single accounts. */
   metricsToken: string | null;
   logLevel: LogLevel;
+  /** Where events are POSTed, and the keys that sign them (the first is current); null: no webhooks. */
+  webhook: { url: string; keys: Buffer[] } | null;
   /** Human-readable reasons why the configuration is weaker than production defaults. */
   warnings: string[];
 };
@@ -57,9 +61,11 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
   if (scrypt.ln < defaultScrypt.ln || scrypt.r < defaultScrypt.r || scrypt.p < defaultScrypt.p) {
     warnings.push(`SCRYPT_PARAMS ${formatScryptParams(scrypt)} is weaker than the default ${formatScryptParams(defaultScrypt)}; use it only for tests`);
   }
+  const port = integer(env, 'PORT', 8080, 0, 65535);
+  const host = parseHost(env.HOST);
   return {
-    port: integer(env, 'PORT', 8080, 0, 65535),
-    host: parseHost(env.HOST),
+    port,
+    host,
     databaseUrl,
     dataDir: resolve(env.DATA_DIR || '.data'),
     smtpUrl: optionalUrl(env, 'SMTP_URL', ['smtp:', 'smtps:']),
@@ -81,6 +87,7 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
     corsOrigins: parseOrigins(env.CORS_ORIGINS),
     metricsToken: parseMetricsToken(env.METRICS_TOKEN),
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info'),
+    webhook: parseWebhook(env, host, port),
     warnings,
   };
 }
@@ -162,6 +169,53 @@ function parseMetricsToken(raw: string | undefined): string | null {
   // The value is a secret: say what is wrong, never what it is.
   if (!/^[\x21-\x7e]{16,256}$/.test(raw)) throw new ConfigError('METRICS_TOKEN must be 16 to 256 printable characters without spaces');
   return raw;
+}
+
+function parseWebhook(env: NodeJS.ProcessEnv, host: string, port: number): Config['webhook'] {
+  const url = optionalUrl(env, 'WEBHOOK_URL', ['https:', 'http:']);
+  const secrets = (env.WEBHOOK_SECRET ?? '').split(/[\s,]+/).filter((entry) => entry !== '');
+  if (url === null) {
+    if (secrets.length > 0) throw new ConfigError('WEBHOOK_SECRET is set but WEBHOOK_URL is not');
+    return null;
+  }
+  if (secrets.length === 0) throw new ConfigError('WEBHOOK_SECRET is required when WEBHOOK_URL is set (whsec_ and the base64 of 24 to 64 random bytes)');
+  const keys = secrets.map((secret, index) => {
+    const key = decodeWebhookSecret(secret);
+    // Say which entry is wrong, never what it holds.
+    if (key === null) throw new ConfigError(`WEBHOOK_SECRET entry ${index + 1} is not whsec_ and the base64 of 24 to 64 bytes`);
+    return key;
+  });
+  if (pointsAtService(new URL(url), host, port)) {
+    throw new ConfigError(`WEBHOOK_URL points at this service itself (port ${port}); it must name the application's receiver`);
+  }
+  return { url, keys };
+}
+
+const loopback = new BlockList();
+loopback.addSubnet('127.0.0.0', 8, 'ipv4');
+loopback.addAddress('::1', 'ipv6');
+
+/**
+ * True when the URL names this service's own port on an address of this machine: its HOST, a
+ * loopback or unspecified address, localhost, this host's name, or (listening on all
+ * addresses) any address of its interfaces. Events sent there would be requests to the service
+ * itself. A DNS name or a proxy that leads back here cannot be told from configuration.
+ */
+function pointsAtService(url: URL, host: string, port: number): boolean {
+  const urlPort = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+  if (urlPort !== port) return false;
+  const name = url.hostname.replace(/^\[|\]$/g, '').toLowerCase().replace(/\.$/, '');
+  const family = isIP(name);
+  const unspecified = (address: string) => address === '0.0.0.0' || address === '::';
+  const local = Object.values(networkInterfaces()).flatMap((entries) => (entries ?? []).map((entry) => entry.address.toLowerCase()));
+  return (
+    name === host.toLowerCase() ||
+    name === 'localhost' ||
+    name.endsWith('.localhost') ||
+    name === hostname().toLowerCase() ||
+    (family !== 0 && (loopback.check(name, family === 4 ? 'ipv4' : 'ipv6') || unspecified(name))) ||
+    (unspecified(host) && local.includes(name))
+  );
 }
 
 function parseTokenSecrets(raw: string | undefined): Buffer[] | null {

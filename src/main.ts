@@ -24,7 +24,7 @@ Serves the account API over HTTP. Configuration comes from environment variables
 (PORT, HOST, DATABASE_URL, DATA_DIR, SMTP_URL, MAIL_FROM, TOKEN_SECRET, TOKEN_TTL,
 REFRESH_TTL, TOKEN_ISSUER, TOKEN_AUDIENCE, REG_CODE_TTL, RESET_CODE_TTL, EMAIL_CODE_TTL,
 SCRYPT_PARAMS, HASH_CONCURRENCY, LOGIN_FAILURES_PER_HOUR, EVENT_RETENTION_DAYS, RATE_LIMIT,
-TRUST_PROXY, CORS_ORIGINS, METRICS_TOKEN, LOG_LEVEL); see README.md. To read them from a file, after
+TRUST_PROXY, CORS_ORIGINS, METRICS_TOKEN, LOG_LEVEL, WEBHOOK_URL, WEBHOOK_SECRET); see README.md. To read them from a file, after
 npm run build: node --env-file=FILE dist/main.js.
 
   --migrate   apply the database migrations and exit

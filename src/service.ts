@@ -27,6 +27,8 @@ import { version } from './version.ts';
 import { createTokenService } from './sessions/tokens.ts';
 import { deleteExpiredSessions } from './sessions/sessions.ts';
 import { deleteOldEvents } from './accounts/security-events.ts';
+import { createWebhookWorker, deleteDeliveredWebhooks, type WebhookDeliveryOptions } from './webhooks/delivery.ts';
+import { disabledWebhooks, enabledWebhooks } from './webhooks/events.ts';
 
 /** Configuration once main.ts has settled the database and the token secrets. */
 export type ServiceConfig = Config & { databaseUrl: string; tokenSecrets: Buffer[] };
@@ -38,6 +40,7 @@ export type ServiceOptions = {
   passwords?: PasswordHasher;
   transport?: MailTransport;
   outbox?: Pick<OutboxOptions, 'pollMs' | 'wakeJitterMs' | 'maxAttempts' | 'backoffBaseMs' | 'backoffCapMs'>;
+  webhooks?: Pick<WebhookDeliveryOptions, 'pollMs' | 'timeoutMs' | 'maxAttempts' | 'backoffBaseMs' | 'backoffCapMs'>;
   httpTimeouts?: ServerTimeouts;
   /** Sees the text of every SQL statement, for tests that compare the work of two paths. */
   onQuery?: (text: string) => void;
@@ -60,6 +63,8 @@ const sweepIntervalMs = 60 * 1000;
 /** A spent refresh token is kept this long, so that presenting it again is detected as reuse. */
 export const spentRefreshTokenRetentionMs = 24 * 3600 * 1000;
 const shutdownGraceMs = 8_000;
+/** Delivered webhook events (their bodies already erased) are kept this long, for the operator. */
+export const deliveredWebhookRetentionMs = 7 * 24 * 3600 * 1000;
 
 /** Connects, migrates, and starts the HTTP server, the outbox worker and the sweep. */
 export async function startService(options: ServiceOptions): Promise<Service> {
@@ -83,6 +88,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     const transport = options.transport ?? createTransport(config, log);
     const sealer = createSealer(config.tokenSecrets);
     const outbox = createOutboxWorker({ ...options.outbox, sql, transport, sealer, clock, log, from: config.mailFrom, onError: database.noteFailure });
+    const webhookWorker = config.webhook === null ? null : createWebhookWorker({ ...options.webhooks, ...config.webhook, sql, clock, log, onError: database.noteFailure });
     // Hashing is bounded: HASH_CONCURRENCY at once, four times as many waiting for at most 2 s,
     // 503 past that. The queue is short on purpose: at production cost a hash takes ~0.1-0.5 s,
     // and a longer queue would only make clients wait past any useful timeout (see Performance).
@@ -98,6 +104,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       sealer,
       keys: createKeyedHashes(config.tokenSecrets[0]!),
       outbox,
+      webhooks: webhookWorker === null ? disabledWebhooks : enabledWebhooks(webhookWorker.wake),
+      webhookCounts: () => webhookWorker?.counts() ?? null,
       migrations,
       rateLimiter: config.rateLimit === 0 ? null : createRateLimiter(config.rateLimit),
       noteDatabaseFailure: database.noteFailure,
@@ -112,7 +120,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       const graceStart = new Date(now.getTime() - expiredRegistrationGraceMs);
       const spentBefore = new Date(now.getTime() - spentRefreshTokenRetentionMs);
       const eventsBefore = new Date(now.getTime() - config.eventRetentionDays * 24 * 3600 * 1000);
-      const [registrations, codes, throttle, quotas, sessions, events, holds] = await Promise.all([
+      const deliveredBefore = new Date(now.getTime() - deliveredWebhookRetentionMs);
+      const [registrations, codes, throttle, quotas, sessions, events, holds, webhooks] = await Promise.all([
         deleteExpiredRegistrations(sql, graceStart),
         deleteExpiredCodes(sql, graceStart),
         deleteStaleThrottleRows(sql, now),
@@ -120,8 +129,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         deleteExpiredSessions(sql, now, spentBefore),
         deleteOldEvents(sql, eventsBefore),
         deleteExpiredNameHolds(sql, now),
+        deleteDeliveredWebhooks(sql, deliveredBefore),
       ]);
-      log.debug('sweep done', { registrations, codes, throttle, quotas, ...sessions, events, holds });
+      await webhookWorker?.refreshCounts();
+      log.debug('sweep done', { registrations, codes, throttle, quotas, ...sessions, events, holds, webhooks });
     };
     const sweepTimer = setInterval(() => void sweep().catch((error: unknown) => log.warn('sweep failed', describeError(error))), sweepIntervalMs);
     sweepTimer.unref();
@@ -143,6 +154,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     const { port } = server.address() as AddressInfo;
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
     outbox.wake();
+    webhookWorker?.wake();
 
     return {
       url: `http://${host}:${port}`,
@@ -156,6 +168,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         await closeServer(server);
         await wrapping;
         await outbox.stop();
+        await webhookWorker?.stop();
         transport.close();
         await database.end();
       },

@@ -148,3 +148,47 @@ describe('parseConfig', () => {
     assert.deepEqual(parseScryptParams(formatScryptParams({ ln: 12, r: 4, p: 2 })), { ln: 12, r: 4, p: 2 });
   });
 });
+
+describe('WEBHOOK_URL and WEBHOOK_SECRET', () => {
+  const whsec = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+  const refused = (env: NodeJS.ProcessEnv, message: RegExp) => assert.throws(() => parseConfig(env), (error: Error) => error instanceof ConfigError && message.test(error.message) && !error.message.includes(whsec.slice(6)));
+
+  it('are off by default', () => {
+    assert.equal(parseConfig({}).webhook, null);
+  });
+
+  it('take an http(s) URL and one or more whsec_ secrets, the first current', () => {
+    const second = `whsec_${Buffer.alloc(24, 9).toString('base64')}`;
+    const config = parseConfig({ WEBHOOK_URL: 'https://app.example.com/hooks', WEBHOOK_SECRET: `${whsec} ${second}` });
+    assert.equal(config.webhook?.url, 'https://app.example.com/hooks');
+    assert.deepEqual(config.webhook?.keys, [Buffer.alloc(32, 7), Buffer.alloc(24, 9)]);
+    assert.equal(parseConfig({ WEBHOOK_URL: 'http://10.0.0.5:9000/', WEBHOOK_SECRET: `${whsec},${second}` }).webhook?.keys.length, 2);
+  });
+
+  it('refuse one without the other, another scheme, and a secret that is not whsec_ of 24 to 64 bytes, without echoing it', () => {
+    refused({ WEBHOOK_URL: 'https://app.example.com/hooks' }, /^WEBHOOK_SECRET is required when WEBHOOK_URL is set/);
+    refused({ WEBHOOK_SECRET: whsec }, /^WEBHOOK_SECRET is set but WEBHOOK_URL is not$/);
+    refused({ WEBHOOK_URL: 'ftp://app.example.com/hooks', WEBHOOK_SECRET: whsec }, /^WEBHOOK_URL must be a URL of the form https:/);
+    refused({ WEBHOOK_URL: 'not a url', WEBHOOK_SECRET: whsec }, /^WEBHOOK_URL is not a valid URL$/);
+    refused({ WEBHOOK_URL: 'https://app.example.com/', WEBHOOK_SECRET: whsec.slice(6) }, /^WEBHOOK_SECRET entry 1 is not whsec_/);
+    refused({ WEBHOOK_URL: 'https://app.example.com/', WEBHOOK_SECRET: `${whsec} whsec_c2hvcnQ=` }, /^WEBHOOK_SECRET entry 2 is not whsec_/);
+  });
+
+  it('refuse a URL that points at the service itself', () => {
+    const self = /^WEBHOOK_URL points at this service itself \(port 8080\)/;
+    for (const url of ['http://127.0.0.1:8080/hooks', 'http://localhost:8080/', 'http://127.1.2.3:8080/', 'http://[::1]:8080/', 'http://[::ffff:127.0.0.1]:8080/', 'http://0.0.0.0:8080/', 'http://api.localhost:8080/']) {
+      refused({ WEBHOOK_URL: url, WEBHOOK_SECRET: whsec }, self);
+    }
+    refused({ WEBHOOK_URL: 'http://svc.internal:8080/', WEBHOOK_SECRET: whsec, HOST: 'svc.internal' }, self);
+    refused({ WEBHOOK_URL: 'https://127.0.0.1/', WEBHOOK_SECRET: whsec, PORT: '443' }, /^WEBHOOK_URL points at this service itself \(port 443\)/);
+    refused({ WEBHOOK_URL: 'http://localhost/', WEBHOOK_SECRET: whsec, PORT: '80' }, /^WEBHOOK_URL points at this service itself \(port 80\)/);
+    // Listening on every address: any address of this machine's interfaces is the service.
+    refused({ WEBHOOK_URL: 'http://127.0.0.1:9000/', WEBHOOK_SECRET: whsec, HOST: '0.0.0.0', PORT: '9000' }, /itself/);
+  });
+
+  it('accept the same machine on another port, and another host on the same port', () => {
+    assert.notEqual(parseConfig({ WEBHOOK_URL: 'http://127.0.0.1:9000/hooks', WEBHOOK_SECRET: whsec }).webhook, null);
+    assert.notEqual(parseConfig({ WEBHOOK_URL: 'http://app.example.com:8080/hooks', WEBHOOK_SECRET: whsec }).webhook, null);
+    assert.notEqual(parseConfig({ WEBHOOK_URL: 'http://10.9.8.7:8080/hooks', WEBHOOK_SECRET: whsec }).webhook, null, 'not an address of this machine (HOST is 127.0.0.1)');
+  });
+});

@@ -42,3 +42,9 @@ export async function findOutdatedHashes(sql: Sql, currentPrefix: string, afterI
     ORDER BY id LIMIT ${limit}`;
 }
 
+
+/** The public id of an account (it never changes), or null if the account is gone. */
+export async function findPublicId(sql: Sql, id: string): Promise<string | null> {
+  const [row] = await sql`SELECT public_id FROM accounts WHERE id = ${id}`;
+  return (row?.public_id as string | undefined) ?? null;
+}

@@ -4,10 +4,13 @@ import type { Migration } from '../storage/migrations.ts';
 import type { RateLimiter } from '../rate-limit.ts';
 import type { TokenService } from '../sessions/tokens.ts';
 import type { UseCaseDeps } from '../use-cases/transaction.ts';
+import type { WebhookCounts } from '../webhooks/delivery.ts';
 
 /** Everything a handler may use, handed in so that tests can supply their own clock or database. */
 export type Deps = UseCaseDeps & {
   tokens: TokenService;
+  /** Webhook events by state as last counted (by the worker or the sweep); null when off. */
+  webhookCounts(): WebhookCounts | null;
   migrations: Migration[];
   /** Null when RATE_LIMIT is 0. */
   rateLimiter: RateLimiter | null;

@@ -11,7 +11,7 @@ export const activateAccountRoute: Handler = async (ctx, deps) => {
   const { value, invalid } = validateFields(await readJsonObject(ctx.req), activationSchema);
   if (invalid.length > 0) throw invalidFields(invalid);
   const code = await checkCode(deps, 'registration', value.code);
-  const pending = { id: code.accountId, name: code.name, email: code.email };
+  const pending = { id: code.accountId, publicId: code.publicId, name: code.name, email: code.email };
   // A concurrent request used the code first.
   if (!(await activateAccount(deps, pending, code.codeHash, clientOf(ctx)))) throw new HttpError(problems.unknownCode);
   return { status: 204 };

@@ -11,7 +11,7 @@ export const changeEmailRoute: Handler = async (ctx, deps) => {
   const { value, invalid } = validateFields(await readJsonObject(ctx.req), emailChangeSchema);
   if (invalid.length > 0) throw invalidFields(invalid);
   const code = await checkCode(deps, 'email-change', value.code);
-  const account = { id: code.accountId, name: code.name, email: code.email };
+  const account = { id: code.accountId, publicId: code.publicId, name: code.name, email: code.email };
   const result = await changeEmail(deps, account, code.codeHash, clientOf(ctx));
   if (result.outcome === 'unknown-code') throw new HttpError(problems.unknownCode);
   if (result.outcome === 'address-taken') {

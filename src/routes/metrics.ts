@@ -24,6 +24,12 @@ export const getMetrics: Handler = async (ctx, deps) => {
     { name: 'rate_limit_tracked_addresses', help: 'Client addresses the rate limiter remembers.', samples: [{ value: deps.rateLimiter?.size() ?? 0 }] },
     { name: 'process_resident_memory_bytes', help: 'Resident memory of this process.', samples: [{ value: process.memoryUsage.rss() }] },
   ];
+  // Counted by the webhook worker and the sweep, never by a scrape: no query per request.
+  const webhooks = deps.webhookCounts();
+  if (detailed && webhooks !== null) {
+    const samples = (['pending', 'delivered', 'failed'] as const).map((state) => ({ labels: { state }, value: webhooks[state] }));
+    gauges.push({ name: 'webhook_events', help: 'Webhook events by state, as last counted (all instances).', samples });
+  }
   try {
     const outbox = await deps.sql`SELECT state, count(*)::int AS n FROM outbox GROUP BY state`;
     const connections = await deps.sql`

@@ -5,6 +5,6 @@ import { endAllSessions } from '../use-cases/end-session.ts';
 /** DELETE /acc/me/sessions: sign out everywhere, the caller's own session included. */
 export const revokeAllSessions: Handler = async (ctx, deps) => {
   const { account, sessionId } = await authenticate(ctx, deps);
-  await endAllSessions(deps, account.id, sessionId, clientOf(ctx));
+  await endAllSessions(deps, account, sessionId, clientOf(ctx));
   return { status: 204 };
 };

@@ -3,7 +3,7 @@ import { sealMail } from '../mail/outbox.ts';
 import { retryOnce, type Client, type UseCaseDeps } from './transaction.ts';
 
 /** The pending registration a live registration code belongs to, as the code lookup found it. */
-export type PendingAccount = { id: string; name: string; email: string };
+export type PendingAccount = { id: string; publicId: string; name: string; email: string };
 
 /**
  * Turns the pending registration that holds this code into an active account, in one
@@ -15,6 +15,7 @@ export type PendingAccount = { id: string; name: string; email: string };
 export async function activateAccount(deps: UseCaseDeps, pending: PendingAccount, codeHash: Buffer, client: Client): Promise<boolean> {
   const now = deps.clock();
   const mail = sealMail(accountActiveMail(pending.email, pending.name), deps.sealer);
+  const webhook = deps.webhooks.event('account.activated', pending.publicId, now);
   const rows = await retryOnce(
     () => deps.sql`
       WITH account AS (
@@ -26,6 +27,10 @@ export async function activateAccount(deps: UseCaseDeps, pending: PendingAccount
         UPDATE accounts SET activated_at = ${now}, expires_at = NULL WHERE id = (SELECT account_id FROM code) RETURNING id, email
       ), event AS (
         INSERT INTO security_events (account_id, type, occurred_at, client_address) SELECT id, 'activated', ${now}, ${client.address.slice(0, 64)} FROM activated
+      ), webhook AS (
+        INSERT INTO webhook_events (webhook_id, type, account, body, next_attempt_at, created_at)
+        SELECT ${webhook?.webhookId ?? null}::text, ${webhook?.type ?? null}::text, ${webhook?.account ?? null}::uuid, ${webhook?.body ?? null}::text, ${now}, ${now}
+        FROM activated WHERE ${webhook !== null}::boolean
       )
       INSERT INTO outbox (message_id, kind, recipient, sealed_content, next_attempt_at, created_at)
       SELECT ${mail.messageId}, ${mail.kind}, email, ${mail.sealed}, ${now}, ${now} FROM activated
@@ -33,5 +38,6 @@ export async function activateAccount(deps: UseCaseDeps, pending: PendingAccount
   );
   if (rows.count === 0) return false;
   deps.outbox.wake();
+  deps.webhooks.wake();
   return true;
 }

@@ -7,7 +7,7 @@ import { endSessions } from './end-sessions.ts';
 import { inTransaction, lockAccount, type Client, type UseCaseDeps } from './transaction.ts';
 
 /** The account a live e-mail change code belongs to, as the code lookup found it. */
-export type ChangingAccount = { id: string; name: string; email: string };
+export type ChangingAccount = { id: string; publicId: string; name: string; email: string };
 
 export type EmailChangeConfirmation =
   | { outcome: 'changed' }
@@ -21,7 +21,8 @@ export type EmailChangeConfirmation =
  * lookup). In one transaction: the account takes the new address as typed at the request, every
  * session but the one that asked ends, the code is used up, reset codes mailed to the old
  * address stop working, the event is recorded and the old address is told, with the new one
- * partly masked. Sign-in by the new address works at once, and by the old one no longer.
+ * partly masked, and the application's webhook `account.email_changed` is queued. Sign-in by
+ * the new address works at once, and by the old one no longer.
  *
  * Only whoever reads the new mailbox holds the code, so only they can learn that the address
  * was taken meanwhile ('address-taken'). The unique index on lower(email) decides that, not a
@@ -46,6 +47,7 @@ export async function changeEmail(deps: UseCaseDeps, account: ChangingAccount, c
         sessionId: null,
         keptSessionId: change.sessionId,
         event: { type: 'email-changed', clientAddress: client.address, sessionId: change.sessionId, always: true },
+        webhook: deps.webhooks.event('account.email_changed', account.publicId, now, { email: change.newEmail }),
         now,
       });
       // Only the end of the kept session (which takes its code along) can come between the
@@ -56,7 +58,10 @@ export async function changeEmail(deps: UseCaseDeps, account: ChangingAccount, c
       await enqueueMail(tx, emailChangedMail(account.email, account.name, change.newEmail, now, client.address), deps.sealer, now);
       return { outcome: 'changed' };
     }).then((result) => {
-      if (result.outcome === 'changed') deps.outbox.wake();
+      if (result.outcome === 'changed') {
+        deps.outbox.wake();
+        deps.webhooks.wake();
+      }
       return result;
     });
   } catch (error) {

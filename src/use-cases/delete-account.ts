@@ -36,8 +36,8 @@ export async function deleteAccount(deps: UseCaseDeps, caller: { account: Accoun
     // After the lock: a change or sign-out that ended the caller's session before is seen.
     const [caller] = await tx`SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ${sessionId} AND account_id = ${account.id}) AS live`;
     if (caller!.live !== true) return false;
-    // No event: the account's events go with it. Webhooks will want to know all the same.
-    await endSessions(tx, { accountId: account.id, sessionId: null, event: null, now });
+    // No event: the account's events go with it. The application is told all the same.
+    await endSessions(tx, { accountId: account.id, sessionId: null, event: null, webhook: deps.webhooks.event('account.deleted', account.publicId, now), now });
     await tx`
       WITH account AS (DELETE FROM accounts WHERE id = ${account.id}),
         quotas AS (DELETE FROM address_quotas WHERE address_key = ${addressKey}),
@@ -52,5 +52,6 @@ export async function deleteAccount(deps: UseCaseDeps, caller: { account: Accoun
   if (!deleted) return { outcome: 'session-ended' };
   deps.metrics.increment('accounts_deleted_total');
   deps.outbox.wake();
+  deps.webhooks.wake();
   return { outcome: 'deleted' };
 }

@@ -23,11 +23,13 @@ export async function revokeToken(deps: UseCaseDeps, token: { claims: TokenClaim
 }
 
 /** Signs out everywhere: every session of the account ends, the caller's own included. */
-export async function endAllSessions(deps: UseCaseDeps, accountId: string, callerSessionId: string, client: Client): Promise<void> {
+export async function endAllSessions(deps: UseCaseDeps, account: { id: string; publicId: string }, callerSessionId: string, client: Client): Promise<void> {
   const now = deps.clock();
+  const webhook = deps.webhooks.event('sessions.revoked', account.publicId, now, { reason: 'signed_out_everywhere' });
   await inTransaction(deps.sql, async (tx) => {
     // Locked by a statement of its own first, so that the delete sees every session started before.
-    if (!(await lockAccount(tx, accountId))) return;
-    await endSessions(tx, { accountId, sessionId: null, event: { type: 'signed-out-everywhere', clientAddress: client.address, sessionId: callerSessionId, always: true }, now });
+    if (!(await lockAccount(tx, account.id))) return;
+    await endSessions(tx, { accountId: account.id, sessionId: null, event: { type: 'signed-out-everywhere', clientAddress: client.address, sessionId: callerSessionId, always: true }, webhook, now });
   });
+  deps.webhooks.wake();
 }

@@ -1,5 +1,6 @@
 import type { EventType } from '../accounts/security-events.ts';
 import type { Sql, Transaction } from '../storage/db.ts';
+import type { WebhookRow } from '../webhooks/events.ts';
 
 /** Which sessions end, and the event that says why. */
 export type SessionsEnd = {
@@ -10,23 +11,26 @@ export type SessionsEnd = {
   keptSessionId?: string;
   /** Recorded when a session ended, or always for a cause of its own (password change, reset); null records nothing. */
   event: { type: EventType; clientAddress: string; sessionId: string | null; always: boolean } | null;
+  /** The webhook event of the same cause (Webhooks.event), written when the event is, or always when there is none; null while webhooks are off. */
+  webhook?: WebhookRow | null;
   now: Date;
 };
 
 /**
  * THE way sessions end: password change, reset, deletion, reuse detection, sign-out and
- * revocation all come here, so that the event (and later a webhook) is written with the end
+ * revocation all come here, so that the event and the webhook event are written with the end
  * in one statement, in the caller's transaction. Returns the ids of the sessions it ended.
  *
  * Lock order (use-cases/transaction.ts): the account row first, taken here by the subquery
  * that runs before the delete touches a session (a no-op when the caller holds it already),
- * then sessions (their refresh tokens go by cascade), then the event. Ending every session
+ * then sessions (their refresh tokens go by cascade), then the event and the webhook event. Ending every session
  * (`sessionId` null) needs the account locked by an earlier statement of the transaction, so
  * that this statement's snapshot holds every session started before: a sign-in holds the
  * account row until it commits.
  */
 export async function endSessions(sql: Sql | Transaction, end: SessionsEnd): Promise<string[]> {
   const { accountId, sessionId, keptSessionId = null, event, now } = end;
+  const webhook = end.webhook ?? null;
   const rows = await sql`
     WITH ended AS (
       DELETE FROM sessions
@@ -38,6 +42,10 @@ export async function endSessions(sql: Sql | Transaction, end: SessionsEnd): Pro
       INSERT INTO security_events (account_id, type, occurred_at, client_address, session_id)
       SELECT ${accountId}::bigint, ${event?.type ?? null}::text, ${now}::timestamptz, ${event?.clientAddress.slice(0, 64) ?? null}::text, ${event?.sessionId ?? null}::uuid
       WHERE ${event !== null}::boolean AND (${event?.always ?? false}::boolean OR EXISTS (SELECT 1 FROM ended))
+    ), webhook AS (
+      INSERT INTO webhook_events (webhook_id, type, account, body, next_attempt_at, created_at)
+      SELECT ${webhook?.webhookId ?? null}::text, ${webhook?.type ?? null}::text, ${webhook?.account ?? null}::uuid, ${webhook?.body ?? null}::text, ${now}::timestamptz, ${now}::timestamptz
+      WHERE ${webhook !== null}::boolean AND (${event?.always ?? true}::boolean OR EXISTS (SELECT 1 FROM ended))
     )
     SELECT id FROM ended`;
   return rows.map((row) => row.id as string);

@@ -1,3 +1,4 @@
+import { findPublicId } from '../accounts/accounts.ts';
 import { rotateRefreshToken } from '../sessions/sessions.ts';
 import { endSessions } from './end-sessions.ts';
 import { retryOnce, type Client, type UseCaseDeps } from './transaction.ts';
@@ -16,7 +17,11 @@ export async function refreshSession(deps: UseCaseDeps, presented: string, clien
   const rotation = await retryOnce(() => rotateRefreshToken(deps.sql, presented, client, now));
   if (rotation.outcome === 'reused') {
     const { accountId, sessionId } = rotation;
-    await retryOnce(() => endSessions(deps.sql, { accountId, sessionId, event: { type: 'refresh-token-reused', clientAddress: client.address, sessionId, always: false }, now }));
+    // The rotation does not name the account's public id on reuse; it never changes, so it is read apart.
+    const publicId = await findPublicId(deps.sql, accountId);
+    const webhook = publicId === null ? null : deps.webhooks.event('sessions.revoked', publicId, now, { reason: 'refresh_token_reused', session_id: sessionId });
+    await retryOnce(() => endSessions(deps.sql, { accountId, sessionId, event: { type: 'refresh-token-reused', clientAddress: client.address, sessionId, always: false }, webhook, now }));
+    deps.webhooks.wake();
     deps.metrics.increment('refresh_token_reuses_total');
     deps.log.warn('spent refresh token presented again; session revoked', { session_id: sessionId });
     return { outcome: 'refused' };

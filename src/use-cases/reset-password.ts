@@ -19,7 +19,8 @@ export async function resetPassword(deps: UseCaseDeps, accountId: string, codeHa
   const reset = await inTransaction(deps.sql, async (tx) => {
     if (!(await lockAccount(tx, accountId))) return false;
     const account = await resetPasswordHash(tx, accountId, passwordHash);
-    await endSessions(tx, { accountId, sessionId: null, event: { type: 'password-reset', clientAddress: client.address, sessionId: null, always: true }, now });
+    const webhook = deps.webhooks.event('password.reset', account!.publicId, now);
+    await endSessions(tx, { accountId, sessionId: null, event: { type: 'password-reset', clientAddress: client.address, sessionId: null, always: true }, webhook, now });
     // The code is consumed after the account row is locked (the lock order); a code used
     // first by a concurrent request rolls all of this back.
     if (!(await consumeCodes(tx, accountId, 'reset', codeHash, now))) throw codeGone;
@@ -30,7 +31,10 @@ export async function resetPassword(deps: UseCaseDeps, accountId: string, codeHa
     if (error === codeGone) return false;
     throw error;
   });
-  if (reset) deps.outbox.wake();
+  if (reset) {
+    deps.outbox.wake();
+    deps.webhooks.wake();
+  }
   return reset;
 }
 

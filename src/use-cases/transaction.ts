@@ -5,6 +5,7 @@ import type { Metrics } from '../metrics.ts';
 import type { PasswordHasher } from '../accounts/passwords.ts';
 import type { Sealer } from '../sealing.ts';
 import type { Sql, Transaction } from '../storage/db.ts';
+import type { Webhooks } from '../webhooks/events.ts';
 
 /**
  * The use cases: one function per thing a user does, each in one transaction of its own.
@@ -19,7 +20,7 @@ import type { Sql, Transaction } from '../storage/db.ts';
  *   4. their refresh tokens;
  *   5. its one-time codes;
  *   6. its security events;
- *   7. the outbox.
+ *   7. the outbox and webhook events (inserts only, of rows no one else holds).
  *
  * Invariants that follow:
  * - FOR NO KEY UPDATE, not FOR UPDATE: an insert into sessions or security_events checks its
@@ -47,6 +48,8 @@ export type UseCaseDeps = {
   /** Keyed hashes of addresses, names and client addresses, for the tables that count per key. */
   keys: KeyedHashes;
   outbox: { wake(): void; wakeLater(): void };
+  /** Events for the application (src/webhooks/); made and queued only while WEBHOOK_URL is set. */
+  webhooks: Webhooks;
   metrics: Metrics;
 };
 

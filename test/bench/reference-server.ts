@@ -4,6 +4,7 @@
 // starts it with a plan as JSON in argv; it prints its port as one JSON line.
 import { scrypt } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { disabledWebhooks } from '../../src/webhooks/events.ts';
 import { findCode, hashCode } from '../../src/accounts/one-time-codes.ts';
 import { activateAccount } from '../../src/use-cases/activate-account.ts';
 import type { UseCaseDeps } from '../../src/use-cases/transaction.ts';
@@ -94,12 +95,12 @@ function createWork(spec: ReferenceWork): Work | null {
       // The statements of POST /acc/reg (activate-account.ts), in the same order.
       const sql = connectDatabase(spec.databaseUrl);
       const sealer = createSealer([Buffer.from(spec.secret)]);
-      const deps = { sql, clock: () => new Date(), sealer, outbox: { wake() {}, wakeLater() {} } } as unknown as UseCaseDeps;
+      const deps = { sql, clock: () => new Date(), sealer, outbox: { wake() {}, wakeLater() {} }, webhooks: disabledWebhooks } as unknown as UseCaseDeps;
       return async (body) => {
         const codeHash = hashCode(body.code!);
         const code = await findCode(sql, 'registration', codeHash);
         if (code === null) return false;
-        return activateAccount(deps, { id: code.accountId, name: code.name, email: code.email }, codeHash, { address: '127.0.0.1', userAgent: '' });
+        return activateAccount(deps, { id: code.accountId, publicId: code.publicId, name: code.name, email: code.email }, codeHash, { address: '127.0.0.1', userAgent: '' });
       };
     }
     case 'scrypt':

@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import type { HttpResult } from '../helpers/http.ts';
 import { codeIn, type ReceivedMail } from '../helpers/smtp.ts';
 import { registerAndSignIn, requestCode, signIn, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
+import { acceptedEvents, startReceiver } from '../helpers/webhook-receiver.ts';
 
 let app: TestService;
 before(async () => {
@@ -350,6 +351,29 @@ describe('POST /acc/me/email and POST /acc/email', () => {
         }
         assert.equal(row.email, confirmed === 1 ? target : user.email, `${label}: the address is the new one exactly when the confirmation won`);
       }
+    }
+  });
+
+  it('tells the application by the webhook account.email_changed, with the new address', async () => {
+    const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+    const receiver = await startReceiver(secret);
+    const hooked = await startTestService({ env: { WEBHOOK_URL: receiver.url, WEBHOOK_SECRET: secret }, webhooks: { pollMs: 100 } });
+    try {
+      const user = uniqueUser();
+      await hooked.call('POST', '/acc/reg', { json: { code: await requestCode(hooked, user) } });
+      const token = await signIn(hooked, user.name, user.pwd);
+      const account = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).sub as string;
+      const newEmail = `Hooked-${user.email}`;
+      const from = hooked.smtp.messages.length;
+      assert.equal((await hooked.call('POST', '/acc/me/email', { token, json: { pwd: user.pwd, email: newEmail } })).status, 204);
+      const code = codeIn(await hooked.smtp.waitFor((mail) => hooked.smtp.messages.indexOf(mail) >= from && mail.subject === codeSubject));
+      assert.equal((await hooked.call('POST', '/acc/email', { json: { code } })).status, 204);
+      const changed = () => acceptedEvents(receiver.received).filter((event) => event.data.account_id === account && event.type === 'account.email_changed');
+      await receiver.waitFor(() => changed().length === 1);
+      assert.deepEqual(changed()[0]!.data, { email: newEmail, account_id: account });
+    } finally {
+      await hooked.stop();
+      await receiver.stop();
     }
   });
 });

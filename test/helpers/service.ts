@@ -36,6 +36,7 @@ export type TestService = {
 export type TestServiceOptions = {
   env?: Record<string, string>;
   outbox?: ServiceOptions['outbox'];
+  webhooks?: ServiceOptions['webhooks'];
   passwords?: ServiceOptions['passwords'];
   httpTimeouts?: ServiceOptions['httpTimeouts'];
   onQuery?: ServiceOptions['onQuery'];
@@ -61,7 +62,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     ...options.env,
   });
   const settled = { ...config, databaseUrl: database.url, tokenSecrets: config.tokenSecrets! };
-  const start = () => startService({ config: settled, log, clock: clock.now, outbox: { pollMs: 200, wakeJitterMs: 20, backoffBaseMs: 100, ...options.outbox }, passwords: options.passwords, httpTimeouts: options.httpTimeouts, onQuery: options.onQuery });
+  const start = () => startService({ config: settled, log, clock: clock.now, outbox: { pollMs: 200, wakeJitterMs: 20, backoffBaseMs: 100, ...options.outbox }, webhooks: options.webhooks, passwords: options.passwords, httpTimeouts: options.httpTimeouts, onQuery: options.onQuery });
   let service = await start();
   const handle: TestService = {
     get url() {

@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { createLogger } from '../../src/log.ts';
+import { connectDatabase, type Sql } from '../../src/storage/db.ts';
+import { loadMigrations, migrate } from '../../src/storage/migrations.ts';
+import { createWebhookWorker, deleteDeliveredWebhooks } from '../../src/webhooks/delivery.ts';
+import { enabledWebhooks, type WebhookEventType } from '../../src/webhooks/events.ts';
+import { decodeWebhookSecret } from '../../src/webhooks/signing.ts';
+import { createTestDatabase } from '../helpers/database.ts';
+import { waitUntil } from '../helpers/wait.ts';
+import { acceptedEvents, startReceiver, type Receiver } from '../helpers/webhook-receiver.ts';
+
+const secret = `whsec_${randomBytes(32).toString('base64')}`;
+let database: { url: string; drop(): Promise<void> };
+let sql: Sql;
+let receiver: Receiver;
+before(async () => {
+  database = await createTestDatabase();
+  sql = connectDatabase(database.url);
+  await migrate(sql, await loadMigrations());
+  receiver = await startReceiver(secret);
+});
+after(async () => {
+  await sql.end();
+  await database.drop();
+  await receiver.stop();
+});
+
+const queue = enabledWebhooks(() => {});
+const types: WebhookEventType[] = ['account.activated', 'sessions.revoked', 'password.changed', 'password.reset', 'account.deleted'];
+
+describe('the webhook worker', () => {
+  it('shares the queue between instances: each event accepted once, each account in order', async () => {
+    const accounts = Array.from({ length: 6 }, () => randomUUID());
+    // Interleaved: every account's five events, queued one account after the other per type.
+    for (const type of types) {
+      for (const account of accounts) await sql.begin((tx) => queue.enqueue(tx, type, account, new Date()));
+    }
+    const options = { sql, url: receiver.url, keys: [decodeWebhookSecret(secret)!], clock: () => new Date(), log: createLogger('error', () => {}), pollMs: 50 };
+    const workers = [createWebhookWorker(options), createWebhookWorker(options)];
+    try {
+      for (const worker of workers) worker.wake();
+      await receiver.waitFor((received) => acceptedEvents(received).length === accounts.length * types.length);
+      const accepted = acceptedEvents(receiver.received);
+      assert.equal(new Set(accepted.map((event) => event.id)).size, accepted.length, 'no event accepted twice');
+      for (const account of accounts) {
+        assert.deepEqual(accepted.filter((event) => event.data.account_id === account).map((event) => event.type), types, `account ${account} in order`);
+      }
+      // account.deleted took its account's rows with it.
+      await waitUntil(async () => (await sql`SELECT count(*)::int AS n FROM webhook_events`)[0]!.n === 0);
+      await workers[0]!.refreshCounts();
+      assert.deepEqual(workers[0]!.counts(), { pending: 0, delivered: 0, failed: 0 });
+    } finally {
+      await Promise.all(workers.map((worker) => worker.stop()));
+    }
+  });
+
+  it('sweeps delivered events after their retention, and keeps pending and failed ones', async () => {
+    const account = randomUUID();
+    await sql.begin((tx) => queue.enqueue(tx, 'password.changed', account, new Date()));
+    await sql.begin((tx) => queue.enqueue(tx, 'password.reset', account, new Date()));
+    await sql.begin((tx) => queue.enqueue(tx, 'sessions.revoked', account, new Date()));
+    const [first, second] = await sql`SELECT id FROM webhook_events WHERE account = ${account} ORDER BY id`;
+    await sql`UPDATE webhook_events SET state = 'delivered', body = NULL, delivered_at = now() - interval '8 days' WHERE id = ${first!.id}`;
+    await sql`UPDATE webhook_events SET state = 'failed', last_error = 'HTTP 500' WHERE id = ${second!.id}`;
+    assert.equal(await deleteDeliveredWebhooks(sql, new Date(Date.now() - 7 * 24 * 3600 * 1000)), 1);
+    assert.deepEqual((await sql`SELECT state FROM webhook_events WHERE account = ${account} ORDER BY id`).map((row) => row.state), ['failed', 'pending']);
+    await sql`DELETE FROM webhook_events WHERE account = ${account}`;
+  });
+});
