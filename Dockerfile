@@ -1,6 +1,9 @@
 # syntax=docker/dockerfile:1
+# The base is pinned by exact version: Node 24.21.0 (the Node 24 that CI runs the suite on) on
+# Alpine 3.23. A digest would pin it harder; take it with `docker buildx imagetools inspect`
+# where a registry is reachable, and append it as @sha256:... to both FROM lines.
 # Build: compile TypeScript with the development dependencies.
-FROM node:24-alpine AS build
+FROM node:24.21.0-alpine3.23 AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # --ignore-scripts: the embedded development database is not needed to compile.
@@ -10,7 +13,7 @@ COPY src ./src
 RUN npm run build
 
 # Runtime: the compiled code, the SQL migrations and the two production dependencies only.
-FROM node:24-alpine
+FROM node:24.21.0-alpine3.23
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8080
@@ -19,6 +22,9 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY sql ./sql
+# DATA_DIR (./.data) is where mail goes as .eml files when SMTP_URL is unset; /app belongs to
+# root, so the directory is made here and given to the user the service runs as.
+RUN mkdir -p /app/.data && chown node:node /app/.data
 USER node
 EXPOSE 8080
 STOPSIGNAL SIGTERM

@@ -50,8 +50,16 @@ export class ConfigError extends Error {
 export const defaultScrypt: ScryptParams = { ln: 15, r: 8, p: 3 };
 const minTokenSecretBytes = 32;
 
-export function parseConfig(env: NodeJS.ProcessEnv): Config {
+export function parseConfig(given: NodeJS.ProcessEnv): Config {
   const warnings: string[] = [];
+  // Every name read below is recorded, so the list of known variables cannot drift from the parsing.
+  const read = new Set<string>();
+  const env = new Proxy(given, {
+    get(target, name) {
+      if (typeof name === 'string') read.add(name);
+      return target[name as string];
+    },
+  });
   const databaseUrl = optionalUrl(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
   const tokenSecrets = parseTokenSecrets(env.TOKEN_SECRET);
   if (databaseUrl !== null && tokenSecrets === null) {
@@ -63,7 +71,7 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
   }
   const port = integer(env, 'PORT', 8080, 0, 65535);
   const host = parseHost(env.HOST);
-  return {
+  const config: Config = {
     port,
     host,
     databaseUrl,
@@ -90,6 +98,41 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
     webhook: parseWebhook(env, host, port),
     warnings,
   };
+  warnings.push(...lookalikeWarnings(Object.keys(given), [...read]));
+  return config;
+}
+
+/**
+ * One warning for each variable that is not one of ours but looks like it: a known variable's
+ * first word and an underscore (TOKEN_TLL, SMTP_HOST), or a known name within a typo or two
+ * (DATABSE_URL). Anything else in the environment is someone else's and is left alone.
+ */
+export function lookalikeWarnings(names: readonly string[], known: readonly string[]): string[] {
+  const warnings: string[] = [];
+  for (const name of names) {
+    if (known.includes(name) || !/^[A-Z][A-Z0-9_]*$/.test(name)) continue;
+    const near = known.filter((candidate) => editDistance(name, candidate) <= (candidate.length > 5 ? 2 : 1));
+    const sharingWord = known.filter((candidate) => candidate.includes('_') && name.startsWith(`${candidate.split('_')[0]}_`));
+    const guesses = [...new Set([...near, ...sharingWord])];
+    if (guesses.length > 0) warnings.push(`${name} is not a variable of this service and is ignored; did you mean ${guesses.slice(0, 3).join(' or ')}?`);
+  }
+  return warnings;
+}
+
+/** Edit distance: the fewest single-character insertions, deletions, substitutions and swaps of neighbours from a to b. */
+function editDistance(a: string, b: string): number {
+  let before: number[] = [];
+  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= a.length; i += 1) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j += 1) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) current[j] = Math.min(current[j]!, before[j - 2]! + 1);
+    }
+    before = previous;
+    previous = current;
+  }
+  return previous[b.length]!;
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {

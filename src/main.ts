@@ -1,6 +1,6 @@
 import { ConfigError, parseConfig } from './config.ts';
 import { lockDataDir, prepareDataDir, type DataDirLock } from './storage/data-dir.ts';
-import { connectDatabase, isDriverWriteDefect } from './storage/db.ts';
+import { connectDatabase, isDatabaseUnavailable, isDriverWriteDefect } from './storage/db.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './storage/embedded-db.ts';
 import { checkListenAddress } from './http/listen-check.ts';
 import { loadOrCreateSecret } from './storage/local-secrets.ts';
@@ -101,8 +101,21 @@ async function main(argv: string[]): Promise<void> {
   } catch (error) {
     await embedded?.stop().catch(() => {});
     await lock?.release();
-    throw error;
+    throw config.databaseUrl === null ? error : withDatabaseHint(error);
   }
+}
+
+/**
+ * A database that cannot be reached or entered at start-up is most often a wrong DATABASE_URL,
+ * so the message names it. The URL itself is never printed: it may hold a password.
+ */
+function withDatabaseHint(error: unknown): unknown {
+  const code = (error as { code?: unknown } | null)?.code;
+  // Connection failures, and PostgreSQL's classes 28 (authorization) and 3D (no such database).
+  const cannotConnect = isDatabaseUnavailable(error) || (typeof code === 'string' && /^(28|3D)/.test(code));
+  if (!cannotConnect) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new Error(`${message}. Check DATABASE_URL (postgres://user:password@host:port/database): the host and port, that PostgreSQL runs there, the user, the password and the database name`);
 }
 
 function onShutdownSignal(log: Logger, shutdown: () => Promise<void>): void {

@@ -101,6 +101,19 @@ const responseSchemas: Record<string, JsonObject> = {
       },
     },
   },
+  AuthorizationServerMetadata: {
+    type: 'object',
+    required: ['issuer', 'token_endpoint', 'revocation_endpoint', 'grant_types_supported', 'token_endpoint_auth_methods_supported', 'revocation_endpoint_auth_methods_supported', 'response_types_supported'],
+    properties: {
+      issuer: { type: 'string', format: 'uri', description: 'TOKEN_ISSUER, the iss of every token.' },
+      token_endpoint: { type: 'string', format: 'uri' },
+      revocation_endpoint: { type: 'string', format: 'uri' },
+      grant_types_supported: { type: 'array', items: { type: 'string' } },
+      token_endpoint_auth_methods_supported: { type: 'array', items: { type: 'string' } },
+      revocation_endpoint_auth_methods_supported: { type: 'array', items: { type: 'string' } },
+      response_types_supported: { type: 'array', items: { type: 'string' }, description: 'Empty: there is no authorization endpoint.' },
+    },
+  },
   Empty: { type: 'object', additionalProperties: false, description: 'An empty JSON object.' },
   Problem: {
     type: 'object',
@@ -146,15 +159,20 @@ export function buildOpenApiDocument(routes: readonly Route[], version: string):
   for (const route of routes) {
     paths[route.path] = { ...paths[route.path], [route.method.toLowerCase()]: operation(route) };
   }
+  const tags = [...new Set(routes.map((route) => tagOf(route.path)))];
   return {
     openapi: '3.1.0',
     info: {
       title: 'Account service',
       version,
       description: 'Two-step registration, password reset by e-mailed code, sessions with bearer and refresh tokens, and password change. Unknown paths answer 404 and known paths with another method 405, both as problems.',
-      license: { name: license },
+      // The document is served by each deployment, so its contact is whoever runs that one.
+      contact: { name: 'The operator of this deployment' },
+      // SPDX has no identifier for "no licence granted"; a LicenseRef- identifier is SPDX's form for a licence of one's own.
+      license: { name: license, identifier: license === 'UNLICENSED' ? 'LicenseRef-UNLICENSED' : license },
     },
     servers: [{ url: '/', description: 'The service that serves this document' }],
+    tags: tags.map((name) => ({ name, description: tagDescriptions[name] ?? `The operations under /${name}/.` })),
     paths,
     components: {
       schemas: { ...requestSchemas, ...responseSchemas },
@@ -162,6 +180,31 @@ export function buildOpenApiDocument(routes: readonly Route[], version: string):
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
     },
   };
+}
+
+/**
+ * Each operation's tag comes from its path, so that a new route is tagged without a word more in
+ * the route table: the first segment of a longer path, else `service` (health, metrics, this
+ * document). Known tags have a description here; another gets a generic one.
+ */
+function tagOf(path: string): string {
+  const segments = path.split('/').slice(1);
+  return segments.length > 1 ? tagNames[segments[0]!] ?? segments[0]! : 'service';
+}
+
+const tagNames: Record<string, string> = { acc: 'accounts', auth: 'oauth', '.well-known': 'discovery' };
+const tagDescriptions: Record<string, string> = {
+  accounts: 'Registration, password reset and change, the signed-in account, its sessions and its security events (/acc/).',
+  oauth: 'OAuth 2.0 token and revocation endpoints (/auth/).',
+  discovery: 'Metadata for OAuth clients (/.well-known/).',
+  service: 'Health, readiness, metrics and this document.',
+};
+
+/** What an operation says beyond its summary: how to authenticate and in which shape errors come. */
+function operationDescription(route: Route): string {
+  const auth = route.doc.auth === true ? 'Needs a bearer access token (Authorization: Bearer ...).' : 'Needs no authentication.';
+  const errors = route.errorFormat === 'oauth' ? 'Errors are RFC 6749 section 5.2 JSON objects.' : 'Errors are RFC 9457 problems (application/problem+json).';
+  return `${route.doc.summary}. ${auth} ${errors}`;
 }
 
 function operation(route: Route): JsonObject {
@@ -173,6 +216,8 @@ function operation(route: Route): JsonObject {
   return {
     operationId: route.handler.name,
     summary: doc.summary,
+    description: operationDescription(route),
+    tags: [tagOf(route.path)],
     security: doc.auth === true ? [{ bearer: [] }] : [],
     ...(pathParameters(route.path).length === 0 ? {} : { parameters: pathParameters(route.path) }),
     ...(doc.request === undefined ? {} : { requestBody: requestBody(doc.request) }),

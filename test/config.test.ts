@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConfigError, defaultScrypt, formatScryptParams, parseConfig, parseScryptParams } from '../src/config.ts';
+import { ConfigError, defaultScrypt, formatScryptParams, lookalikeWarnings, parseConfig, parseScryptParams } from '../src/config.ts';
 
 const secret = 's'.repeat(32);
 
@@ -142,6 +142,26 @@ describe('parseConfig', () => {
   it('warns about scrypt parameters weaker than the default', () => {
     assert.match(parseConfig({ SCRYPT_PARAMS: 'ln=4,r=8,p=1' }).warnings[0]!, /weaker than the default ln=15,r=8,p=3/);
     assert.deepEqual(parseConfig({ SCRYPT_PARAMS: 'ln=16,r=8,p=3' }).warnings, []);
+  });
+
+  it('warns, in one line each, about a variable that looks like one of ours but is not', () => {
+    const warnings = parseConfig({ TOKEN_TLL: '60', DATABSE_URL: 'postgres://x', SMTP_HOST: 'mail', PROT: '8081' }).warnings;
+    assert.equal(warnings.length, 4, warnings.join('\n'));
+    assert.match(warnings[0]!, /^TOKEN_TLL is not a variable of this service and is ignored; did you mean TOKEN_TTL\b/);
+    assert.match(warnings[1]!, /^DATABSE_URL .* did you mean DATABASE_URL\?$/);
+    assert.match(warnings[2]!, /^SMTP_HOST .* did you mean SMTP_URL\?$/);
+    assert.match(warnings[3]!, /^PROT .* did you mean PORT\?$/);
+    for (const warning of warnings) assert.equal(warning.includes('\n'), false);
+    assert.equal(warnings.some((warning) => warning.includes('postgres://x')), false, 'a value is never echoed');
+  });
+
+  it('leaves alone the variables of everything else: the shell, Node, npm, a container, Kubernetes', () => {
+    const env = { PATH: '/bin', HOME: '/root', HOSTNAME: 'box', PWD: '/', USER: 'node', TERM: 'xterm', LANG: 'C', NODE_ENV: 'production', NODE_VERSION: '24', KUBERNETES_PORT: 'tcp://10.0.0.1:443', npm_lifecycle_event: 'start', PGPASSWORD: 'x' };
+    assert.deepEqual(parseConfig(env).warnings, []);
+  });
+
+  it('finds look-alikes by a shared first word or a small edit distance', () => {
+    assert.deepEqual(lookalikeWarnings(['TOKEN_X', 'HOST', 'HOTS', 'LOG_LEVEL'], ['HOST', 'TOKEN_TTL', 'LOG_LEVEL']).map((warning) => warning.split(' ')[0]), ['TOKEN_X', 'HOTS']);
   });
 
   it('formats and parses scrypt parameters alike', () => {

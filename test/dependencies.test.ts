@@ -26,7 +26,7 @@ describe('dependencies', () => {
     }
   });
 
-  it('need Node.js 20 or later', () => {
-    assert.equal(pkg.engines.node, '>=20');
+  it('need Node.js 22 or later, the LTS lines still supported (22 and 24)', () => {
+    assert.equal(pkg.engines.node, '>=22');
   });
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,7 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import { loadMigrations } from '../src/storage/migrations.ts';
 import { createTestDatabase } from './helpers/database.ts';
 import { call } from './helpers/http.ts';
-import { fromSource, runMain, runNpmStart, type Running } from './helpers/process.ts';
+import { fromSource, runMain, runNode, runNpmStart, type Running } from './helpers/process.ts';
+import { codeBlocks } from './helpers/markdown.ts';
 import { codeIn, startTestSmtp, type TestSmtp } from './helpers/smtp.ts';
 import { testSecret } from './helpers/service.ts';
 import { waitUntil } from './helpers/wait.ts';
@@ -29,6 +30,15 @@ const isAlive = (pid: number): boolean => {
   }
 };
 
+
+const root = new URL('..', import.meta.url).pathname;
+
+/** The one code block of a document that contains `marker`, as a reader would copy it. */
+async function docsRecipe(document: string, marker: string): Promise<string> {
+  const blocks = codeBlocks(await readFile(join(root, document), 'utf8')).filter((block) => block.code.includes(marker));
+  assert.equal(blocks.length, 1, `one block in ${document} with ${marker}`);
+  return blocks[0]!.code;
+}
 
 describe('main', () => {
   let smtp: TestSmtp;
@@ -117,8 +127,18 @@ describe('main', () => {
   it('fails clearly when the database cannot be reached', async () => {
     const running = runMain({ DATABASE_URL: 'postgres://u:hunter2@127.0.0.1:1/x', TOKEN_SECRET: testSecret, PORT: '0' });
     assert.equal(await running.exit, 1);
-    assert.match(running.stderr(), /^account-service: /);
+    assert.match(running.stderr(), /^account-service: .*ECONNREFUSED.*Check DATABASE_URL/);
     assert.equal(running.stderr().includes('hunter2'), false);
+  });
+
+  it('names DATABASE_URL when the database refuses the user or does not exist', async () => {
+    const database = await createTestDatabase();
+    const wrongDatabase = new URL(database.url);
+    await database.drop();
+    wrongDatabase.pathname = '/no_such_database_here';
+    const running = runMain({ DATABASE_URL: wrongDatabase.href, TOKEN_SECRET: testSecret, PORT: '0' });
+    assert.equal(await running.exit, 1);
+    assert.match(running.stderr(), /^account-service: .*no_such_database_here.*Check DATABASE_URL/);
   });
 
   /** Starts `entry` on a fresh database with SMTP and a token secret, registers one account through it, and stops it with SIGTERM. */
@@ -229,8 +249,12 @@ describe('main', () => {
     });
   }
 
-  it('starts on embedded defaults with nothing configured, and keeps data and secrets across restarts', async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'account-service-main-'));
+  it('starts on embedded defaults with nothing configured, and keeps data and secrets across restarts; its tokens pass the jose recipe of docs/design.md', async () => {
+    // A directory as a clone is: .data beside node_modules, where the recipe looks for the secret.
+    const clone = await mkdtemp(join(tmpdir(), 'account-service-main-'));
+    const dataDir = join(clone, '.data');
+    await mkdir(dataDir);
+    await chmod(clone, 0o755);
     await chmod(dataDir, 0o755);
     try {
       const env = { DATA_DIR: dataDir, PORT: '0', SCRYPT_PARAMS: 'ln=4,r=8,p=1' };
@@ -253,8 +277,15 @@ describe('main', () => {
       second.kill('SIGTERM');
       assert.equal(await second.exit, 0);
       assert.equal(second.lines.join('\n').includes('secret-1'), false);
+
+      assert.equal((await readFile(join(dataDir, 'token-secret'), 'utf8')).endsWith('\n'), false, 'the secret file holds the secret alone');
+      await writeFile(join(clone, 'verify-token.mjs'), await docsRecipe('docs/design.md', 'jwtVerify'));
+      await symlink(join(root, 'node_modules'), join(clone, 'node_modules'));
+      const verified = await runNode(['verify-token.mjs', token.json.access_token], clone);
+      assert.equal(verified.code, 0, verified.stderr);
+      assert.match(verified.stdout, /^[0-9a-f-]{36} [0-9a-f-]{36}\n$/, 'the account id and the session id');
     } finally {
-      await rm(dataDir, { recursive: true, force: true });
+      await rm(clone, { recursive: true, force: true });
     }
   });
 });

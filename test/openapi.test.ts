@@ -5,14 +5,16 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
 import { problems, problemTypePrefix } from '../src/http/errors.ts';
 import { buildOpenApiDocument, unicodeSafePattern } from '../src/openapi.ts';
+import type { Route } from '../src/http/router.ts';
 import { routes } from '../src/routes/index.ts';
+import { lintApiDocument } from './tools/lint-openapi.ts';
 import { activationSchema, passwordChangeSchema, patterns, registrationSchema, type Schema } from '../src/validation.ts';
 import type { CallOptions, HttpResult } from './helpers/http.ts';
 import { codeIn } from './helpers/smtp.ts';
 import { startTestService, uniqueUser, type TestService } from './helpers/service.ts';
 
 type Response = { description: string; headers?: Record<string, { $ref: string }>; content?: Record<string, { schema: unknown }> };
-type Operation = { responses: Record<string, Response>; requestBody?: { content: Record<string, { schema: unknown }> }; security: unknown[] };
+type Operation = { tags?: string[]; responses: Record<string, Response>; requestBody?: { content: Record<string, { schema: unknown }> }; security: unknown[] };
 type Document = {
   openapi: string;
   info: { version: string; license: { name: string } };
@@ -65,6 +67,29 @@ describe('the OpenAPI document', () => {
     const pkg = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8'));
     assert.deepEqual(document.servers.map((server) => server.url), ['/']);
     assert.equal(document.info.license.name, pkg.license);
+    assert.equal((document.info.license as { identifier?: string }).identifier, pkg.license === 'UNLICENSED' ? 'LicenseRef-UNLICENSED' : pkg.license);
+  });
+
+  it('is valid under swagger-parser and clean under Spectral\'s spectral:oas ruleset', async () => {
+    assert.deepEqual(await lintApiDocument(document), []);
+  });
+
+  it('stays clean for a new route that gives only the route table\'s fields, under a new path prefix', async () => {
+    const getWidget: Route['handler'] = async () => ({ status: 200, body: {} });
+    const widget: Route = { method: 'GET', path: '/widgets/{id}', handler: getWidget, doc: { summary: 'Read a widget', auth: true, success: { status: 200, schema: 'Status' }, errors: [401, 404, 500] } };
+    const extended = buildOpenApiDocument([...routes, widget], '1.2.3') as unknown as Document & { tags: Array<{ name: string }> };
+    assert.deepEqual(await lintApiDocument(extended), []);
+    assert.deepEqual(extended.paths['/widgets/{id}']!.get!.tags, ['widgets']);
+    assert.ok(extended.tags.some((tag) => tag.name === 'widgets'));
+  });
+
+  it('tags every operation by its path and describes each tag', () => {
+    const withTags = document as unknown as { tags: Array<{ name: string; description: string }>; paths: Record<string, Record<string, { tags: string[] }>> };
+    assert.deepEqual(withTags.paths['/acc/me']!.get!.tags, ['accounts']);
+    assert.deepEqual(withTags.paths['/auth/token']!.post!.tags, ['oauth']);
+    assert.deepEqual(withTags.paths['/healthz']!.get!.tags, ['service']);
+    assert.deepEqual(withTags.paths['/.well-known/oauth-authorization-server']!.get!.tags, ['discovery']);
+    assert.deepEqual(withTags.tags.map((tag) => tag.name).sort(), ['accounts', 'discovery', 'oauth', 'service']);
   });
 
   it('documents X-Request-Id on every response, and Retry-After, WWW-Authenticate and Allow where they are sent', () => {

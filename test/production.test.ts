@@ -2,13 +2,13 @@
 // dependencies only, in a directory of its own, against a real PostgreSQL and SMTP server.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { cp, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { chmod, chown, cp, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createTestDatabase } from './helpers/database.ts';
 import { call } from './helpers/http.ts';
-import { runMain } from './helpers/process.ts';
+import { runMain, runMainAs } from './helpers/process.ts';
 import { testSecret } from './helpers/service.ts';
 import { codeIn, startTestSmtp, type TestSmtp } from './helpers/smtp.ts';
 
@@ -124,5 +124,37 @@ describe('the production install (what the image runs)', () => {
     const running = runMain({}, ['--version'], ['dist/main.js'], dir);
     assert.equal(await running.exit, 0);
     assert.deepEqual(running.lines, [JSON.parse(await readFile(join(dir, 'package.json'), 'utf8')).version]);
+  });
+
+  // The image runs as the user `node` in /app, which belongs to root; the Dockerfile makes /app/.data
+  // and gives it to that user. Here the same: the install belongs to root, the service runs as nobody (65534).
+  const asRoot = process.getuid?.() === 0;
+  const nobody = { uid: 65534, gid: 65534 };
+  it('runs as a user who owns nothing but .data, without SMTP_URL, writing mail there; and without .data refuses clearly', { skip: asRoot ? false : 'needs root to run as another user' }, async () => {
+    const dockerfile = await readFile(join(root, 'Dockerfile'), 'utf8');
+    assert.match(dockerfile, /RUN mkdir -p \/app\/\.data && chown node:node \/app\/\.data\nUSER node\n/, 'the Dockerfile prepares DATA_DIR for its user');
+    await chmod(dir, 0o755);
+    // Earlier tests ran as root here; the image has no .data until the Dockerfile makes it.
+    await rm(join(dir, '.data'), { recursive: true, force: true });
+    const database = await createTestDatabase();
+    try {
+      const env = { DATABASE_URL: database.url, TOKEN_SECRET: testSecret, PORT: '0' };
+      const refused = runMainAs(nobody, env, ['dist/main.js'], dir);
+      assert.equal(await refused.exit, 2);
+      assert.match(refused.stderr(), /^account-service: DATA_DIR .*\.data cannot be created or written \(permission denied\); set DATA_DIR/);
+
+      await mkdir(join(dir, '.data'));
+      await chown(join(dir, '.data'), nobody.uid, nobody.gid);
+      const running = runMainAs(nobody, env, ['dist/main.js'], dir);
+      const { url } = (await running.waitFor(/"msg":"listening"/)) as { url: string };
+      const email = `container-${process.pid}@example.com`;
+      assert.equal((await call(url, 'POST', '/acc/reg/code', { json: { name: `container-${process.pid}`, email, pwd: 'secret-1' } })).status, 204);
+      const { path } = (await running.waitFor(/"msg":"mail written"/)) as { path: string };
+      assert.ok(path.startsWith(join(dir, '.data', 'mail')), path);
+      running.kill('SIGTERM');
+      assert.equal(await running.exit, 0);
+    } finally {
+      await database.drop();
+    }
   });
 });

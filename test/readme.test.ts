@@ -1,10 +1,16 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
-import { dirname, relative, resolve } from 'node:path';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { problems } from '../src/http/errors.ts';
 import { routes } from '../src/routes/index.ts';
+import { createTestDatabase } from './helpers/database.ts';
+import { codeBlocks } from './helpers/markdown.ts';
+import { runMain, runToEnd } from './helpers/process.ts';
+import { testSecret } from './helpers/service.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8');
@@ -138,5 +144,64 @@ describe('README', () => {
   it('gives the two commands', () => {
     assert.ok(readme.includes('npm install && npm start'));
     assert.ok(readme.includes('npm test'));
+  });
+});
+
+const walkThrough = 'A walk-through with curl';
+
+describe('the walk-through', () => {
+  it('runs as written against a real instance: every sh block in order, in one bash -e, answering each # HTTP/1.1 status shown, writing nothing into the working directory', async () => {
+    const blocks = codeBlocks(readme).filter((block) => block.section === walkThrough && block.language === 'sh');
+    assert.ok(blocks.length >= 4, `found ${blocks.length} blocks`);
+    const script = blocks.map((block) => block.code).join('\n');
+    const temp = await mkdtemp(join(tmpdir(), 'account-service-walk-through-'));
+    const [dataDir, cwd, scratch] = ['data', 'cwd', 'tmp'].map((name) => join(temp, name)) as [string, string, string];
+    for (const dir of [cwd, scratch]) await mkdir(dir);
+    await chmod(temp, 0o755);
+    const database = await createTestDatabase();
+    // As npm start runs it, with mail as files in DATA_DIR/mail; only the database is the test's.
+    const service = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, DATA_DIR: dataDir, PORT: '0', SCRYPT_PARAMS: 'ln=4,r=8,p=1' });
+    try {
+      const { url } = (await service.waitFor(/"msg":"listening"/)) as { url: string };
+      const run = await runToEnd('bash', ['-e', '-c', script], cwd, { BASE: url, MAIL_DIR: join(dataDir, 'mail'), TMPDIR: scratch, HOME: temp });
+      assert.equal(run.code, 0, `the walk-through stopped:\n${run.stderr}\n${run.stdout}`);
+      const shown = [...script.matchAll(/^# HTTP\/1\.1 ([1-5][0-9]{2})/gm)].map((match) => match[1]);
+      // Not anchored: a JSON answer ends without a newline, so the next status line follows it on its line.
+      const answered = [...run.stdout.matchAll(/HTTP\/1\.1 ([1-5][0-9]{2}) /g)].map((match) => match[1]);
+      assert.ok(shown.length >= 8, `found ${shown.length} statuses`);
+      assert.deepEqual(answered, shown);
+      assert.deepEqual(await readdir(cwd), [], 'tokens and files go to the scratch directory, not where the reader stands');
+    } finally {
+      service.kill('SIGTERM');
+      await service.exit;
+      await database.drop();
+      await rm(temp, { recursive: true, force: true });
+    }
+  });
+
+  it('stops loudly at the first step whose answer is not what it expects', async () => {
+    const blocks = codeBlocks(readme).filter((block) => block.section === walkThrough && block.language === 'sh');
+    const temp = await mkdtemp(join(tmpdir(), 'account-service-walk-through-'));
+    try {
+      // Nothing listens on port 1: the first request fails, and bash stops there.
+      const run = await runToEnd('bash', ['-e', '-c', blocks.map((block) => block.code).join('\n')], temp, { BASE: 'http://127.0.0.1:1', MAIL_DIR: join(temp, 'mail'), TMPDIR: temp });
+      assert.notEqual(run.code, 0);
+      assert.match(run.stderr, /curl: \(7\)/);
+      assert.equal(/^HTTP\/1\.1/m.test(run.stdout), false);
+    } finally {
+      await rm(temp, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('what git ignores', () => {
+  it('covers every data directory the README and docs/ tell people to create, with its secrets, database and mail', { skip: existsSync(join(root, '.git')) ? false : 'not a git checkout' }, async () => {
+    let text = readme;
+    for (const name of await readdir(resolve(root, 'docs'))) text += await readFile(resolve(root, 'docs', name), 'utf8');
+    const dataDirs = new Set(['.data', ...[...text.matchAll(/DATA_DIR=(\.[\w.-]+)/g)].map((match) => match[1]!)]);
+    assert.ok(dataDirs.has('.data-2'), `found ${[...dataDirs]}`);
+    const created = [...dataDirs].flatMap((dir) => ['token-secret', 'pg-password', 'service.pid', 'pg/PG_VERSION', 'mail/1-a.eml'].map((file) => `${dir}/${file}`));
+    const ignored = execFileSync('git', ['check-ignore', '--no-index', ...created], { cwd: root, encoding: 'utf8' }).trim().split('\n');
+    assert.deepEqual(ignored, created);
   });
 });

@@ -66,7 +66,7 @@ export function createRouter(routes: readonly Route[]): Router {
   for (const route of routes) {
     if (route.path.includes('{') || literal.has(route.path)) continue;
     const answers = new Map<string, RouteMatch>();
-    for (const method of new Set(routes.map((candidate) => candidate.method))) answers.set(method, freeze(matchRoute(routes, method, route.path)));
+    for (const method of new Set(['HEAD', ...routes.map((candidate) => candidate.method)])) answers.set(method, freeze(matchRoute(routes, method, route.path)));
     literal.set(route.path, answers);
   }
   const withParams = routes.filter((route) => route.path.includes('{'));
@@ -86,14 +86,18 @@ function freeze(match: RouteMatch): RouteMatch {
   return match === null ? null : Object.freeze(match);
 }
 
-/** The walk over every route that createRouter does once per literal path. */
+/**
+ * The walk over every route that createRouter does once per literal path. HEAD is served by the
+ * GET route of the path, as RFC 9110 §9.3.2 asks: the server answers it like GET and leaves out
+ * the body. So a path with GET allows HEAD too.
+ */
 export function matchRoute(routes: readonly Route[], method: string, path: string): RouteMatch {
   let allow: string[] | null = null;
   for (const route of routes) {
     const params = matchPath(route.path, path);
     if (params === null) continue;
-    if (route.method === method) return { route, params };
-    (allow ??= []).push(route.method);
+    if (route.method === method || (method === 'HEAD' && route.method === 'GET')) return { route, params };
+    (allow ??= []).push(...(route.method === 'GET' ? ['GET', 'HEAD'] : [route.method]));
   }
   return allow === null ? null : { allow };
 }

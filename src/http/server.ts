@@ -156,8 +156,9 @@ function send(req: IncomingMessage, res: ServerResponse, deps: Deps, requestId: 
     body = JSON.stringify(reply.body);
   }
   // What node:http works out itself when end() writes the headers: with writeHead first it
-  // would send the body chunked instead.
-  if (req.method !== 'HEAD' && reply.status !== 204 && reply.status !== 304) headers.push('Content-Length', String(body === undefined ? 0 : Buffer.byteLength(body)));
+  // would send the body chunked instead. A HEAD answer carries the Content-Length of the GET
+  // answer (RFC 9110 §9.3.2), and node:http leaves out the body itself.
+  if (reply.status !== 204 && reply.status !== 304) headers.push('Content-Length', String(body === undefined ? 0 : Buffer.byteLength(body)));
   res.writeHead(reply.status, headers);
   res.end(body);
 }

@@ -1,5 +1,6 @@
 import type { Route } from '../http/router.ts';
 import { activateAccountRoute } from './activate-account.ts';
+import { getAuthorizationServerMetadata } from './authorization-server-metadata.ts';
 import { changePasswordRoute } from './change-password.ts';
 import { getAccount } from './get-account.ts';
 import { checkHealth, checkReadiness } from './health.ts';
@@ -132,6 +133,16 @@ export const routes: readonly Route[] = [
     path: '/readyz',
     handler: checkReadiness,
     doc: { summary: 'Readiness: the database answers and is migrated', success: { status: 200, schema: 'Status' }, errors: [500, 503] },
+  },
+  {
+    method: 'GET',
+    path: '/.well-known/oauth-authorization-server',
+    handler: getAuthorizationServerMetadata,
+    doc: {
+      summary: 'OAuth 2.0 authorization server metadata (RFC 8414), when TOKEN_ISSUER is the public URL of this service',
+      success: { status: 200, schema: 'AuthorizationServerMetadata' },
+      errors: [404, 500],
+    },
   },
   { method: 'GET', path: '/openapi.json', handler: getApiDocument, doc: { summary: 'This document', success: { status: 200, schema: 'any' }, errors: [500] } },
   {

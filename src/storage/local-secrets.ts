@@ -15,9 +15,10 @@ export async function loadOrCreateSecret(dir: string, name: string): Promise<str
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
   const secret = randomBytes(48).toString('base64url');
-  // `wx` fails if another process created the file first; its value then wins.
+  // `wx` fails if another process created the file first; its value then wins. No newline after
+  // the value: a tool that reads the file as the secret (docs/design.md's jose recipe) gets it as is.
   try {
-    await writeFile(path, `${secret}\n`, { mode: 0o600, flag: 'wx' });
+    await writeFile(path, secret, { mode: 0o600, flag: 'wx' });
     return secret;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;

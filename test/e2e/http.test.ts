@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { routes } from '../../src/routes/index.ts';
 import { registerAndSignIn, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
 
 let app: TestService;
@@ -89,6 +90,25 @@ describe('the HTTP edge', () => {
     assert.equal(wrongMethod.json.type, problemType('method-not-allowed'));
     assert.equal((await app.call('GET', '/acc/me/pwd')).headers.allow, 'PUT');
     assert.equal((await app.call('POST', '/acc/reg/code/')).status, 404, 'paths match exactly');
+  });
+
+  it('answers HEAD on every GET route with the status and headers of GET and no body, and lists HEAD in Allow', async () => {
+    const { token } = await registerAndSignIn(app);
+    for (const route of routes.filter((candidate) => candidate.method === 'GET')) {
+      const get = await app.call('GET', route.path, { token });
+      const head = await app.call('HEAD', route.path, { token });
+      assert.equal(head.status, get.status, route.path);
+      assert.equal(head.text, '', route.path);
+      for (const name of ['content-type', 'cache-control', 'x-content-type-options']) assert.equal(head.headers[name], get.headers[name], `${route.path} ${name}`);
+      // The metrics change with every request, the GET just made among them.
+      if (route.path !== '/metrics') assert.equal(head.headers['content-length'], get.headers['content-length'], route.path);
+    }
+    const unauthenticated = await app.call('HEAD', '/acc/me');
+    assert.equal(unauthenticated.status, 401);
+    assert.equal(unauthenticated.text, '');
+    assert.equal((await app.call('DELETE', '/healthz')).headers.allow, 'GET, HEAD');
+    assert.equal((await app.call('POST', '/acc/me')).headers.allow, 'GET, HEAD, DELETE');
+    assert.equal((await app.call('HEAD', '/acc/reg/code')).headers.allow, 'POST');
   });
 
   it('answers 415 for a missing or wrong content type or charset', async () => {

@@ -11,14 +11,21 @@ export function runMain(env: Record<string, string>, args: string[] = [], entry 
   return run(process.execPath, [...entry, ...args], env, cwd);
 }
 
+/** Runs `node args` in `cwd` as another (unprivileged) user, as a container does; needs root. */
+export function runMainAs(user: { uid: number; gid: number }, env: Record<string, string>, args: string[], cwd: string): Running {
+  // No coverage from a process that may not write to the coverage directory.
+  return run(process.execPath, args, { NODE_V8_COVERAGE: '', ...env }, cwd, user);
+}
+
 /** Runs `npm start` itself, as a developer, an IDE or a supervisor does; `pid` is npm's. */
 export function runNpmStart(env: Record<string, string>): Running {
   return run('npm', ['start', '--silent'], { HOME: process.env.HOME ?? '', ...env }, root);
 }
 
-function run(command: string, args: string[], env: Record<string, string>, cwd: string): Running {
+function run(command: string, args: string[], env: Record<string, string>, cwd: string, user: { uid: number; gid: number } | {} = {}): Running {
   const child = spawn(command, args, {
     cwd,
+    ...user,
     env: { PATH: process.env.PATH ?? '', NODE_V8_COVERAGE: process.env.NODE_V8_COVERAGE ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -57,3 +64,18 @@ function run(command: string, args: string[], env: Record<string, string>, cwd: 
   };
 }
 
+
+/** Runs `command args` in `cwd` with only PATH (and the environment given) to its end; for documented recipes. */
+export function runToEnd(command: string, args: string[], cwd: string, env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(command, args, { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+}
+
+/** Runs `node args` (this Node) in `cwd` to its end. */
+export function runNode(args: string[], cwd: string, env: Record<string, string> = {}): ReturnType<typeof runToEnd> {
+  return runToEnd(process.execPath, args, cwd, env);
+}

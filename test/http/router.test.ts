@@ -17,7 +17,13 @@ describe('matchRoute', () => {
     assert.ok(match !== null && 'route' in match && match.route.method === 'PUT');
   });
   it('lists the allowed methods for a known path', () => {
-    assert.deepEqual(matchRoute(table, 'DELETE', '/a'), { allow: ['GET', 'PUT'] });
+    assert.deepEqual(matchRoute(table, 'DELETE', '/a'), { allow: ['GET', 'HEAD', 'PUT'] });
+    assert.deepEqual(matchRoute(table, 'GET', '/b'), { allow: ['POST'] });
+  });
+  it('serves HEAD with the GET route of the path, and only where there is one (RFC 9110 §9.3.2)', () => {
+    const head = matchRoute(table, 'HEAD', '/a');
+    assert.ok(head !== null && 'route' in head && head.route.method === 'GET');
+    assert.deepEqual(matchRoute(table, 'HEAD', '/b'), { allow: ['POST'] });
   });
   it('answers null for an unknown path, with no prefix or case folding', () => {
     assert.equal(matchRoute(table, 'GET', '/A'), null);
@@ -36,7 +42,7 @@ describe('createRouter', () => {
   it('answers every method and path as the walk over the routes does', () => {
     const router = createRouter(routes);
     const paths = [...routes.map((route) => route.path), '/acc/me/sessions/3f1c', '/acc/me/sessions/', '/acc/me/', '/nope', '/', '/ACC/ME'];
-    for (const method of ['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'BREW']) {
+    for (const method of ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'BREW']) {
       for (const path of paths) assert.deepEqual(router.match(method, path), matchRoute(routes, method, path), `${method} ${path}`);
     }
   });
