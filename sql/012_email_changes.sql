@@ -14,16 +14,18 @@ CREATE INDEX one_time_codes_session ON one_time_codes (session_id) WHERE session
 DO $$
 DECLARE
   additions constant text[][] := ARRAY[
-    ['one_time_codes', 'one_time_codes_purpose_check', '''email-change''::text, '],
-    ['address_quotas', 'address_quotas_purpose_check', '''email-change''::text, '],
-    ['security_events', 'security_events_type_check', '''email-change-requested''::text, ''email-changed''::text, ']
+    ['one_time_codes', 'one_time_codes_purpose_check', '''email-change''::text'],
+    ['address_quotas', 'address_quotas_purpose_check', '''email-change''::text'],
+    ['security_events', 'security_events_type_check', '''email-change-requested''::text, ''email-changed''::text']
   ];
   definition text;
 BEGIN
   FOR i IN 1 .. array_length(additions, 1) LOOP
+    -- Such as CHECK ((type = ANY (ARRAY['activated'::text, ...]))): its one ']' ends the list.
     SELECT pg_get_constraintdef(oid) INTO STRICT definition FROM pg_constraint
     WHERE conrelid = additions[i][1]::regclass AND conname = additions[i][2];
     EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', additions[i][1], additions[i][2]);
-    EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I %s', additions[i][1], additions[i][2], replace(definition, 'ARRAY[', 'ARRAY[' || additions[i][3]));
+    EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I %s', additions[i][1], additions[i][2],
+      replace(definition, ']', ', ' || additions[i][3] || ']'));
   END LOOP;
 END $$;
