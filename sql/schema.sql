@@ -185,7 +185,7 @@ CREATE TABLE public.outbox (
     id bigint NOT NULL,
     message_id text NOT NULL,
     kind text NOT NULL,
-    recipient text NOT NULL,
+    recipient text,
     sealed_content bytea,
     state text DEFAULT 'pending'::text NOT NULL,
     attempts integer DEFAULT 0 NOT NULL,
@@ -195,7 +195,9 @@ CREATE TABLE public.outbox (
     sent_at timestamp with time zone,
     CONSTRAINT outbox_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'sent'::text, 'failed'::text]))),
     CONSTRAINT pending_messages_have_content CHECK (((state <> 'pending'::text) OR (sealed_content IS NOT NULL))),
-    CONSTRAINT sent_messages_have_no_content CHECK (((state <> 'sent'::text) OR ((sealed_content IS NULL) AND (sent_at IS NOT NULL))))
+    CONSTRAINT sent_messages_have_no_content CHECK (((state <> 'sent'::text) OR ((sealed_content IS NULL) AND (sent_at IS NOT NULL)))),
+    CONSTRAINT sent_messages_have_no_recipient CHECK (((state <> 'sent'::text) OR (recipient IS NULL))),
+    CONSTRAINT unsent_messages_have_a_recipient CHECK (((state = 'sent'::text) OR (recipient IS NOT NULL)))
 );
 
 --
@@ -226,6 +228,62 @@ CREATE TABLE public.refresh_tokens (
 );
 
 --
+-- Name: registration_requests; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.registration_requests (
+    id bigint NOT NULL,
+    name text NOT NULL,
+    address text NOT NULL,
+    phone text,
+    password_hash text NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    requested_at timestamp with time zone NOT NULL,
+    CONSTRAINT registration_requests_address_check CHECK ((length(address) <= 254)),
+    CONSTRAINT registration_requests_name_check CHECK ((name ~ '^[a-z0-9-]{2,32}$'::text)),
+    CONSTRAINT registration_requests_password_hash_check CHECK ((password_hash ~~ '$scrypt$%'::text))
+);
+
+--
+-- Name: registration_requests_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.registration_requests ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.registration_requests_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
+-- Name: reset_requests; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.reset_requests (
+    id bigint NOT NULL,
+    address text NOT NULL,
+    client_address text NOT NULL,
+    requested_at timestamp with time zone NOT NULL,
+    CONSTRAINT reset_requests_address_check CHECK ((length(address) <= 254)),
+    CONSTRAINT reset_requests_client_address_check CHECK ((length(client_address) <= 64))
+);
+
+--
+-- Name: reset_requests_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.reset_requests ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.reset_requests_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
 -- Name: schema_migrations; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -248,7 +306,7 @@ CREATE TABLE public.security_events (
     client_address text NOT NULL,
     session_id uuid,
     CONSTRAINT security_events_client_address_check CHECK ((length(client_address) <= 64)),
-    CONSTRAINT security_events_type_check CHECK ((type = ANY (ARRAY['activated'::text, 'signed-in'::text, 'sign-in-failed'::text, 'password-changed'::text, 'reset-requested'::text, 'password-reset'::text, 'session-revoked'::text, 'signed-out-everywhere'::text, 'refresh-retried'::text, 'refresh-token-reused'::text, 'email-change-requested'::text, 'email-changed'::text])))
+    CONSTRAINT security_events_type_check CHECK ((type = ANY (ARRAY['activated'::text, 'signed-in'::text, 'sign-in-failed'::text, 'password-changed'::text, 'reset-requested'::text, 'password-reset'::text, 'session-revoked'::text, 'signed-out-everywhere'::text, 'refresh-retried'::text, 'refresh-token-reused'::text, 'session-evicted'::text, 'email-change-requested'::text, 'email-changed'::text])))
 );
 
 --
@@ -388,6 +446,20 @@ ALTER TABLE ONLY public.refresh_tokens
     ADD CONSTRAINT refresh_tokens_pkey PRIMARY KEY (token_hash);
 
 --
+-- Name: registration_requests registration_requests_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.registration_requests
+    ADD CONSTRAINT registration_requests_pkey PRIMARY KEY (id);
+
+--
+-- Name: reset_requests reset_requests_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.reset_requests
+    ADD CONSTRAINT reset_requests_pkey PRIMARY KEY (id);
+
+--
 -- Name: schema_migrations schema_migrations_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -501,6 +573,12 @@ CREATE INDEX one_time_codes_session ON public.one_time_codes USING btree (sessio
 CREATE INDEX outbox_due ON public.outbox USING btree (next_attempt_at) WHERE (state = 'pending'::text);
 
 --
+-- Name: outbox_finished; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX outbox_finished ON public.outbox USING btree (created_at) WHERE (state <> 'pending'::text);
+
+--
 -- Name: refresh_tokens_session; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -517,6 +595,12 @@ CREATE INDEX refresh_tokens_spent ON public.refresh_tokens USING btree (spent_at
 --
 
 CREATE INDEX security_events_account ON public.security_events USING btree (account_id, occurred_at DESC, id DESC);
+
+--
+-- Name: security_events_strangers; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX security_events_strangers ON public.security_events USING btree (occurred_at) WHERE (type = ANY (ARRAY['sign-in-failed'::text, 'reset-requested'::text]));
 
 --
 -- Name: security_events_time; Type: INDEX; Schema: public; Owner: -

@@ -30,6 +30,10 @@ export type Config = {
   loginFailuresPerHour: number;
   /** Requests per minute per client address on each unauthenticated POST; 0 turns it off. */
   rateLimit: number;
+  /** Sign-ins, refreshes and session listings per minute per account; 0 turns it off. */
+  accountRateLimit: number;
+  /** Live sessions an account may hold; a sign-in beyond ends the least recently used. */
+  sessionsPerAccount: number;
   trustProxy: number;
   /** Exact origins allowed to call from a browser; empty means no CORS at all. */
   corsOrigins: string[];
@@ -91,6 +95,8 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
     hashConcurrency: integer(env, 'HASH_CONCURRENCY', 4, 1, 64),
     loginFailuresPerHour: integer(env, 'LOGIN_FAILURES_PER_HOUR', 100, 1, 100_000),
     rateLimit: integer(env, 'RATE_LIMIT', 20, 0, 1_000_000),
+    accountRateLimit: integer(env, 'ACCOUNT_RATE_LIMIT', 30, 0, 1_000_000),
+    sessionsPerAccount: integer(env, 'SESSIONS_PER_ACCOUNT', 100, 1, 10_000),
     trustProxy: integer(env, 'TRUST_PROXY', 0, 0, 10),
     corsOrigins: parseOrigins(env.CORS_ORIGINS),
     metricsToken: parseMetricsToken(env.METRICS_TOKEN),

@@ -3,8 +3,8 @@ export type Metrics = {
   observe(method: string, route: string, status: number, seconds: number): void;
   /** Counts one event of a named kind. */
   increment(counter: CounterName): void;
-  /** The text exposition: what was observed, then the given gauges. */
-  render(gauges: Gauge[]): string;
+  /** The text exposition: what was observed (latencies only if asked), then the given gauges. */
+  render(gauges: Gauge[], options?: { latencies: boolean }): string;
 };
 
 export type Gauge = { name: string; help: string; samples: Array<{ labels?: Record<string, string>; value: number }> };
@@ -68,11 +68,11 @@ export function createMetrics(): Metrics {
       found.sum += seconds;
       found.count += 1;
     },
-    render(gauges) {
+    render(gauges, { latencies: withLatencies } = { latencies: true }) {
       const lines = ['# HELP http_requests_total Requests answered, by method, route and status.', '# TYPE http_requests_total counter'];
       for (const { labels: key, value } of requests) lines.push(`http_requests_total{${key}} ${value}`);
-      lines.push('# HELP http_request_duration_seconds Time to answer, by method and route.', '# TYPE http_request_duration_seconds histogram');
-      for (const histogram of latencies) {
+      if (withLatencies) lines.push('# HELP http_request_duration_seconds Time to answer, by method and route.', '# TYPE http_request_duration_seconds histogram');
+      for (const histogram of withLatencies ? latencies : []) {
         const key = histogram.labels;
         let cumulative = 0;
         buckets.forEach((bound, index) => {

@@ -92,7 +92,7 @@ const responseSchemas: Record<string, JsonObject> = {
           type: 'object',
           required: ['type', 'occurred_at', 'client_address', 'session_id'],
           properties: {
-            type: { type: 'string', description: 'An open set; known values: activated, signed-in, sign-in-failed, password-changed, reset-requested, password-reset, session-revoked, signed-out-everywhere, refresh-retried, refresh-token-reused, email-change-requested, email-changed.' },
+            type: { type: 'string', description: 'An open set; known values: activated, signed-in, sign-in-failed, password-changed, reset-requested, password-reset, session-revoked, signed-out-everywhere, refresh-retried, refresh-token-reused, session-evicted (a sign-in beyond SESSIONS_PER_ACCOUNT ended it), email-change-requested, email-changed.' },
             occurred_at: { type: 'string', format: 'date-time' },
             client_address: { type: 'string' },
             session_id: { type: ['string', 'null'], format: 'uuid' },

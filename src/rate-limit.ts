@@ -1,3 +1,5 @@
+import { isIP } from 'node:net';
+
 export type RateLimiter = {
   /** Takes one request from `key`'s allowance: 0 if allowed, else the seconds until one is. */
   take(key: string, nowMs: number): number;
@@ -31,4 +33,25 @@ export function createRateLimiter(perMinute: number, maxKeys = 10_000): RateLimi
     },
     size: () => buckets.size,
   };
+}
+
+/**
+ * What the per-client limits count under: an IPv4 address as it is, an IPv6 address by its /64.
+ * One subscriber, data centre host or VPN exit usually gets a whole /64 and can use any of its
+ * 2^64 addresses, so counting full IPv6 addresses would hand it a free supply of fresh buckets.
+ * An IPv4-mapped address (`::ffff:1.2.3.4`, a dual-stack socket's IPv4 peer) counts as its IPv4.
+ */
+export function clientNetwork(address: string): string {
+  if (isIP(address) !== 6) return address;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped !== null) return mapped[1]!;
+  const groups = (part: string) => (part === '' ? [] : part.split(':'));
+  const [head = '', tail] = address.split('::');
+  const before = groups(head);
+  const after = tail === undefined ? [] : groups(tail);
+  // A dotted IPv4 tail (`64:ff9b::1.2.3.4`) fills two groups; only the first four matter here.
+  const width = (parts: string[]) => parts.reduce((sum, part) => sum + (part.includes('.') ? 2 : 1), 0);
+  const zeros = Array<string>(8 - width(before) - width(after)).fill('0');
+  const prefix = [...before, ...zeros, ...after].slice(0, 4).map((group) => parseInt(group, 16).toString(16));
+  return `${prefix.join(':')}::/64`;
 }

@@ -7,7 +7,7 @@ import { openDatabase, type Sql } from './storage/db.ts';
 import type { Deps } from './http/router.ts';
 import { createServer, type ServerTimeouts } from './http/server.ts';
 import { describeError, type Logger } from './log.ts';
-import { createOutboxWorker, type OutboxOptions } from './mail/outbox.ts';
+import { createOutboxWorker, deleteFinishedMail, finishedMailRetentionMs, type OutboxOptions } from './mail/outbox.ts';
 import { createFileTransport, createSmtpTransport, type MailTransport } from './mail/transport.ts';
 import { loadMigrations, migrate } from './storage/migrations.ts';
 import { createLimiter } from './concurrency.ts';
@@ -18,6 +18,9 @@ import { deleteExpiredNameHolds, deleteExpiredRegistrations } from './accounts/r
 import { deleteStaleQuotas } from './accounts/address-quotas.ts';
 import { createKeyedHashes } from './keyed-hashes.ts';
 import { deleteExpiredCodes } from './accounts/one-time-codes.ts';
+import { deleteStaleResetRequests } from './accounts/reset-requests.ts';
+import { deleteStaleRegistrationRequests } from './accounts/registration-requests.ts';
+import { createRequestResolver } from './accounts/request-resolver.ts';
 import { wrapOutdatedHashes } from './accounts/hash-wrapping.ts';
 import { routes } from './routes/index.ts';
 import { createMetrics } from './metrics.ts';
@@ -26,7 +29,7 @@ import { createSealer } from './sealing.ts';
 import { version } from './version.ts';
 import { createTokenService } from './sessions/tokens.ts';
 import { deleteExpiredSessions } from './sessions/sessions.ts';
-import { deleteOldEvents } from './accounts/security-events.ts';
+import { deleteOldEvents, strangerEventRetentionDays } from './accounts/security-events.ts';
 import { createWebhookWorker, deleteDeliveredWebhooks, type WebhookDeliveryOptions } from './webhooks/delivery.ts';
 import { disabledWebhooks, enabledWebhooks } from './webhooks/events.ts';
 
@@ -88,6 +91,16 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     const transport = options.transport ?? createTransport(config, log);
     const sealer = createSealer(config.tokenSecrets);
     const outbox = createOutboxWorker({ ...options.outbox, sql, transport, sealer, clock, log, from: config.mailFrom, onError: database.noteFailure });
+    const addressRequests = createRequestResolver({
+      sql,
+      sealer,
+      log,
+      resetCodeTtlSeconds: config.resetCodeTtlSeconds,
+      onResolved: outbox.wake,
+      pollMs: options.outbox?.pollMs,
+      wakeJitterMs: options.outbox?.wakeJitterMs,
+      onError: database.noteFailure,
+    });
     const webhookWorker = config.webhook === null ? null : createWebhookWorker({ ...options.webhooks, ...config.webhook, sql, clock, log, onError: database.noteFailure });
     // Hashing is bounded: HASH_CONCURRENCY at once, four times as many waiting for at most 2 s,
     // 503 past that. The queue is short on purpose: at production cost a hash takes ~0.1-0.5 s,
@@ -104,35 +117,40 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       sealer,
       keys: createKeyedHashes(config.tokenSecrets[0]!),
       outbox,
+      addressRequests,
       webhooks: webhookWorker === null ? disabledWebhooks : enabledWebhooks(webhookWorker.wake),
       webhookCounts: () => webhookWorker?.counts() ?? null,
       migrations,
       rateLimiter: config.rateLimit === 0 ? null : createRateLimiter(config.rateLimit),
+      accountRateLimiter: config.accountRateLimit === 0 ? null : createRateLimiter(config.accountRateLimit),
       noteDatabaseFailure: database.noteFailure,
+      databaseUp: database.isUp,
       apiDocument: buildOpenApiDocument(routes, version),
       metrics: createMetrics(),
       passwordLimiter,
       applicationName,
     };
     // Deletes what has expired; every minute, and on demand for tests that move the clock.
+    // Each table that a stranger or a client can grow has its rule here (docs/operations.md, "Retention").
     const sweep = async () => {
       const now = clock();
-      const graceStart = new Date(now.getTime() - expiredRegistrationGraceMs);
-      const spentBefore = new Date(now.getTime() - spentRefreshTokenRetentionMs);
-      const eventsBefore = new Date(now.getTime() - config.eventRetentionDays * 24 * 3600 * 1000);
-      const deliveredBefore = new Date(now.getTime() - deliveredWebhookRetentionMs);
-      const [registrations, codes, throttle, quotas, sessions, events, holds, webhooks] = await Promise.all([
-        deleteExpiredRegistrations(sql, graceStart),
-        deleteExpiredCodes(sql, graceStart),
+      const ago = (ms: number) => new Date(now.getTime() - ms);
+      const dayMs = 24 * 3600 * 1000;
+      const [registrations, codes, throttle, quotas, sessions, events, holds, mail, resetRequests, registrationRequests, webhooks] = await Promise.all([
+        deleteExpiredRegistrations(sql, ago(expiredRegistrationGraceMs)),
+        deleteExpiredCodes(sql, ago(expiredRegistrationGraceMs)),
         deleteStaleThrottleRows(sql, now),
         deleteStaleQuotas(sql, now),
-        deleteExpiredSessions(sql, now, spentBefore),
-        deleteOldEvents(sql, eventsBefore),
+        deleteExpiredSessions(sql, now, ago(spentRefreshTokenRetentionMs)),
+        deleteOldEvents(sql, ago(config.eventRetentionDays * dayMs), ago(Math.min(config.eventRetentionDays, strangerEventRetentionDays) * dayMs)),
         deleteExpiredNameHolds(sql, now),
-        deleteDeliveredWebhooks(sql, deliveredBefore),
+        deleteFinishedMail(sql, ago(finishedMailRetentionMs)),
+        deleteStaleResetRequests(sql, ago(config.resetCodeTtlSeconds * 1000)),
+        deleteStaleRegistrationRequests(sql, now),
+        deleteDeliveredWebhooks(sql, ago(deliveredWebhookRetentionMs)),
       ]);
       await webhookWorker?.refreshCounts();
-      log.debug('sweep done', { registrations, codes, throttle, quotas, ...sessions, events, holds, webhooks });
+      log.debug('sweep done', { registrations, codes, throttle, quotas, ...sessions, events, holds, mail, resetRequests, registrationRequests, webhooks });
     };
     const sweepTimer = setInterval(() => void sweep().catch((error: unknown) => log.warn('sweep failed', describeError(error))), sweepIntervalMs);
     sweepTimer.unref();
@@ -154,6 +172,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     const { port } = server.address() as AddressInfo;
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
     outbox.wake();
+    addressRequests.wakeLater();
     webhookWorker?.wake();
 
     return {
@@ -167,6 +186,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         stopping = true;
         await closeServer(server);
         await wrapping;
+        await addressRequests.stop();
         await outbox.stop();
         await webhookWorker?.stop();
         transport.close();

@@ -74,11 +74,26 @@ export function validateFields<S extends Schema>(body: Record<string, unknown>, 
   return { value: value as Valid<S>, invalid };
 }
 
+/**
+ * A JSON string may hold a lone surrogate ("\ud800"), which is no character at all. Encoded for
+ * hashing it becomes U+FFFD, so that every lone surrogate would be the same password: refused.
+ * With the `u` flag a surrogate pair is one code point, so only a lone half matches.
+ */
+const loneSurrogate = /\p{Surrogate}/u;
+
+/** True when the string is well-formed UTF-16: no lone surrogate. */
+export function isWellFormed(value: string): boolean {
+  return !loneSurrogate.test(value);
+}
+
+export const malformedReason = 'must be well-formed Unicode (no lone surrogate)';
+
 function checkField(body: Record<string, unknown>, name: string, rule: FieldRule): string | null {
   if (!Object.hasOwn(body, name)) return rule.required ? 'is required' : null;
   const value = body[name];
   if (value === null) return rule.nullable ? null : 'must not be null';
   if (typeof value !== 'string') return rule.nullable ? 'must be a string or null' : 'must be a string';
+  if (!isWellFormed(value)) return malformedReason;
   return rule.pattern.test(value) ? null : rule.mismatch;
 }
 

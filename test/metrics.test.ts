@@ -63,14 +63,21 @@ describe('GET /metrics', () => {
 });
 
 describe('GET /metrics without METRICS_TOKEN', () => {
-  it('is public, and leaves out the gauges that move with single accounts', async () => {
-    const app = await startTestService();
+  it('is public, leaves out the gauges that move with single accounts and the latencies, and asks the database nothing', async () => {
+    const statements: string[] = [];
+    const app = await startTestService({ onQuery: (text) => statements.push(text) });
     try {
       await requestCode(app, uniqueUser());
+      // The outbox and request workers poll the same pool: only a scrape's own statements count.
+      const own = () => statements.filter((text) => !/outbox|_requests|^(begin|commit)$/i.test(text.trim()) || /count\(\*\)/.test(text));
+      const before = own().length;
       const response = await app.call('GET', '/metrics');
+      assert.equal(own().length, before, `a public scrape ran: ${own().slice(before).join('; ')}`);
       assert.equal(response.status, 200);
       assert.doesNotMatch(response.text, /^outbox_messages/m, 'mail queued per address would tell which addresses have accounts');
       assert.doesNotMatch(response.text, /^sessions_active/m);
+      assert.doesNotMatch(response.text, /^http_request_duration_seconds/m, 'latency sums would give strangers server-side timings');
+      assert.match(response.text, /^http_requests_total\{method="POST",route="\/acc\/reg\/code",status="204"\} 1$/m);
       assert.match(response.text, /^database_up 1$/m);
     } finally {
       await app.stop();

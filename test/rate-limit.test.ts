@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createRateLimiter } from '../src/rate-limit.ts';
+import { clientNetwork, createRateLimiter } from '../src/rate-limit.ts';
 
 describe('createRateLimiter', () => {
   it('allows `perMinute` at once, then tells how long to wait', () => {
@@ -30,5 +30,35 @@ describe('createRateLimiter', () => {
     fresh.take('c', 0);
     assert.ok(fresh.take('a', 0) > 0, 'a, used recently, is remembered');
     assert.equal(fresh.take('b', 0), 0, 'b, the least recently used, was forgotten');
+  });
+});
+
+describe('clientNetwork', () => {
+  it('counts IPv4 addresses one by one', () => {
+    assert.equal(clientNetwork('203.0.113.7'), '203.0.113.7');
+    assert.notEqual(clientNetwork('203.0.113.7'), clientNetwork('203.0.113.8'));
+  });
+
+  it('counts an IPv4-mapped IPv6 address as its IPv4 address', () => {
+    assert.equal(clientNetwork('::ffff:203.0.113.7'), '203.0.113.7');
+    assert.equal(clientNetwork('::FFFF:203.0.113.7'), '203.0.113.7');
+  });
+
+  it('counts every IPv6 address of one /64 as one, however it is written', () => {
+    const network = '2001:db8:1:2::/64';
+    for (const address of ['2001:db8:1:2::1', '2001:db8:1:2:ffff:ffff:ffff:ffff', '2001:0db8:0001:0002:0:0:0:9', '2001:DB8:1:2:a::b', '2001:db8:1:2::192.0.2.1']) {
+      assert.equal(clientNetwork(address), network, address);
+    }
+    assert.equal(clientNetwork('2001:db8::1'), '2001:db8:0:0::/64');
+    assert.equal(clientNetwork('::1'), '0:0:0:0::/64');
+    assert.equal(clientNetwork('2001:db8:1::'), '2001:db8:1:0::/64');
+  });
+
+  it('keeps neighbouring /64s apart', () => {
+    assert.notEqual(clientNetwork('2001:db8:1:2::1'), clientNetwork('2001:db8:1:3::1'));
+  });
+
+  it('leaves what is not an IP address alone', () => {
+    assert.equal(clientNetwork('unknown'), 'unknown');
   });
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { isPlainObject, patterns, registrationSchema, validateFields } from '../src/validation.ts';
+import { isPlainObject, isWellFormed, passwordChangeSchema, patterns, registrationSchema, resetCodeRequestSchema, validateFields } from '../src/validation.ts';
 
 describe('patterns', () => {
   it('are the spec regexes as written', () => {
@@ -65,5 +65,27 @@ describe('validateFields', () => {
 describe('isPlainObject', () => {
   it('is true only for non-null, non-array objects', () => {
     assert.deepEqual([{}, [], null, 1, 'x'].map(isPlainObject), [true, false, false, false, false]);
+  });
+});
+
+describe('lone surrogates', () => {
+  it('are not well-formed; surrogate pairs are', () => {
+    assert.equal(isWellFormed('\ud800abcdef'), false);
+    assert.equal(isWellFormed('abc\udfffdef'), false);
+    assert.equal(isWellFormed('abcdef\ud83d'), false, 'a high half at the end');
+    assert.equal(isWellFormed('😀abcdef'), true);
+    assert.equal(isWellFormed('\ufffdabcdef'), true, 'U+FFFD itself is a character');
+  });
+
+  it('are refused in a password, a name or an address, naming the field', () => {
+    const reason = 'must be well-formed Unicode (no lone surrogate)';
+    const registration = validateFields({ name: 'ab\ud800', email: 'a\udc00@example.com', pwd: '\ud800abcdef' }, registrationSchema);
+    assert.deepEqual(registration.invalid, [
+      { name: 'name', reason },
+      { name: 'email', reason },
+      { name: 'pwd', reason },
+    ]);
+    assert.deepEqual(validateFields({ old_pwd: 'abcdef\udfff', new_pwd: 'good-password' }, passwordChangeSchema).invalid, [{ name: 'old_pwd', reason }]);
+    assert.deepEqual(validateFields({ email: '\ud800@example.com' }, resetCodeRequestSchema).invalid, [{ name: 'email', reason }]);
   });
 });

@@ -1,5 +1,5 @@
 import type { Transaction } from '../storage/db.ts';
-import { attemptNoticeIntervalMs } from './registrations.ts';
+import { attemptNoticeIntervalMs } from './registration-requests.ts';
 
 /** The caller's account as its e-mail change request reads it, locked. */
 export type LockedAccount = { id: string; name: string; email: string };

@@ -5,11 +5,10 @@ export type ResetAccount = { id: string; publicId: string; name: string; email: 
 
 /**
  * Issues a reset code to the active account with this address, if there is one, and queues
- * the sealed message to the address stored for it. It is one statement that runs the same
- * whether or not the address has an account: the answer and the work must not tell the two
- * apart, so the account's presence only changes how many rows the statement writes. (The
- * same inserts as storeCode in one-time-codes.ts, recordEvent in security-events.ts and
- * enqueueMail in mail/outbox.ts.)
+ * the sealed message to the address stored for it. The reset-request worker calls it
+ * (reset-requests.ts), never the request itself: how many rows it writes tells whether the
+ * address has an account. (The same inserts as storeCode in one-time-codes.ts, recordEvent in
+ * security-events.ts and enqueueMail in mail/outbox.ts, in one statement.)
  */
 export async function issueResetCode(tx: Transaction, email: string, codeHash: Buffer, expiresAt: Date, mail: SealedMail, clientAddress: string, now: Date): Promise<void> {
   await tx`

@@ -1,11 +1,5 @@
 import type { Sql, Transaction } from '../storage/db.ts';
 
-/**
- * At most one "someone tried to use your address" notice per account or registration in this
- * time (registration attempts and e-mail changes alike), so nobody can flood its mailbox.
- */
-export const attemptNoticeIntervalMs = 60 * 60 * 1000;
-
 export type NewRegistration = { name: string; email: string; phone: string | null; passwordHash: string; expiresAt: Date };
 
 /**
@@ -71,13 +65,17 @@ export async function recordAttemptNotice(tx: Transaction, id: string, now: Date
   await tx`UPDATE accounts SET attempt_notified_at = ${now} WHERE id = ${id}`;
 }
 
-/** Inserts a pending registration and returns its id; a name held by any other row fails on `accounts_name_key`. */
-export async function insertRegistration(tx: Transaction, registration: NewRegistration): Promise<string> {
+/**
+ * Inserts a pending registration and returns its id; null, inserting nothing, when another row
+ * has the name or the address (the unique indexes decide, never a check before the insert).
+ */
+export async function insertRegistration(tx: Transaction, registration: NewRegistration): Promise<string | null> {
   const [row] = await tx`
     INSERT INTO accounts (name, email, phone, password_hash, expires_at)
     VALUES (${registration.name}, ${registration.email}, ${registration.phone}, ${registration.passwordHash}, ${registration.expiresAt})
+    ON CONFLICT DO NOTHING
     RETURNING id`;
-  return row!.id as string;
+  return (row?.id as string | undefined) ?? null;
 }
 
 /** Deletes registrations that expired before `before`, with their codes; returns how many. */

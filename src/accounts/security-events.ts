@@ -11,6 +11,8 @@ export type EventType =
   | 'signed-out-everywhere'
   | 'refresh-retried'
   | 'refresh-token-reused'
+  /** A sign-in beyond SESSIONS_PER_ACCOUNT ended the least recently used session. */
+  | 'session-evicted'
   | 'email-change-requested'
   | 'email-changed';
 
@@ -19,10 +21,12 @@ export type SecurityEvent = { type: EventType; occurredAt: Date; clientAddress: 
 /** How many events GET /acc/me/events shows. */
 export const shownEvents = 50;
 /**
- * How many of them may be failed sign-ins. Anyone can fail to sign in to any account, so without
- * a cap a stranger's guesses would push everything else out of the owner's view.
+ * Kinds of event that anyone can cause on any account: a failed sign-in needs only the name,
+ * a reset request only the address. Together they fill at most `shownStrangerEvents` of the
+ * view, so that a stranger's requests never push the owner's own events out of it.
  */
-export const shownFailures = 10;
+export const strangerKinds: readonly EventType[] = ['sign-in-failed', 'reset-requested'];
+export const shownStrangerEvents = 10;
 
 /**
  * Records an event of the account, in the caller's transaction when there is one. With
@@ -35,20 +39,28 @@ export async function recordEvent(sql: Sql | Transaction, accountId: string | nu
     SELECT id, ${type}, ${now}, ${clientAddress.slice(0, 64)}, ${sessionId} FROM accounts WHERE id = ${accountId}`;
 }
 
-/** The account's latest events, newest first, of which at most `shownFailures` failed sign-ins. */
+/** The account's latest events, newest first, of which at most `shownStrangerEvents` of the strangers' kinds. */
 export async function listEvents(sql: Sql, accountId: string): Promise<SecurityEvent[]> {
   return sql<SecurityEvent[]>`
     SELECT type, occurred_at AS "occurredAt", client_address AS "clientAddress", session_id AS "sessionId"
     FROM (
-      (SELECT * FROM security_events WHERE account_id = ${accountId} AND type <> 'sign-in-failed' ORDER BY occurred_at DESC, id DESC LIMIT ${shownEvents})
+      (SELECT * FROM security_events WHERE account_id = ${accountId} AND type <> ALL(${strangerKinds as EventType[]}) ORDER BY occurred_at DESC, id DESC LIMIT ${shownEvents})
       UNION ALL
-      (SELECT * FROM security_events WHERE account_id = ${accountId} AND type = 'sign-in-failed' ORDER BY occurred_at DESC, id DESC LIMIT ${shownFailures})
+      (SELECT * FROM security_events WHERE account_id = ${accountId} AND type = ANY(${strangerKinds as EventType[]}) ORDER BY occurred_at DESC, id DESC LIMIT ${shownStrangerEvents})
     ) AS latest
     ORDER BY occurred_at DESC, id DESC LIMIT ${shownEvents}`;
 }
 
-/** Deletes events that happened before `before`; returns how many. */
-export async function deleteOldEvents(sql: Sql, before: Date): Promise<number> {
-  const rows = await sql`DELETE FROM security_events WHERE occurred_at < ${before}`;
-  return rows.count;
+/**
+ * How long the strangers' kinds are kept, unless EVENT_RETENTION_DAYS is shorter. Anyone can
+ * make them, as fast as the sign-in throttle and the reset quota allow, and the view shows only
+ * the latest few: a week bounds what a stranger can make the table hold for one account.
+ */
+export const strangerEventRetentionDays = 7;
+
+/** Deletes events that happened before `before`, and the strangers' kinds before `strangersBefore`; returns how many. */
+export async function deleteOldEvents(sql: Sql, before: Date, strangersBefore: Date): Promise<number> {
+  const old = await sql`DELETE FROM security_events WHERE occurred_at < ${before}`;
+  const strangers = await sql`DELETE FROM security_events WHERE type IN ('sign-in-failed', 'reset-requested') AND occurred_at < ${strangersBefore}`;
+  return old.count + strangers.count;
 }

@@ -36,6 +36,15 @@ export function invalidToken(): HttpError {
   });
 }
 
+/**
+ * Takes one request from the account's allowance (ACCOUNT_RATE_LIMIT a minute, per instance):
+ * 0 to go on, else the seconds to wait. Sign-ins, refreshes and session listings count, each
+ * only once the caller has shown it may act for the account, so that strangers cannot spend it.
+ */
+export function takeAccountAllowance(deps: Deps, accountId: string): number {
+  return deps.accountRateLimiter?.take(accountId, Date.now()) ?? 0;
+}
+
 /** The client a request came from, as the use cases record it. */
 export function clientOf(ctx: RequestContext): Client {
   return { address: ctx.clientAddress, userAgent: ctx.req.headers['user-agent'] ?? '' };

@@ -26,6 +26,7 @@ export const problems = {
   dailyLimit: { status: 429, slug: 'daily-limit', title: 'Too many codes were requested for this address today' },
   rateLimited: { status: 429, slug: 'rate-limited', title: 'Too many requests from this address' },
   throttled: { status: 429, slug: 'throttled', title: 'Too many failed password attempts' },
+  accountRateLimited: { status: 429, slug: 'account-rate-limited', title: 'Too many sign-ins, refreshes or session listings for this account' },
   unavailable: { status: 503, slug: 'unavailable', title: 'The service is temporarily unavailable' },
   overloaded: { status: 503, slug: 'overloaded', title: 'The service is overloaded' },
   internal: { status: 500, slug: 'internal', title: 'Internal server error' },
@@ -124,6 +125,11 @@ const problemStarts = new Map<Problem, string>(
 /** 429 for a key whose failed password checks must now wait `seconds`. */
 export function throttled(seconds: number): HttpError {
   return new HttpError(problems.throttled, { detail: `Try again in ${formatCount(seconds, 'second')}.`, headers: { 'Retry-After': String(seconds) } });
+}
+
+/** 429 for an account past ACCOUNT_RATE_LIMIT. */
+export function accountRateLimited(seconds: number): HttpError {
+  return new HttpError(problems.accountRateLimited, { detail: `Try again in ${formatCount(seconds, 'second')}.`, headers: { 'Retry-After': String(seconds) } });
 }
 
 /** 429 for an address that asked for a code too recently or too often (address-quotas.ts). */

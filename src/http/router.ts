@@ -9,11 +9,17 @@ import type { WebhookCounts } from '../webhooks/delivery.ts';
 /** Everything a handler may use, handed in so that tests can supply their own clock or database. */
 export type Deps = UseCaseDeps & {
   tokens: TokenService;
+  /** The worker that resolves recorded registration and reset requests (request-resolver.ts). */
+  addressRequests: { wakeLater(): void };
   /** Webhook events by state as last counted (by the worker or the sweep); null when off. */
   webhookCounts(): WebhookCounts | null;
   migrations: Migration[];
   /** Null when RATE_LIMIT is 0. */
   rateLimiter: RateLimiter | null;
+  /** Per account (its row id): sign-ins, refreshes and session listings. Null when ACCOUNT_RATE_LIMIT is 0. */
+  accountRateLimiter: RateLimiter | null;
+  /** False while the pool knows the database is away (db.ts); asks nothing of the database. */
+  databaseUp(): boolean;
   /** Told of every database error, so that a broken pool can replace itself. */
   noteDatabaseFailure(error: unknown): void;
   /** The OpenAPI document, made once at start-up. */

@@ -6,6 +6,7 @@ import { OverloadedError } from '../concurrency.ts';
 import { isDatabaseUnavailable } from '../storage/db.ts';
 import { describeError } from '../log.ts';
 import { clientAddress } from './client-address.ts';
+import { clientNetwork } from '../rate-limit.ts';
 import { corsHeaders, preflightReply } from './cors.ts';
 import { HttpError, OAuthError, problemJson, problems } from './errors.ts';
 import { createRouter, type Deps, type Reply, type Route, type Router } from './router.ts';
@@ -64,7 +65,7 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, deps: De
     }
     route = match.route;
     if (route.rateLimited === true && deps.rateLimiter !== null) {
-      const wait = deps.rateLimiter.take(address, Date.now());
+      const wait = deps.rateLimiter.take(clientNetwork(address), Date.now());
       if (wait > 0) throw new HttpError(problems.rateLimited, { headers: { 'Retry-After': String(wait) } });
     }
     reply = await route.handler({ req, requestId, clientAddress: address, params: match.params }, deps);

@@ -136,9 +136,10 @@ async function deliverNext(options: OutboxOptions): Promise<boolean> {
       log.info('outbox message sent', { id: row.id, kind: row.kind, attempts });
       return true;
     }
-    // The content is erased once sent: a registration code must not outlive its delivery.
+    // The content is erased once sent: a registration code must not outlive its delivery. So is
+    // the address: sent mail keeps no trace of whom it went to (the sweep deletes the row later).
     await tx`
-      UPDATE outbox SET state = 'sent', attempts = ${attempts}, sealed_content = NULL, last_error = NULL, sent_at = ${clock()}
+      UPDATE outbox SET state = 'sent', attempts = ${attempts}, sealed_content = NULL, recipient = NULL, last_error = NULL, sent_at = ${clock()}
       WHERE id = ${row.id}`;
     log.info('outbox message sent', { id: row.id, kind: row.kind, attempts });
     return true;
@@ -154,6 +155,15 @@ export function backoffMs(attempts: number, options: Pick<OutboxOptions, 'backof
   const base = options.backoffBaseMs ?? 5_000;
   const cap = options.backoffCapMs ?? 3_600_000;
   return Math.min(cap, base * 2 ** (attempts - 1));
+}
+
+/** How long a sent or failed message stays, counted from when it was queued: an operator's week to look into a failure. */
+export const finishedMailRetentionMs = 7 * 24 * 3600 * 1000;
+
+/** Deletes sent and failed messages queued before `before`; returns how many. Pending ones stay until they finish. */
+export async function deleteFinishedMail(sql: Sql, before: Date): Promise<number> {
+  const rows = await sql`DELETE FROM outbox WHERE state <> 'pending' AND created_at < ${before}`;
+  return rows.count;
 }
 
 function errorSummary(error: unknown): string {

@@ -113,7 +113,7 @@ export const routes: readonly Route[] = [
     method: 'GET',
     path: '/acc/me/sessions',
     handler: getSessions,
-    doc: { summary: "List the account's live sessions", auth: true, success: { status: 200, schema: 'Sessions' }, errors: [401, 500, 503] },
+    doc: { summary: "List the account's live sessions", auth: true, success: { status: 200, schema: 'Sessions' }, errors: [401, 429, 500, 503] },
   },
   {
     method: 'DELETE',

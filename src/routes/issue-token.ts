@@ -1,6 +1,6 @@
-import { OAuthError } from '../http/errors.ts';
-import { throttled } from '../http/errors.ts';
-import { clientOf } from '../http/auth.ts';
+import { accountRateLimited, OAuthError, throttled } from '../http/errors.ts';
+import { clientOf, takeAccountAllowance } from '../http/auth.ts';
+import { findSessionOwner } from '../sessions/sessions.ts';
 import { readOAuthParameters, stringParameter } from '../http/oauth.ts';
 import type { Deps, Handler, Reply, RequestContext } from '../http/router.ts';
 import { refreshSession } from '../use-cases/refresh-session.ts';
@@ -33,14 +33,23 @@ async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<str
   // it apart, or carry a NUL that PostgreSQL refuses: it is refused here, the same for everyone.
   if (!printableAscii.test(username)) throw new OAuthError('invalid_request', 'username must be printable ASCII without spaces.');
   const password = stringParameter(params, 'password', maxPasswordLength);
-  const result = await signIn(deps, username, password, clientOf(ctx));
+  const result = await signIn(deps, username, password, clientOf(ctx), (accountId) => takeAccountAllowance(deps, accountId));
   if (result.outcome === 'throttled') throw throttled(result.retryAfterSeconds);
+  if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
   if (result.outcome === 'refused') throw new OAuthError('invalid_grant', 'The username or password is incorrect.');
   return tokenReply(deps, result.accountPublicId, result.sessionId, result.refreshToken);
 }
 
 async function refreshGrant(ctx: RequestContext, deps: Deps, params: Record<string, unknown>): Promise<Reply> {
   const presented = stringParameter(params, 'refresh_token', maxRefreshTokenLength);
+  // Counted before the rotation writes anything: each leaves a spent token behind for a day, so
+  // the account's allowance is what bounds how many a client's refresh loop makes the database
+  // hold. Finding the account costs one more round trip, only while the limit is on.
+  if (deps.accountRateLimiter !== null) {
+    const owner = await findSessionOwner(deps.sql, { refreshToken: presented });
+    const wait = owner === null ? 0 : takeAccountAllowance(deps, owner.accountId);
+    if (wait > 0) throw accountRateLimited(wait);
+  }
   const result = await refreshSession(deps, presented, clientOf(ctx));
   if (result.outcome === 'refused') throw new OAuthError('invalid_grant', 'The refresh token is invalid, expired, revoked or already used.');
   return tokenReply(deps, result.accountPublicId, result.sessionId, result.refreshToken);

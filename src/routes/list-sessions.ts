@@ -1,4 +1,5 @@
-import { authenticate } from '../http/auth.ts';
+import { authenticate, takeAccountAllowance } from '../http/auth.ts';
+import { accountRateLimited } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
 import { isoUtc } from '../mail/messages.ts';
 import { listSessions } from '../sessions/sessions.ts';
@@ -6,7 +7,9 @@ import { listSessions } from '../sessions/sessions.ts';
 /** GET /acc/me/sessions: where the account is signed in, the caller's own session marked. */
 export const getSessions: Handler = async (ctx, deps) => {
   const { account, sessionId } = await authenticate(ctx, deps);
-  const sessions = await listSessions(deps.sql, account.id, deps.clock());
+  const wait = takeAccountAllowance(deps, account.id);
+  if (wait > 0) throw accountRateLimited(wait);
+  const sessions = await listSessions(deps.sql, account.id, deps.clock(), deps.config.sessionsPerAccount);
   return {
     status: 200,
     body: {

@@ -1,16 +1,19 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { HttpError, problems } from '../http/errors.ts';
-import type { Handler } from '../http/router.ts';
+import type { Handler, Reply } from '../http/router.ts';
 import type { Gauge } from '../metrics.ts';
 import { countLiveSessions } from '../sessions/sessions.ts';
 
 /**
- * GET /metrics: Prometheus text format. The database gauges are read at scrape time; when the
- * database does not answer they are left out and `database_up` is 0, so a scrape never fails.
+ * GET /metrics: Prometheus text format.
  *
- * Gauges that move with what happens to single accounts (mail queued, sessions started) would
- * tell a stranger who watches them whether an address has an account. They are shown only to a
- * scraper that presents METRICS_TOKEN; without it configured, /metrics is public and leaves them out.
+ * Without METRICS_TOKEN, /metrics is public, and a public scrape shows only what tells a
+ * stranger nothing about single accounts and costs nothing per scrape: request counts, event
+ * counters, the hashing queue, memory, and whether the pool sees the database up (no query).
+ * Left out: gauges that move with single accounts (mail queued, sessions started), and the
+ * latency histograms, whose sums give a stranger server-side timings without network jitter,
+ * averaged over as many requests as it likes (security.md, "Metrics"). They, and the database
+ * gauges read at scrape time, are shown only to a scraper that presents METRICS_TOKEN.
  */
 export const getMetrics: Handler = async (ctx, deps) => {
   const detailed = deps.config.metricsToken !== null;
@@ -23,10 +26,16 @@ export const getMetrics: Handler = async (ctx, deps) => {
     { name: 'password_hash_queued', help: 'scrypt computations waiting for a slot.', samples: [{ value: hashing.queued }] },
     { name: 'rate_limit_tracked_addresses', help: 'Client addresses the rate limiter remembers.', samples: [{ value: deps.rateLimiter?.size() ?? 0 }] },
     { name: 'process_resident_memory_bytes', help: 'Resident memory of this process.', samples: [{ value: process.memoryUsage.rss() }] },
+    { name: 'database_pool_max', help: 'Most database connections this instance opens.', samples: [{ value: deps.sql.options.max }] },
   ];
+  const databaseUp = (up: boolean): Gauge => ({ name: 'database_up', help: '1 when the database answers (a public scrape: as the pool last saw it).', samples: [{ value: up ? 1 : 0 }] });
+  if (!detailed) {
+    gauges.push(databaseUp(deps.databaseUp()));
+    return reply(deps.metrics.render(gauges, { latencies: false }));
+  }
   // Counted by the webhook worker and the sweep, never by a scrape: no query per request.
   const webhooks = deps.webhookCounts();
-  if (detailed && webhooks !== null) {
+  if (webhooks !== null) {
     const samples = (['pending', 'delivered', 'failed'] as const).map((state) => ({ labels: { state }, value: webhooks[state] }));
     gauges.push({ name: 'webhook_events', help: 'Webhook events by state, as last counted (all instances).', samples });
   }
@@ -36,23 +45,22 @@ export const getMetrics: Handler = async (ctx, deps) => {
       SELECT coalesce(state, 'unknown') AS state, count(*)::int AS n FROM pg_stat_activity
       WHERE application_name = ${deps.applicationName} GROUP BY 1`;
     const counts = (rows: typeof outbox, names: string[]) => names.map((name) => ({ labels: { state: name }, value: rows.find((row) => row.state === name)?.n ?? 0 }));
-    if (detailed) {
-      gauges.push(
-        { name: 'outbox_messages', help: 'E-mail messages in the outbox, by state.', samples: counts(outbox, ['pending', 'sent', 'failed']) },
-        { name: 'sessions_active', help: 'Live sessions of every account (all instances).', samples: [{ value: await countLiveSessions(deps.sql, deps.clock()) }] },
-        // By state, it shows the outbox worker's transaction while a message is being sent.
-        { name: 'database_pool_connections', help: "This instance's database connections, by state (the scrape's own is active).", samples: counts(connections, ['active', 'idle', 'idle in transaction']) },
-      );
-    }
     gauges.push(
-      { name: 'database_pool_max', help: 'Most database connections this instance opens.', samples: [{ value: deps.sql.options.max }] },
-      { name: 'database_up', help: '1 when the database answered this scrape.', samples: [{ value: 1 }] },
+      { name: 'outbox_messages', help: 'E-mail messages in the outbox, by state.', samples: counts(outbox, ['pending', 'sent', 'failed']) },
+      { name: 'sessions_active', help: 'Live sessions of every account (all instances).', samples: [{ value: await countLiveSessions(deps.sql, deps.clock()) }] },
+      // By state, it shows the outbox worker's transaction while a message is being sent.
+      { name: 'database_pool_connections', help: "This instance's database connections, by state (the scrape's own is active).", samples: counts(connections, ['active', 'idle', 'idle in transaction']) },
+      databaseUp(true),
     );
   } catch {
-    gauges.push({ name: 'database_up', help: '1 when the database answered this scrape.', samples: [{ value: 0 }] });
+    gauges.push(databaseUp(false));
   }
-  return { status: 200, body: deps.metrics.render(gauges), headers: { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8' } };
+  return reply(deps.metrics.render(gauges, { latencies: true }));
 };
+
+function reply(body: string): Reply {
+  return { status: 200, body, headers: { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8' } };
+}
 
 /** Compared as SHA-256 digests in constant time, so that neither length nor content leaks by timing. */
 function presentsToken(header: string | undefined, token: string): boolean {

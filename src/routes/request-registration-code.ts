@@ -1,12 +1,9 @@
 import { reserveAddressRequest } from '../accounts/address-quotas.ts';
-import { isUniqueViolation } from '../storage/db.ts';
+import { recordRegistrationRequest } from '../accounts/registration-requests.ts';
+import { claimName } from '../accounts/registrations.ts';
 import { readJsonObject } from '../http/body.ts';
 import { HttpError, invalidFields, problems, quotaRefused } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
-import { registrationAttemptMail, registrationCodeMail } from '../mail/messages.ts';
-import { enqueueMail } from '../mail/outbox.ts';
-import { generateCode, hashCode, storeCode } from '../accounts/one-time-codes.ts';
-import { attemptNoticeIntervalMs, claimName, insertRegistration, lockAddressHolder, recordAttemptNotice, releaseExpiredHolders } from '../accounts/registrations.ts';
 import { registrationSchema, validateFields } from '../validation.ts';
 
 /**
@@ -15,7 +12,9 @@ import { registrationSchema, validateFields } from '../validation.ts';
  * Whatever the address holds (nothing, a pending registration, an account), the same checks
  * run in the same order and the caller gets the same answer: 400, then 409 for a taken name
  * (and the name is held for this address on every path), then 429 from the address's quota,
- * then 204. Only the mailbox learns which case it was.
+ * then 204. The request then only records that it was asked, the same row for every address;
+ * a worker resolves it moments later (registration-requests.ts). Only the mailbox learns
+ * which case it was.
  */
 export const requestRegistrationCode: Handler = async (ctx, deps) => {
   const { value, invalid } = validateFields(await readJsonObject(ctx.req), registrationSchema);
@@ -26,39 +25,15 @@ export const requestRegistrationCode: Handler = async (ctx, deps) => {
   // costs the same work (account-enumeration safety), though only a new registration keeps it.
   // In the bulk lane: a flood of registrations must not starve sign-ins of hashing slots.
   const passwordHash = await deps.passwords.hash(pwd, 'bulk');
-  const code = generateCode();
   const now = deps.clock();
   const expiresAt = new Date(now.getTime() + deps.config.regCodeTtlSeconds * 1000);
-  try {
-    await deps.sql.begin(async (tx) => {
-      await releaseExpiredHolders(tx, name, email, now);
-      if (!(await claimName(tx, name, email, expiresAt, now))) throw new HttpError(problems.nameTaken);
-      const refusal = await reserveAddressRequest(tx, 'registration', deps.keys.address(email), now);
-      if (refusal !== null) throw quotaRefused(refusal);
-
-      const holder = await lockAddressHolder(tx, email);
-      if (holder === null) {
-        const id = await insertRegistration(tx, { name, email, phone, passwordHash, expiresAt });
-        await storeCode(tx, 'registration', id, hashCode(code), expiresAt, now);
-        await enqueueMail(tx, registrationCodeMail(email, name, code, expiresAt, now), deps.sealer, now);
-      } else if (!holder.active) {
-        // A repeat never changes the pending registration: its name, password, phone and expiry
-        // stay those of the first request, so that nobody who knows the address can change what
-        // the owner's code activates. Only a new code is sent, and older ones stop working.
-        await storeCode(tx, 'registration', holder.id, hashCode(code), holder.expiresAt, now);
-        await enqueueMail(tx, registrationCodeMail(holder.email, holder.name, code, holder.expiresAt, now, true), deps.sealer, now);
-      } else if (now.getTime() - (holder.attemptNotifiedAt?.getTime() ?? -Infinity) >= attemptNoticeIntervalMs) {
-        // Nothing is stored; the owner is told, at the address stored for the account.
-        await recordAttemptNotice(tx, holder.id, now);
-        await enqueueMail(tx, registrationAttemptMail(holder.email, holder.name), deps.sealer, now);
-      }
-    });
-  } catch (error) {
-    // A concurrent request took the name between the check and the insert.
-    if (isUniqueViolation(error, 'accounts_name_key')) throw new HttpError(problems.nameTaken);
-    throw error;
-  }
-  // Not at once: see wakeLater, the sending must not be timed from this request.
-  deps.outbox.wakeLater();
+  await deps.sql.begin(async (tx) => {
+    if (!(await claimName(tx, name, email, expiresAt, now))) throw new HttpError(problems.nameTaken);
+    const refusal = await reserveAddressRequest(tx, 'registration', deps.keys.address(email), now);
+    if (refusal !== null) throw quotaRefused(refusal);
+    await recordRegistrationRequest(tx, { name, email, phone, passwordHash, expiresAt }, now);
+  });
+  // Not at once: the resolution must not be timed from this request (see wakeLater).
+  deps.addressRequests.wakeLater();
   return { status: 204 };
 };

@@ -1,31 +1,26 @@
 import { reserveAddressRequest } from '../accounts/address-quotas.ts';
+import { recordResetRequest } from '../accounts/reset-requests.ts';
 import { readJsonObject } from '../http/body.ts';
 import { invalidFields, quotaRefused } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
-import { resetCodeMail } from '../mail/messages.ts';
-import { sealMail } from '../mail/outbox.ts';
-import { generateCode, hashCode } from '../accounts/one-time-codes.ts';
-import { issueResetCode } from '../accounts/password-resets.ts';
 import { resetCodeRequestSchema, validateFields } from '../validation.ts';
 
 /**
  * POST /acc/pwd/code: e-mail a reset code to the account with this address. The answer is 204
- * whether or not the address has an account, after the same quota and the same statements.
+ * whether or not the address has an account, and the request writes the same rows for every
+ * address: its quota, and a record that it was asked. A worker issues the code moments later
+ * (reset-requests.ts, request-resolver.ts), so that nothing this request does depends on what the address holds.
  */
 export const requestResetCode: Handler = async (ctx, deps) => {
   const { value, invalid } = validateFields(await readJsonObject(ctx.req), resetCodeRequestSchema);
   if (invalid.length > 0) throw invalidFields(invalid);
   const now = deps.clock();
-  const code = generateCode();
-  const expiresAt = new Date(now.getTime() + deps.config.resetCodeTtlSeconds * 1000);
-  // Sealed before the address is looked up: the work is the same whether a message is sent or not.
-  const mail = sealMail(resetCodeMail(code, expiresAt, now, ctx.clientAddress), deps.sealer);
   await deps.sql.begin(async (tx) => {
     const refusal = await reserveAddressRequest(tx, 'reset', deps.keys.address(value.email), now);
     if (refusal !== null) throw quotaRefused(refusal);
-    await issueResetCode(tx, value.email, hashCode(code), expiresAt, mail, ctx.clientAddress, now);
+    await recordResetRequest(tx, value.email, ctx.clientAddress, now);
   });
-  // Not at once: see wakeLater, the sending must not be timed from this request.
-  deps.outbox.wakeLater();
+  // Not at once: the resolution must not be timed from this request (see wakeLater).
+  deps.addressRequests.wakeLater();
   return { status: 204 };
 };

@@ -38,8 +38,14 @@ export function hashRefreshToken(token: string): Buffer {
  * `upgradedHash`, the same password's hash at the current cost replaces the checked one.
  * Null when the account no longer holds that password. The session lives `ttlSeconds`, however
  * often it is refreshed.
+ *
+ * An account holds at most `maxSessions` live sessions: beyond that, the least recently used end
+ * in the same statement, each with a `session-evicted` event (steps 2 and 5), so that sign-ins in
+ * a loop cannot grow the table or the session list without bound, at no extra round trip. The
+ * statement counts the sessions of its own snapshot: sign-ins that queued on the account row at
+ * the same moment may each leave one more, and the next sign-in trims the account back to the cap.
  */
-export async function startSession(sql: Sql, accountId: string, checkedHash: string, upgradedHash: string | null, client: Client, now: Date, ttlSeconds: number): Promise<SessionTokens | null> {
+export async function startSession(sql: Sql, accountId: string, checkedHash: string, upgradedHash: string | null, client: Client, now: Date, ttlSeconds: number, maxSessions: number): Promise<SessionTokens | null> {
   const sessionId = randomUUID();
   const refreshToken = generateRefreshToken();
   const expiresAt = new Date(now.getTime() + ttlSeconds * 1000);
@@ -48,6 +54,16 @@ export async function startSession(sql: Sql, accountId: string, checkedHash: str
       SELECT id FROM accounts WHERE id = ${accountId} AND password_hash = ${checkedHash} AND activated_at IS NOT NULL FOR NO KEY UPDATE
     ), upgraded AS (
       UPDATE accounts SET password_hash = ${upgradedHash}::text WHERE id = (SELECT id FROM account) AND ${upgradedHash}::text IS NOT NULL
+    ), evicted AS (
+      -- The new session is not among those counted (one snapshot): maxSessions - 1 stay besides it.
+      DELETE FROM sessions WHERE id IN (
+        SELECT id FROM sessions WHERE account_id = (SELECT id FROM account) AND expires_at > ${now}
+        ORDER BY last_used_at DESC, created_at DESC OFFSET ${maxSessions - 1}
+      )
+      RETURNING id
+    ), evicted_events AS (
+      INSERT INTO security_events (account_id, type, occurred_at, client_address, session_id)
+      SELECT ${accountId}, 'session-evicted', ${now}, ${client.address.slice(0, 64)}, id FROM evicted
     ), session AS (
       INSERT INTO sessions (id, account_id, created_at, last_used_at, expires_at, client_address, user_agent)
       SELECT ${sessionId}, id, ${now}, ${now}, ${expiresAt}, ${client.address.slice(0, 64)}, ${client.userAgent.slice(0, maxUserAgentLength)} FROM account
@@ -93,12 +109,16 @@ export async function findSessionAccount(sql: Sql, accountPublicId: string, sess
   return row ?? null;
 }
 
-/** The account's live sessions, the most recently used first. */
-export async function listSessions(sql: Sql, accountId: string, now: Date): Promise<Session[]> {
+/**
+ * The account's live sessions, the most recently used first, at most `limit` of them. Sign-ins
+ * keep an account within the cap; the limit bounds the answer also while an account still holds
+ * more than a lowered SESSIONS_PER_ACCOUNT allows (until its next sign-in).
+ */
+export async function listSessions(sql: Sql, accountId: string, now: Date, limit: number): Promise<Session[]> {
   return sql<Session[]>`
     SELECT id, created_at AS "createdAt", last_used_at AS "lastUsedAt", client_address AS "clientAddress", user_agent AS "userAgent"
     FROM sessions WHERE account_id = ${accountId} AND expires_at > ${now}
-    ORDER BY last_used_at DESC, created_at DESC`;
+    ORDER BY last_used_at DESC, created_at DESC LIMIT ${limit}`;
 }
 
 /**

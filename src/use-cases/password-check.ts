@@ -1,5 +1,6 @@
 import type { Account } from '../accounts/accounts.ts';
 import { reserveAttempt, settleSuccess } from '../accounts/login-throttle.ts';
+import { clientNetwork } from '../rate-limit.ts';
 import type { Sql } from '../storage/db.ts';
 import type { UseCaseDeps } from './transaction.ts';
 
@@ -7,14 +8,14 @@ export type PasswordCheck = { outcome: 'valid' } | { outcome: 'wrong' } | { outc
 
 /**
  * The sign-in policy: checks a password under the throttle (login-throttle.ts) of `identifier`
- * as typed and the client's address. What counts as a failure: a check that was made and
+ * as typed and the client's network (an IPv6 address by its /64, rate-limit.ts). What counts as a failure: a check that was made and
  * failed. The reservation is made inside the hashing slot (PasswordHasher.verify's `admit`), so
  * an overloaded service (503) charges nobody's throttle or budget, and a throttled guess costs
  * no scrypt work and learns nothing. `stored` null (no account) does the same work and fails.
  * The throttle never looks at the account, so it acts alike for names that exist and not.
  */
 export async function checkPassword(deps: UseCaseDeps, identifier: string, clientAddress: string, password: string, stored: string | null): Promise<PasswordCheck> {
-  const keys = { identifier: deps.keys.loginIdentifier(identifier), client: deps.keys.client(clientAddress) };
+  const keys = { identifier: deps.keys.loginIdentifier(identifier), client: deps.keys.client(clientNetwork(clientAddress)) };
   const perHour = deps.config.loginFailuresPerHour;
   let wait = 0;
   const valid = await deps.passwords.verify(password, stored, async () => (wait = await reserveAttempt(deps.sql, keys, perHour, deps.clock())) === 0);

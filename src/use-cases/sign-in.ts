@@ -7,16 +7,19 @@ export type SignIn =
   | { outcome: 'signed-in'; accountPublicId: string; sessionId: string; refreshToken: string }
   /** Unknown name, wrong password, or the password changed while it was checked: one answer for all. */
   | { outcome: 'refused' }
-  | { outcome: 'throttled'; retryAfterSeconds: number };
+  | { outcome: 'throttled'; retryAfterSeconds: number }
+  /** The password was right, but the account is past its rate limit (`admit`): no session started. */
+  | { outcome: 'limited'; retryAfterSeconds: number };
 
 /**
  * Password sign-in: starts a session. An unknown name and a wrong password take the same
  * statements and the same scrypt work, and end in the same outcome, so that neither timing nor
  * answer tells which names exist. The session starts in one statement (startSession) that
  * holds the account row, so that it cannot start after a change, reset or deletion that the
- * password check did not see.
+ * password check did not see. `admit` takes one sign-in from the account's allowance (0 to go
+ * on, else the seconds to wait).
  */
-export async function signIn(deps: UseCaseDeps, username: string, password: string, client: Client): Promise<SignIn> {
+export async function signIn(deps: UseCaseDeps, username: string, password: string, client: Client, admit: (accountId: string) => number = () => 0): Promise<SignIn> {
   const account = await findAccountByLogin(deps.sql, username);
   const check = await checkPassword(deps, username, client.address, password, account?.passwordHash ?? null);
   if (check.outcome === 'throttled') return check;
@@ -24,9 +27,12 @@ export async function signIn(deps: UseCaseDeps, username: string, password: stri
     await recordWrongPassword(deps.sql, account?.id ?? null, client.address, null, deps.clock());
     return { outcome: 'refused' };
   }
+  // Counted only once the password is right, so that strangers cannot spend the owner's allowance.
+  const wait = admit(account.id);
+  if (wait > 0) return { outcome: 'limited', retryAfterSeconds: wait };
   const upgraded = deps.passwords.needsRehash(account.passwordHash) ? await deps.passwords.hash(password) : null;
   const now = deps.clock();
-  const started = await retryOnce(() => startSession(deps.sql, account.id, account.passwordHash, upgraded, client, now, deps.config.refreshTtlSeconds));
+  const started = await retryOnce(() => startSession(deps.sql, account.id, account.passwordHash, upgraded, client, now, deps.config.refreshTtlSeconds, deps.config.sessionsPerAccount));
   if (started === null) return { outcome: 'refused' };
   return { outcome: 'signed-in', accountPublicId: account.publicId, ...started };
 }

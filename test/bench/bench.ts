@@ -109,7 +109,7 @@ export async function openBench(argv: string[]): Promise<Bench> {
       // The compiled build, as production runs it (npm run bench builds first).
       const child = spawn(process.execPath, ['dist/main.js'], {
         cwd: root,
-        env: { PATH: process.env.PATH, DATABASE_URL: databaseUrl, TOKEN_SECRET: secret, SMTP_URL: smtpUrl, PORT: '0', RATE_LIMIT: '0', HASH_CONCURRENCY: String(hashConcurrency), ...env },
+        env: { PATH: process.env.PATH, DATABASE_URL: databaseUrl, TOKEN_SECRET: secret, SMTP_URL: smtpUrl, PORT: '0', RATE_LIMIT: '0', ACCOUNT_RATE_LIMIT: '0', HASH_CONCURRENCY: String(hashConcurrency), ...env },
         stdio: ['ignore', log, 'inherit'],
       });
       closeSync(log);

@@ -1,4 +1,4 @@
-// npm run bench [-- --quick] [-- --only=throughput,footprint,decay,outage] [-- --workload=refresh]: the service
+// npm run bench [-- --quick] [-- --only=throughput,timing,footprint,sessions-memory,decay,outage] [-- --workload=refresh]: the service
 // against references that do the same work and nothing else, measured in one run on one machine.
 // See README "Performance". Nothing here is asserted: it reports.
 //
@@ -13,6 +13,8 @@ import { hashing } from './hashing.ts';
 import { inProcess } from './in-process.ts';
 import { overload } from './overload.ts';
 import { throughput } from './throughput.ts';
+import { timing } from './timing.ts';
+import { sessionsMemory } from './sessions-memory.ts';
 import { decay, outage } from './uptime.ts';
 
 const bench = await openBench(process.argv.slice(2));
@@ -24,8 +26,10 @@ try {
   await bench.run('in-process', inProcess);
   await bench.run('hashing', hashing);
   await bench.run('enumeration', enumeration);
+  await bench.run('timing', timing);
   await bench.run('overload', overload);
   await bench.run('footprint', footprint);
+  await bench.run('sessions-memory', sessionsMemory);
   await bench.run('decay', decay);
   await bench.run('outage', outage);
 } finally {

@@ -54,7 +54,7 @@ describe('POST /auth/token', () => {
       statements.length = 0;
       const response = await counted.call('POST', '/auth/token', { json: { grant_type: 'password', username, password: 'whatever1' } });
       // The outbox worker polls the same pool; its statements are not the request's.
-      return { response, calls: [...calls], statements: statements.filter((text) => !/outbox|^(begin|commit)$/i.test(text)) };
+      return { response, calls: [...calls], statements: statements.filter((text) => !/outbox|_requests|^(begin|commit)$/i.test(text)) };
     };
     try {
       const { user } = await registerAndSignIn(counted);

@@ -59,6 +59,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     PORT: '0',
     // Every test calls from 127.0.0.1; the rate limit has tests of its own.
     RATE_LIMIT: '0',
+    ACCOUNT_RATE_LIMIT: '0',
     ...options.env,
   });
   const settled = { ...config, databaseUrl: database.url, tokenSecrets: config.tokenSecrets! };

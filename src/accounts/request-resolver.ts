@@ -1,0 +1,77 @@
+import type { Sql } from '../storage/db.ts';
+import { describeError, type Logger } from '../log.ts';
+import type { Sealer } from '../sealing.ts';
+import { resolveNextRegistrationRequest } from './registration-requests.ts';
+import { resolveNextResetRequest } from './reset-requests.ts';
+
+export type RequestResolverOptions = {
+  sql: Sql;
+  sealer: Sealer;
+  log: Logger;
+  resetCodeTtlSeconds: number;
+  /** Told after requests were resolved, so that their mail goes out. */
+  onResolved: () => void;
+  pollMs?: number;
+  wakeJitterMs?: number;
+  onError?: (error: unknown) => void;
+};
+
+export type RequestResolver = {
+  /**
+   * Resolves waiting requests after a random delay of up to `wakeJitterMs`. Resolving an address
+   * with an account writes more than one without, and makes the service busy for a moment: the
+   * delay keeps that moment from being timed from the request.
+   */
+  wakeLater(): void;
+  stop(): Promise<void>;
+};
+
+/**
+ * The worker behind the requests that take an address (registration-requests.ts,
+ * reset-requests.ts): those only record that they were asked, the same rows for every address,
+ * and this resolves them, each in its own transaction. FOR UPDATE SKIP LOCKED lets several
+ * instances share the work; it also polls, for requests that another instance recorded or that
+ * a stop or a database outage left behind.
+ */
+export function createRequestResolver(options: RequestResolverOptions): RequestResolver {
+  const { sql, sealer, log, pollMs = 5_000, wakeJitterMs = 2_000 } = options;
+  const resolveNext = async () =>
+    (await resolveNextRegistrationRequest(sql, sealer)) || (await resolveNextResetRequest(sql, sealer, options.resetCodeTtlSeconds));
+  let running: Promise<void> | null = null;
+  let wanted = false;
+  let stopped = false;
+  const run = (): void => {
+    if (stopped) return;
+    wanted = true;
+    running ??= (async () => {
+      while (wanted && !stopped) {
+        wanted = false;
+        let resolved = 0;
+        try {
+          while (!stopped && (await resolveNext())) resolved += 1;
+        } catch (error) {
+          // Most often the database is away; the next poll tries again.
+          log.warn('resolving requests failed', describeError(error));
+          options.onError?.(error);
+        }
+        if (resolved > 0) options.onResolved();
+      }
+    })().finally(() => {
+      running = null;
+      // A wake that arrived while the loop was finishing must not wait for the next poll.
+      if (wanted) run();
+    });
+  };
+  const timer = setInterval(run, pollMs);
+  timer.unref();
+  return {
+    wakeLater() {
+      setTimeout(run, Math.random() * wakeJitterMs).unref();
+    },
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

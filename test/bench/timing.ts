@@ -1,0 +1,78 @@
+// Can a stranger tell by timing whether an address or a name has an account? For every endpoint
+// that takes one, SAMPLES requests a side, interleaved one at a time (which side goes first
+// alternates), each with an address or name of its own (the per-address quota allows one request
+// a minute). The answer is the AUC: the chance that a request of the first kind took longer than
+// one of the second. 0.5 is a coin toss; the goal is 0.45 to 0.55.
+import { format, median, type Bench } from './bench.ts';
+import { seedAccounts } from './seed.ts';
+
+const aucGoal = [0.45, 0.55] as const;
+/** Between requests: lets what a request left behind (its mail, its resolution) land on either side alike. */
+const pauseMs = 20;
+
+type Pair = { endpoint: string; a: string; b: string; send(index: number, side: 'a' | 'b'): Promise<void> };
+
+export async function timing(bench: Bench): Promise<void> {
+  const samples = bench.quick ? 40 : 300;
+  const accounts = await seedAccounts(bench.sql, 'timing', samples, bench.passwordHash);
+  const service = await bench.startService();
+  try {
+    const post = async (path: string, body: object) => {
+      const response = await fetch(new URL(path, service.url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      await response.arrayBuffer();
+    };
+    const addressOf = (index: number, side: 'a' | 'b') => (side === 'a' ? `${accounts[index]!.name}@bench.example` : `timing-nobody-${index}@bench.example`);
+    const pairs: Pair[] = [
+      {
+        endpoint: 'POST /acc/pwd/code',
+        a: 'address with an account',
+        b: 'unknown address',
+        send: (index, side) => post('/acc/pwd/code', { email: addressOf(index, side) }),
+      },
+      {
+        endpoint: 'POST /acc/reg/code',
+        a: 'address with an account',
+        b: 'new address',
+        send: (index, side) => post('/acc/reg/code', { name: `timing-${side}-${index}`, email: addressOf(index, side), pwd: 'bench-password' }),
+      },
+      {
+        endpoint: 'POST /auth/token',
+        a: 'wrong password',
+        b: 'unknown name',
+        send: (index, side) => post('/auth/token', { grant_type: 'password', username: side === 'a' ? accounts[index]!.name : `timing-nobody-${index}`, password: 'wrong-password' }),
+      },
+    ];
+    const lines: string[] = [];
+    for (const pair of pairs) {
+      const times = { a: [] as number[], b: [] as number[] };
+      const timeOne = async (index: number, side: 'a' | 'b') => {
+        await new Promise((resolve) => setTimeout(resolve, pauseMs));
+        const started = performance.now();
+        await pair.send(index, side);
+        times[side].push(performance.now() - started);
+      };
+      for (let index = 0; index < samples; index += 1) {
+        const order: Array<'a' | 'b'> = index % 2 === 0 ? ['a', 'b'] : ['b', 'a'];
+        for (const side of order) await timeOne(index, side);
+      }
+      const auc = areaUnderCurve(times.a, times.b);
+      const verdict = auc >= aucGoal[0] && auc <= aucGoal[1] ? 'within' : 'OUTSIDE';
+      lines.push(`- ${pair.endpoint}, ${pair.a} / ${pair.b}: median ${format(median(times.a), 2)} / ${format(median(times.b), 2)} ms; AUC ${format(auc, 3)} (${verdict} ${aucGoal[0]}–${aucGoal[1]}; ±${format(2 * nullSpread(samples, samples), 3)} is two standard deviations of chance).`);
+    }
+    bench.print(`Timing: ${samples} interleaved requests a side, each on an address or name of its own, ${pauseMs} ms apart`, lines);
+  } finally {
+    await service.stop();
+  }
+}
+
+/** P(a > b) + P(a = b) / 2 over every pair of one sample from each side (the Mann–Whitney U over n·m). */
+export function areaUnderCurve(a: number[], b: number[]): number {
+  let wins = 0;
+  for (const x of a) for (const y of b) wins += x > y ? 1 : x === y ? 0.5 : 0;
+  return wins / (a.length * b.length);
+}
+
+/** The standard deviation of the AUC when both sides come from one distribution. */
+function nullSpread(n: number, m: number): number {
+  return Math.sqrt((n + m + 1) / (12 * n * m));
+}
