@@ -193,6 +193,7 @@ CREATE TABLE public.outbox (
     last_error text,
     created_at timestamp with time zone NOT NULL,
     sent_at timestamp with time zone,
+    lease uuid,
     CONSTRAINT outbox_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'sent'::text, 'failed'::text]))),
     CONSTRAINT pending_messages_have_content CHECK (((state <> 'pending'::text) OR (sealed_content IS NOT NULL))),
     CONSTRAINT sent_messages_have_no_content CHECK (((state <> 'sent'::text) OR ((sealed_content IS NULL) AND (sent_at IS NOT NULL)))),

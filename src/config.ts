@@ -10,6 +10,8 @@ export type Config = {
   port: number;
   host: string;
   databaseUrl: string | null;
+  /** Bounds on every wait for PostgreSQL, in milliseconds (storage/db.ts); 0 leaves a timeout to the server's settings. */
+  database: DatabaseBounds;
   dataDir: string;
   smtpUrl: string | null;
   mailFrom: string;
@@ -46,12 +48,21 @@ export type Config = {
   warnings: string[];
 };
 
+export type DatabaseBounds = { statementTimeoutMs: number; lockTimeoutMs: number; queueTimeoutMs: number };
+
 /** Raised for a bad environment variable; its message is one line naming the variable. */
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
 export const defaultScrypt: ScryptParams = { ln: 15, r: 8, p: 3 };
+/** The memory one scrypt call may hold: 8 times the default's 32 MiB. */
+const maxScryptMemoryBytes = 256 * 2 ** 20;
+
+/** What one scrypt call holds in memory: 128 × N × r bytes. */
+export function scryptMemoryBytes(params: ScryptParams): number {
+  return 128 * 2 ** params.ln * params.r;
+}
 const minTokenSecretBytes = 32;
 
 export function parseConfig(given: NodeJS.ProcessEnv): Config {
@@ -64,23 +75,37 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
       return target[name as string];
     },
   });
-  const databaseUrl = optionalUrl(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
+  const databaseUrl = parseDatabaseUrl(env.DATABASE_URL);
   const tokenSecrets = parseTokenSecrets(env.TOKEN_SECRET);
   if (databaseUrl !== null && tokenSecrets === null) {
     throw new ConfigError('TOKEN_SECRET is required when DATABASE_URL is set (one or more comma-separated secrets of at least 32 bytes)');
   }
   const scrypt = parseScryptParams(env.SCRYPT_PARAMS);
+  if (scryptMemoryBytes(scrypt) > maxScryptMemoryBytes) {
+    // Each hash holds this much at once, HASH_CONCURRENCY of them: gigabytes would end the process.
+    throw new ConfigError(`SCRYPT_PARAMS ${formatScryptParams(scrypt)} needs ${Math.round(scryptMemoryBytes(scrypt) / 2 ** 20)} MiB per hash; at most ${maxScryptMemoryBytes / 2 ** 20} MiB (128 × 2^ln × r bytes)`);
+  }
   if (scrypt.ln < defaultScrypt.ln || scrypt.r < defaultScrypt.r || scrypt.p < defaultScrypt.p) {
     warnings.push(`SCRYPT_PARAMS ${formatScryptParams(scrypt)} is weaker than the default ${formatScryptParams(defaultScrypt)}; use it only for tests`);
   }
+  const smtpUrl = optionalUrl(env, 'SMTP_URL', ['smtp:', 'smtps:']);
+  const metricsToken = parseMetricsToken(env.METRICS_TOKEN);
+  // An external database means production; these two are fine only on a developer's machine.
+  if (databaseUrl !== null && smtpUrl === null) warnings.push('SMTP_URL is not set: mail, codes included, is written as plain-text files under DATA_DIR/mail instead of being sent');
+  if (databaseUrl !== null && metricsToken === null) warnings.push('METRICS_TOKEN is not set: /metrics is open to anyone who reaches the service');
   const port = integer(env, 'PORT', 8080, 0, 65535);
   const host = parseHost(env.HOST);
   const config: Config = {
     port,
     host,
     databaseUrl,
+    database: {
+      statementTimeoutMs: integer(env, 'DATABASE_STATEMENT_TIMEOUT', 5_000, 0, 600_000),
+      lockTimeoutMs: integer(env, 'DATABASE_LOCK_TIMEOUT', 2_000, 0, 600_000),
+      queueTimeoutMs: integer(env, 'DATABASE_QUEUE_TIMEOUT', 2_000, 1, 60_000),
+    },
     dataDir: resolve(env.DATA_DIR || '.data'),
-    smtpUrl: optionalUrl(env, 'SMTP_URL', ['smtp:', 'smtps:']),
+    smtpUrl,
     mailFrom: parseMailFrom(env.MAIL_FROM),
     tokenSecrets,
     tokenTtlSeconds: integer(env, 'TOKEN_TTL', 900, 60, 7 * 24 * 3600),
@@ -99,7 +124,7 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
     sessionsPerAccount: integer(env, 'SESSIONS_PER_ACCOUNT', 100, 1, 10_000),
     trustProxy: integer(env, 'TRUST_PROXY', 0, 0, 10),
     corsOrigins: parseOrigins(env.CORS_ORIGINS),
-    metricsToken: parseMetricsToken(env.METRICS_TOKEN),
+    metricsToken,
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info'),
     webhook: parseWebhook(env, host, port),
     warnings,
@@ -181,6 +206,49 @@ function optionalUrl(env: NodeJS.ProcessEnv, name: string, protocols: string[]):
     throw new ConfigError(`${name} must be a URL of the form ${protocols[0]}//host:port/...`);
   }
   return raw;
+}
+
+const targetSessionAttrs = ['read-write', 'read-only', 'primary', 'standby', 'prefer-standby'];
+
+/**
+ * Every form the postgres driver reads: `postgres://[user[:password]@][host[:port][,host[:port]…]][/database][?param=value…]`,
+ * with several hosts for failover (libpq's form, with `target_session_attrs`), or none for the
+ * driver's defaults (PGHOST, a Unix socket). What can be checked without refusing a standard
+ * form is checked: the scheme, each host and port, the database name, and the query parameters
+ * the driver itself would refuse only at the first connection. The value may hold a password,
+ * so it is never echoed.
+ */
+export function parseDatabaseUrl(raw: string | undefined): string | null {
+  if (raw === undefined || raw === '') return null;
+  const match = /^(postgres|postgresql):\/\/(?:([^@/?#]*)@)?([^/?#]*)(\/[^?#]*)?(\?[^#]*)?$/.exec(raw);
+  if (match === null) throw new ConfigError('DATABASE_URL must look like postgres://user:password@host:port/database (several host:port pairs separated by commas for failover)');
+  const [, , userInfo = '', hostList = '', path = '', query = ''] = match;
+  const hosts = hostList === '' ? [] : hostList.split(',');
+  const badHost = hosts.findIndex((host) => !isHostAndPort(host));
+  if (badHost !== -1) throw new ConfigError(`DATABASE_URL host ${badHost + 1} must be host, host:port or [IPv6]:port with a port from 1 to 65535`);
+  // The URL parser checks the escapes of the user, password and path, with the first host in place of the list, as the driver does.
+  try {
+    const parsed = new URL(`postgres://${userInfo === '' ? '' : `${userInfo}@`}${hosts[0] ?? 'localhost'}${path}${query}`);
+    decodeURIComponent(parsed.username);
+    decodeURIComponent(parsed.password);
+    decodeURIComponent(parsed.pathname);
+    const attrs = parsed.searchParams.get('target_session_attrs');
+    if (attrs !== null && !targetSessionAttrs.includes(attrs)) throw new ConfigError(`DATABASE_URL target_session_attrs must be one of ${targetSessionAttrs.join(', ')}`);
+    const prepare = parsed.searchParams.get('prepare');
+    if (prepare !== null && !['true', 'false'].includes(prepare)) throw new ConfigError('DATABASE_URL prepare must be true or false');
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    throw new ConfigError('DATABASE_URL is not a valid URL (a user, password or database name with a bad %-escape?)');
+  }
+  return raw;
+}
+
+function isHostAndPort(value: string): boolean {
+  const match = /^(\[[0-9A-Fa-f:.]+\]|[^:[\]]+)(?::([0-9]{1,5}))?$/.exec(value);
+  if (match === null) return false;
+  const [, host = '', port] = match;
+  const validHost = host.startsWith('[') ? isIP(host.slice(1, -1)) === 6 : isIP(host) !== 0 || isHostName(host) || host.startsWith('%2F') || host.startsWith('%2f');
+  return validHost && (port === undefined || (Number(port) >= 1 && Number(port) <= 65535));
 }
 
 function parseHost(raw: string | undefined): string {
@@ -279,9 +347,12 @@ function parseTokenSecrets(raw: string | undefined): Buffer[] | null {
   return secrets;
 }
 
+/** `ln=15,r=8,p=3`, as SCRYPT_PARAMS and the PHC strings of stored hashes write it. */
+export const scryptParamsPattern = /^ln=([0-9]{1,2}),r=([0-9]{1,2}),p=([0-9]{1,2})$/;
+
 export function parseScryptParams(raw: string | undefined): ScryptParams {
   if (raw === undefined || raw === '') return defaultScrypt;
-  const match = /^ln=([0-9]{1,2}),r=([0-9]{1,2}),p=([0-9]{1,2})$/.exec(raw);
+  const match = scryptParamsPattern.exec(raw);
   const [ln, r, p] = match ? match.slice(1).map(Number) : [];
   if (ln === undefined || r === undefined || p === undefined || ln < 1 || ln > 20 || r < 1 || p < 1) {
     throw new ConfigError(`SCRYPT_PARAMS must look like ln=15,r=8,p=3 (ln 1-20, r and p at least 1), got ${JSON.stringify(raw)}`);

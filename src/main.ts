@@ -1,6 +1,6 @@
 import { ConfigError, parseConfig } from './config.ts';
 import { lockDataDir, prepareDataDir, type DataDirLock } from './storage/data-dir.ts';
-import { connectDatabase, isDatabaseUnavailable, isDriverWriteDefect } from './storage/db.ts';
+import { connectDatabase, isDatabaseUnavailable, isDriverWriteDefect, poolerHint } from './storage/db.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './storage/embedded-db.ts';
 import { checkListenAddress } from './http/listen-check.ts';
 import { loadOrCreateSecret } from './storage/local-secrets.ts';
@@ -21,7 +21,8 @@ function exit(code: number): never {
 const usage = `Usage: account-service [--migrate | --help | --version]
 
 Serves the account API over HTTP. Configuration comes from environment variables only
-(PORT, HOST, DATABASE_URL, DATA_DIR, SMTP_URL, MAIL_FROM, TOKEN_SECRET, TOKEN_TTL,
+(PORT, HOST, DATABASE_URL, DATABASE_STATEMENT_TIMEOUT, DATABASE_LOCK_TIMEOUT,
+DATABASE_QUEUE_TIMEOUT, DATA_DIR, SMTP_URL, MAIL_FROM, TOKEN_SECRET, TOKEN_TTL,
 REFRESH_TTL, TOKEN_ISSUER, TOKEN_AUDIENCE, REG_CODE_TTL, RESET_CODE_TTL, EMAIL_CODE_TTL,
 SCRYPT_PARAMS, HASH_CONCURRENCY, LOGIN_FAILURES_PER_HOUR, EVENT_RETENTION_DAYS, RATE_LIMIT,
 ACCOUNT_RATE_LIMIT, SESSIONS_PER_ACCOUNT, TRUST_PROXY, CORS_ORIGINS, METRICS_TOKEN,
@@ -155,7 +156,8 @@ function onShutdownSignal(log: Logger, shutdown: () => Promise<void>): void {
 main(process.argv.slice(2)).then(
   () => output?.flush(),
   (error: unknown) => {
-    const message = error instanceof Error ? error.message : String(error);
+    // A pooler that refuses what the service sends gets one line saying what to change.
+    const message = poolerHint(error) ?? (error instanceof Error ? error.message : String(error));
     output?.flush();
     process.stderr.write(`account-service: ${message}\n`);
     process.exit(error instanceof ConfigError ? 2 : 1);

@@ -16,7 +16,7 @@ import { createRateLimiter } from './rate-limit.ts';
 import { deleteStaleThrottleRows } from './accounts/login-throttle.ts';
 import { deleteExpiredNameHolds, deleteExpiredRegistrations } from './accounts/registrations.ts';
 import { deleteStaleQuotas } from './accounts/address-quotas.ts';
-import { createKeyedHashes } from './keyed-hashes.ts';
+import { loadKeyedHashes } from './keyed-hashes.ts';
 import { deleteExpiredCodes } from './accounts/one-time-codes.ts';
 import { deleteStaleResetRequests } from './accounts/reset-requests.ts';
 import { deleteStaleRegistrationRequests } from './accounts/registration-requests.ts';
@@ -42,11 +42,11 @@ export type ServiceOptions = {
   clock?: () => Date;
   passwords?: PasswordHasher;
   transport?: MailTransport;
-  outbox?: Pick<OutboxOptions, 'pollMs' | 'wakeJitterMs' | 'maxAttempts' | 'backoffBaseMs' | 'backoffCapMs'>;
+  outbox?: Pick<OutboxOptions, 'pollMs' | 'wakeJitterMs' | 'maxAttempts' | 'backoffBaseMs' | 'backoffCapMs' | 'leaseMs'>;
   webhooks?: Pick<WebhookDeliveryOptions, 'pollMs' | 'timeoutMs' | 'maxAttempts' | 'backoffBaseMs' | 'backoffCapMs'>;
   httpTimeouts?: ServerTimeouts;
-  /** Sees the text of every SQL statement, for tests that compare the work of two paths. */
-  onQuery?: (text: string) => void;
+  /** Sees the text of every SQL statement and its connection, for tests that compare or count the work of paths. */
+  onQuery?: (text: string, connection: number) => void;
 };
 
 export type Service = {
@@ -77,6 +77,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const applicationName = `account-service/${randomUUID().slice(0, 8)}`;
   const database = openDatabase(config.databaseUrl, {
     applicationName,
+    bounds: config.database,
     onDown: () => log.warn('database unreachable or its connections broken; failing requests at once until it answers'),
     onUp: () => log.info('database answers again; serving with a new connection pool'),
     onRenew: () => log.debug('renewed the connection pool (driver queue defect, see storage/db.ts)'),
@@ -115,7 +116,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       passwords: limitPasswordHasher(unlimitedHasher, passwordLimiter),
       tokens: createTokenService({ secrets: config.tokenSecrets, ttlSeconds: config.tokenTtlSeconds, issuer: config.tokenIssuer, audience: config.tokenAudience }),
       sealer,
-      keys: createKeyedHashes(config.tokenSecrets[0]!),
+      keys: await loadKeyedHashes(sql, sealer, config.tokenSecrets[0]!),
       outbox,
       addressRequests,
       webhooks: webhookWorker === null ? disabledWebhooks : enabledWebhooks(webhookWorker.wake),

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConfigError, defaultScrypt, formatScryptParams, lookalikeWarnings, parseConfig, parseScryptParams } from '../src/config.ts';
+import { ConfigError, defaultScrypt, formatScryptParams, lookalikeWarnings, parseConfig, parseDatabaseUrl, parseScryptParams } from '../src/config.ts';
 
 const secret = 's'.repeat(32);
 
@@ -28,6 +28,12 @@ describe('parseConfig', () => {
     assert.deepEqual(config.corsOrigins, []);
     assert.match(config.dataDir, /\.data$/);
     assert.deepEqual(config.warnings, []);
+    assert.deepEqual(config.database, { statementTimeoutMs: 5_000, lockTimeoutMs: 2_000, queueTimeoutMs: 2_000 });
+  });
+
+  it('reads the database bounds, 0 leaving a timeout to the server', () => {
+    const config = parseConfig({ DATABASE_STATEMENT_TIMEOUT: '0', DATABASE_LOCK_TIMEOUT: '250', DATABASE_QUEUE_TIMEOUT: '400' });
+    assert.deepEqual(config.database, { statementTimeoutMs: 0, lockTimeoutMs: 250, queueTimeoutMs: 400 });
   });
 
   it('reads every variable', () => {
@@ -90,8 +96,11 @@ describe('parseConfig', () => {
       [{ TOKEN_ISSUER: 'has space' }, /^TOKEN_ISSUER /],
       [{ TOKEN_AUDIENCE: 'x'.repeat(201) }, /^TOKEN_AUDIENCE /],
       [{ LOG_LEVEL: 'loud' }, /^LOG_LEVEL must be one of debug, info, warn, error/],
-      [{ DATABASE_URL: 'not a url', TOKEN_SECRET: secret }, /^DATABASE_URL is not a valid URL$/],
-      [{ DATABASE_URL: 'mysql://db/x', TOKEN_SECRET: secret }, /^DATABASE_URL must be a URL/],
+      [{ DATABASE_URL: 'not a url', TOKEN_SECRET: secret }, /^DATABASE_URL must look like postgres:\/\/user:password@host:port\/database/],
+      [{ DATABASE_URL: 'mysql://db/x', TOKEN_SECRET: secret }, /^DATABASE_URL must look like/],
+      [{ DATABASE_STATEMENT_TIMEOUT: '-1' }, /^DATABASE_STATEMENT_TIMEOUT /],
+      [{ DATABASE_LOCK_TIMEOUT: '1s' }, /^DATABASE_LOCK_TIMEOUT /],
+      [{ DATABASE_QUEUE_TIMEOUT: '0' }, /^DATABASE_QUEUE_TIMEOUT /],
       [{ DATABASE_URL: 'postgres://db/x' }, /^TOKEN_SECRET is required when DATABASE_URL is set/],
       [{ SMTP_URL: 'http://mail' }, /^SMTP_URL must be a URL/],
       [{ TOKEN_SECRET: 'short' }, /^TOKEN_SECRET entry 1 is shorter than 32 bytes$/],
@@ -144,6 +153,21 @@ describe('parseConfig', () => {
     assert.deepEqual(parseConfig({ SCRYPT_PARAMS: 'ln=16,r=8,p=3' }).warnings, []);
   });
 
+  it('refuses scrypt parameters that need more than 256 MiB per hash, in one line', () => {
+    assert.throws(() => parseConfig({ SCRYPT_PARAMS: 'ln=20,r=99,p=1' }), (error: Error) => error instanceof ConfigError && /SCRYPT_PARAMS ln=20,r=99,p=1 needs 12672 MiB per hash/.test(error.message) && !error.message.includes('\n'));
+    assert.equal(parseConfig({ SCRYPT_PARAMS: 'ln=18,r=8,p=1' }).scrypt.ln, 18, '256 MiB is allowed');
+  });
+
+  it('warns in one line each when a production database runs with mail to files or open metrics', () => {
+    const env = { DATABASE_URL: 'postgres://db/accounts', TOKEN_SECRET: secret };
+    const warnings = parseConfig(env).warnings;
+    assert.equal(warnings.length, 2);
+    assert.match(warnings[0]!, /^SMTP_URL is not set: mail, codes included, is written as plain-text files/);
+    assert.match(warnings[1]!, /^METRICS_TOKEN is not set: \/metrics is open/);
+    assert.deepEqual(parseConfig({ ...env, SMTP_URL: 'smtp://mail:25', METRICS_TOKEN: 'm'.repeat(16) }).warnings, []);
+    assert.deepEqual(parseConfig({}).warnings, [], 'the embedded development mode is not warned about');
+  });
+
   it('warns, in one line each, about a variable that looks like one of ours but is not', () => {
     const warnings = parseConfig({ TOKEN_TLL: '60', DATABSE_URL: 'postgres://x', SMTP_HOST: 'mail', PROT: '8081' }).warnings;
     assert.equal(warnings.length, 4, warnings.join('\n'));
@@ -166,6 +190,40 @@ describe('parseConfig', () => {
 
   it('formats and parses scrypt parameters alike', () => {
     assert.deepEqual(parseScryptParams(formatScryptParams({ ln: 12, r: 4, p: 2 })), { ln: 12, r: 4, p: 2 });
+  });
+});
+
+describe('parseDatabaseUrl', () => {
+  it('accepts every form the postgres driver reads', () => {
+    for (const url of [
+      'postgres://u:p@db:5432/accounts',
+      'postgresql://db/accounts',
+      'postgres://u@h1:5432,h2:5433/accounts?target_session_attrs=read-write',
+      'postgres://u@10.0.0.1,10.0.0.2:6432/db?target_session_attrs=primary&connect_timeout=3',
+      'postgres://u:p@[::1]:5432,[fd00::2]/db',
+      'postgres://u:p%40ss@db.internal./accounts?prepare=false&sslmode=require',
+      'postgres:///accounts',
+      'postgres://',
+      'postgres://%2Fvar%2Frun%2Fpostgresql/accounts',
+    ]) {
+      assert.equal(parseDatabaseUrl(url), url, url);
+    }
+    assert.equal(parseDatabaseUrl(''), null);
+    assert.equal(parseDatabaseUrl(undefined), null);
+  });
+
+  it('refuses what the driver would fail on, naming the part and never echoing the value', () => {
+    for (const [url, message] of [
+      ['http://db/x', /^DATABASE_URL must look like/],
+      ['postgres://u:secret@db:99999/x', /^DATABASE_URL host 1 must be host, host:port/],
+      ['postgres://u:secret@h1:5432,,h2/x', /^DATABASE_URL host 2 /],
+      ['postgres://u:secret@h1,h2:port/x', /^DATABASE_URL host 2 /],
+      ['postgres://u:secret@db/x?target_session_attrs=any', /^DATABASE_URL target_session_attrs must be one of read-write, /],
+      ['postgres://u:secret@db/x?prepare=no', /^DATABASE_URL prepare must be true or false$/],
+      ['postgres://u:sec%ZZret@db/x', /^DATABASE_URL is not a valid URL/],
+    ] as const) {
+      assert.throws(() => parseDatabaseUrl(url), (error: Error) => error instanceof ConfigError && message.test(error.message) && !error.message.includes('secret'), url);
+    }
   });
 });
 

@@ -1,6 +1,6 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import type { Lane, Limiter } from '../concurrency.ts';
-import type { ScryptParams } from '../config.ts';
+import { scryptParamsPattern, type ScryptParams } from '../config.ts';
 
 export type PasswordHasher = {
   /** `lane` says whose work it is, for the hashing limiter's fairness (concurrency.ts). */
@@ -29,7 +29,6 @@ export type Derive = (input: string | Buffer, salt: Buffer, params: ScryptParams
 
 const saltBytes = 16;
 const hashBytes = 32;
-const paramsPattern = /^ln=([0-9]{1,2}),r=([0-9]{1,2}),p=([0-9]{1,2})$/;
 const base64Pattern = /^[A-Za-z0-9+/]+$/;
 /** A wrapped hash counts as equal in cost when its work is within this share of the current one. */
 const workTolerance = 0.05;
@@ -144,7 +143,7 @@ export function parseHash(stored: string): ParsedHash | null {
   if (parts[0] !== '' || parts[1] !== 'scrypt' || parts.length < 5 || parts.length % 2 === 0) return null;
   const layers: Layer[] = [];
   for (let index = 2; index < parts.length - 1; index += 2) {
-    const match = paramsPattern.exec(parts[index]!);
+    const match = scryptParamsPattern.exec(parts[index]!);
     const salt = parts[index + 1]!;
     if (match === null || !base64Pattern.test(salt)) return null;
     layers.push({ params: { ln: Number(match[1]), r: Number(match[2]), p: Number(match[3]) }, salt: Buffer.from(salt, 'base64') });

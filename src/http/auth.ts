@@ -7,7 +7,13 @@ import type { Deps, RequestContext } from './router.ts';
 /** The signed-in account and the session its token names. */
 export type Caller = { account: Account; sessionId: string };
 
-const bearer = /^Bearer +([A-Za-z0-9._~+/-]+=*) *$/i;
+/** `Bearer <token>` (RFC 6750 §2.1): the scheme in any letter case, as RFC 9110 §11.1 says; the token printable ASCII. */
+const bearer = /^Bearer +([\x21-\x7e]+) *$/i;
+
+/** The token of an Authorization header of the Bearer scheme, or null. */
+export function bearerToken(header: string | undefined): string | null {
+  return bearer.exec(header ?? '')?.[1] ?? null;
+}
 
 /**
  * The account behind the request's bearer token (RFC 6750). A token is refused when it is
@@ -21,9 +27,9 @@ export async function authenticate(ctx: RequestContext, deps: Deps): Promise<Cal
   if (headers === undefined) {
     throw new HttpError(problems.invalidToken, { headers: { 'WWW-Authenticate': 'Bearer realm="accounts"' } });
   }
-  const token = headers.length === 1 ? bearer.exec(headers[0]!)?.[1] : undefined;
+  const token = headers.length === 1 ? bearerToken(headers[0]) : null;
   const now = deps.clock();
-  const claims = token === undefined ? null : deps.tokens.verifyToken(token, now);
+  const claims = token === null ? null : deps.tokens.verifyToken(token, now);
   const account = claims === null ? null : await findSessionAccount(deps.sql, claims.sub, claims.sid, now);
   if (account === null) throw invalidToken();
   return { account, sessionId: claims!.sid };

@@ -3,7 +3,7 @@ import { createServer as createHttpServer, STATUS_CODES, type IncomingMessage, t
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { OverloadedError } from '../concurrency.ts';
-import { isDatabaseUnavailable } from '../storage/db.ts';
+import { busyReason, isDatabaseUnavailable, poolerHint } from '../storage/db.ts';
 import { describeError } from '../log.ts';
 import { clientAddress } from './client-address.ts';
 import { clientNetwork } from '../rate-limit.ts';
@@ -105,6 +105,17 @@ function toHttpError(error: unknown, deps: Deps, requestId: string): HttpError {
   if (error instanceof HttpError) return error;
   if (error instanceof OverloadedError) {
     return new HttpError(problems.overloaded, { detail: 'Too many password operations are waiting; try again shortly.', headers: { 'Retry-After': '1' } });
+  }
+  const hint = poolerHint(error);
+  if (hint !== null) {
+    // A setup error, not an outage: said in one line, answered at once, the breaker left alone.
+    deps.log.error(hint, { request_id: requestId });
+    return new HttpError(problems.unavailable, { detail: 'The database is unavailable; try again shortly.', headers: { 'Retry-After': '5' } });
+  }
+  const busy = busyReason(error);
+  if (busy !== null) {
+    deps.log.warn('database busy', { request_id: requestId, code: (error as { code: string }).code, reason: busy });
+    return new HttpError(problems.overloaded, { detail: 'The database is busy; try again shortly.', headers: { 'Retry-After': '1' } });
   }
   if (isDatabaseUnavailable(error)) {
     // Once the breaker is open (DATABASE_DOWN), it has said so once; a line per request would flood the log.

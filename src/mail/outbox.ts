@@ -31,6 +31,8 @@ export type OutboxOptions = {
   maxAttempts?: number;
   backoffBaseMs?: number;
   backoffCapMs?: number;
+  /** How long a claimed message stays this worker's before it is due again (defaultLeaseMs). */
+  leaseMs?: number;
   /** Told of errors that stopped a round, such as a database that went away. */
   onError?: (error: unknown) => void;
 };
@@ -52,8 +54,12 @@ export async function enqueueMail(tx: Transaction, mail: OutgoingMail, sealer: S
 }
 
 /**
- * Delivers queued messages one at a time. Each is locked with FOR UPDATE SKIP LOCKED while
- * it is sent, so several instances share one queue and each message is sent by one of them.
+ * Delivers queued messages one at a time, in three steps that each hold a connection only for
+ * one statement: claim a due message (a lease, sql/009), send it with no connection and no lock
+ * held, then settle it under the same lease. Several instances share one queue: SKIP LOCKED
+ * makes each claim its own message. A message is sent once unless its worker dies or loses the
+ * database between sending and settling; then the lease runs out and it is sent again, with
+ * the same Message-ID, so that mail systems can drop the copy.
  */
 export function createOutboxWorker(options: OutboxOptions): OutboxWorker {
   const { log, pollMs = 5_000, wakeJitterMs = 2_000 } = options;
@@ -97,57 +103,92 @@ export function createOutboxWorker(options: OutboxOptions): OutboxWorker {
   };
 }
 
+/** A message claimed for one attempt: only the holder of `lease` may settle it. */
+type Claimed = { id: string; lease: string; messageId: string; kind: string; recipient: string; sealed: Buffer; attempts: number };
+
+/** How the attempt ended: sent, to be tried again at `retryAt`, or given up. */
+type Outcome = { sent: true } | { sent: false; reason: string; retryAt: Date | null };
+
+/**
+ * The lease lasts longer than the longest send (transport.ts: 10 s to connect, 10 s for the
+ * greeting, 30 s per command), so that a slow send is not claimed twice.
+ */
+export const defaultLeaseMs = 5 * 60_000;
+
 async function deliverNext(options: OutboxOptions): Promise<boolean> {
   const { sql, transport, sealer, clock, log, from } = options;
-  return sql.begin(async (tx) => {
-    const [row] = await tx`
-      SELECT id, message_id, kind, recipient, sealed_content, attempts
-      FROM outbox
-      WHERE state = 'pending' AND next_attempt_at <= ${clock()}
-      ORDER BY next_attempt_at, id
-      LIMIT 1
-      FOR UPDATE SKIP LOCKED`;
-    if (row === undefined) return false;
-    const attempts = (row.attempts as number) + 1;
-    const opened = sealer.open(row.sealed_content as Buffer);
-    if (opened === null) {
-      await markFailed(tx, row.id, attempts, 'content cannot be decrypted with the configured TOKEN_SECRET');
-      log.error('outbox message failed', { id: row.id, kind: row.kind, reason: 'undecryptable' });
-      return true;
-    }
-    const content = JSON.parse(opened) as MailContent;
-    try {
-      await transport.send({ ...content, messageId: row.message_id, from, to: row.recipient });
-    } catch (error) {
-      const reason = errorSummary(error);
-      if (isPermanentFailure(error) || attempts >= (options.maxAttempts ?? 12)) {
-        await markFailed(tx, row.id, attempts, reason);
-        log.error('outbox message failed', { id: row.id, kind: row.kind, attempts, reason });
-      } else {
-        const next = new Date(clock().getTime() + backoffMs(attempts, options));
-        await tx`UPDATE outbox SET attempts = ${attempts}, last_error = ${reason}, next_attempt_at = ${next} WHERE id = ${row.id}`;
-        log.warn('outbox message deferred', { id: row.id, kind: row.kind, attempts, reason, next_attempt_at: next.toISOString() });
-      }
-      return true;
-    }
-    // The notice of a deleted account is the last trace of it: the whole row goes once sent.
-    if (row.kind === 'account-deleted') {
-      await tx`DELETE FROM outbox WHERE id = ${row.id}`;
-      log.info('outbox message sent', { id: row.id, kind: row.kind, attempts });
-      return true;
-    }
-    // The content is erased once sent: a registration code must not outlive its delivery. So is
-    // the address: sent mail keeps no trace of whom it went to (the sweep deletes the row later).
-    await tx`
-      UPDATE outbox SET state = 'sent', attempts = ${attempts}, sealed_content = NULL, recipient = NULL, last_error = NULL, sent_at = ${clock()}
-      WHERE id = ${row.id}`;
-    log.info('outbox message sent', { id: row.id, kind: row.kind, attempts });
+  const claimed = await claimNext(sql, clock(), options.leaseMs ?? defaultLeaseMs);
+  if (claimed === null) return false;
+  const { id, kind, attempts } = claimed;
+  const opened = sealer.open(claimed.sealed);
+  if (opened === null) {
+    await settle(sql, claimed, { sent: false, reason: 'content cannot be decrypted with the configured TOKEN_SECRET', retryAt: null }, clock());
+    log.error('outbox message failed', { id, kind, reason: 'undecryptable' });
     return true;
-  });
+  }
+  const content = JSON.parse(opened) as MailContent;
+  let outcome: Outcome;
+  try {
+    await transport.send({ ...content, messageId: claimed.messageId, from, to: claimed.recipient });
+    outcome = { sent: true };
+  } catch (error) {
+    const reason = errorSummary(error);
+    const final = isPermanentFailure(error) || attempts >= (options.maxAttempts ?? 12);
+    outcome = { sent: false, reason, retryAt: final ? null : new Date(clock().getTime() + backoffMs(attempts, options)) };
+  }
+  const settled = await settle(sql, claimed, outcome, clock());
+  if (!settled) {
+    // The lease ran out during the send and another worker claimed the message, or the account
+    // was deleted meanwhile: this worker no longer owns it.
+    log.warn('outbox message settled elsewhere', { id, kind, attempts });
+  } else if (outcome.sent) {
+    log.info('outbox message sent', { id, kind, attempts });
+  } else if (outcome.retryAt === null) {
+    log.error('outbox message failed', { id, kind, attempts, reason: outcome.reason });
+  } else {
+    log.warn('outbox message deferred', { id, kind, attempts, reason: outcome.reason, next_attempt_at: outcome.retryAt.toISOString() });
+  }
+  return true;
 }
 
-async function markFailed(tx: Transaction, id: string, attempts: number, reason: string): Promise<void> {
-  await tx`UPDATE outbox SET state = 'failed', attempts = ${attempts}, last_error = ${reason} WHERE id = ${id}`;
+/**
+ * Claims the message due first, counting the attempt. The lease moves next_attempt_at past the
+ * send, so the message is due again only if this worker never settles it.
+ */
+async function claimNext(sql: Sql, now: Date, leaseMs: number): Promise<Claimed | null> {
+  const lease = randomUUID();
+  const [row] = await sql`
+    UPDATE outbox SET lease = ${lease}, attempts = attempts + 1, next_attempt_at = ${new Date(now.getTime() + leaseMs)}
+    WHERE id = (
+      SELECT id FROM outbox
+      WHERE state = 'pending' AND next_attempt_at <= ${now}
+      ORDER BY next_attempt_at, id
+      LIMIT 1
+      FOR UPDATE SKIP LOCKED)
+    RETURNING id, message_id, kind, recipient, sealed_content, attempts`;
+  if (row === undefined) return null;
+  return { id: row.id, lease, messageId: row.message_id, kind: row.kind, recipient: row.recipient, sealed: row.sealed_content, attempts: row.attempts };
+}
+
+/** Records the outcome if the lease still holds; false if it does not (the message is no longer this worker's). */
+async function settle(sql: Sql, claimed: Claimed, outcome: Outcome, now: Date): Promise<boolean> {
+  const { id, lease } = claimed;
+  let rows;
+  if (outcome.sent && claimed.kind === 'account-deleted') {
+    // The notice of a deleted account is the last trace of it: the whole row goes once sent.
+    rows = await sql`DELETE FROM outbox WHERE id = ${id} AND lease = ${lease}`;
+  } else if (outcome.sent) {
+    // The content is erased once sent: a registration code must not outlive its delivery. So is
+    // the address: sent mail keeps no trace of whom it went to (the sweep deletes the row later).
+    rows = await sql`
+      UPDATE outbox SET state = 'sent', lease = NULL, sealed_content = NULL, recipient = NULL, last_error = NULL, sent_at = ${now}
+      WHERE id = ${id} AND lease = ${lease}`;
+  } else if (outcome.retryAt === null) {
+    rows = await sql`UPDATE outbox SET state = 'failed', lease = NULL, last_error = ${outcome.reason} WHERE id = ${id} AND lease = ${lease}`;
+  } else {
+    rows = await sql`UPDATE outbox SET lease = NULL, last_error = ${outcome.reason}, next_attempt_at = ${outcome.retryAt} WHERE id = ${id} AND lease = ${lease}`;
+  }
+  return rows.count === 1;
 }
 
 /** Exponential backoff: base, 2×base, 4×base … up to the cap. */

@@ -10,7 +10,7 @@ export type MailTransport = { send(mail: Envelope): Promise<void>; close(): void
 /** RFC 3834: every message is machine-made, so that vacation responders and the like do not answer it. */
 const automaticHeaders = { 'Auto-Submitted': 'auto-generated' };
 
-/** Short timeouts: the outbox holds a row lock while it sends, and a slow server is retried anyway. */
+/** Short timeouts: a slow server is retried anyway, and a send must end well within the outbox's lease (outbox.ts). */
 export const smtpTimeouts = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 };
 
 /** Delivers through an SMTP server given as `smtp://user:pass@host:port` or `smtps://…`. */

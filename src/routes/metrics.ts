@@ -3,6 +3,7 @@ import { HttpError, problems } from '../http/errors.ts';
 import type { Handler, Reply } from '../http/router.ts';
 import type { Gauge } from '../metrics.ts';
 import { countLiveSessions } from '../sessions/sessions.ts';
+import { bearerToken } from '../http/auth.ts';
 
 /**
  * GET /metrics: Prometheus text format.
@@ -64,7 +65,7 @@ function reply(body: string): Reply {
 
 /** Compared as SHA-256 digests in constant time, so that neither length nor content leaks by timing. */
 function presentsToken(header: string | undefined, token: string): boolean {
-  const given = /^Bearer (.+)$/.exec(header ?? '')?.[1] ?? '';
+  const given = bearerToken(header) ?? '';
   const digest = (value: string) => createHash('sha256').update(value).digest();
   return timingSafeEqual(digest(given), digest(token));
 }

@@ -5,7 +5,8 @@ import { isUuid } from '../validation.ts';
 export type TokenClaims = { iss: string; aud?: string; sub: string; sid: string; jti: string; iat: number; exp: number };
 
 export type TokenService = {
-  issueToken(accountId: string, sessionId: string, now: Date): { token: string; expiresIn: number };
+  /** `accountPublicId` becomes `sub`: the public id, never the row id. */
+  issueToken(accountPublicId: string, sessionId: string, now: Date): { token: string; expiresIn: number };
   /** The claims of a well-formed, correctly signed, current token for this issuer and audience, else null. */
   verifyToken(token: string, now: Date): TokenClaims | null;
 };
@@ -33,9 +34,9 @@ export function createTokenService({ secrets, ttlSeconds, issuer, audience }: To
   // get in, so nobody can plant one; oldest out first past maxVerified.
   const verified = new Map<string, Readonly<TokenClaims>>();
   return {
-    issueToken(accountId, sessionId, now) {
+    issueToken(accountPublicId, sessionId, now) {
       const iat = Math.floor(now.getTime() / 1000);
-      const claims: TokenClaims = { iss: issuer, ...(audience === null ? {} : { aud: audience }), sub: accountId, sid: sessionId, jti: randomUUID(), iat, exp: iat + ttlSeconds };
+      const claims: TokenClaims = { iss: issuer, ...(audience === null ? {} : { aud: audience }), sub: accountPublicId, sid: sessionId, jti: randomUUID(), iat, exp: iat + ttlSeconds };
       const payload = encodeJson(claims);
       return { token: `${header}.${payload}.${sign(signingSecret, `${header}.${payload}`)}`, expiresIn: ttlSeconds };
     },

@@ -1,12 +1,13 @@
 import postgres from 'postgres';
+import { createGate, type Gate } from './gate.ts';
 
 export type Sql = postgres.Sql;
 export type Transaction = postgres.TransactionSql;
 
 /**
- * The pool behind a stable handle, so that it can be replaced without rewiring, and a circuit
- * breaker in front of it: while the database is known to be unreachable, every query fails at
- * once instead of waiting in the driver.
+ * The pool behind a stable handle, so that it can be replaced without rewiring, a bounded queue
+ * in front of it (gate.ts), and a circuit breaker: while the database is known to be
+ * unreachable, every query fails at once instead of waiting in the driver.
  */
 export type Database = {
   sql: Sql;
@@ -25,8 +26,8 @@ const connectTimeoutSeconds = 2;
 const queryMethods = new Set<PropertyKey>(['begin', 'reserve', 'unsafe', 'file']);
 
 /**
- * postgres 3.4.9 gets slower with every query a pool serves, and holds more memory (README,
- * "Driver defects"): its queue of busy (or idle) connections keeps an empty slot for every
+ * postgres 3.4.9 gets slower with every query a pool serves, and holds more memory
+ * (docs/operations.md, "Driver defects"): its queue of busy (or idle) connections keeps an empty slot for every
  * connection taken from its head until the queue is empty, which it never is while the pool is
  * busy, and each hand-over searches all the slots. A fresh pool starts with empty queues, so the
  * handle renews its pool after this many queries. The search then stays short (a few µs a query)
@@ -35,14 +36,27 @@ const queryMethods = new Set<PropertyKey>(['begin', 'reserve', 'unsafe', 'file']
  * driver's Queue no longer keeps a slot per shift() (test/bench/driver-queue.ts shows it).
  */
 export const defaultQueriesPerPool = 10_000;
-/** What a renewed pool had started may finish: longer than a request (30 s) or an outbox send. */
+/** What a renewed pool had started may finish: longer than a request (30 s); no outbox send holds a connection (outbox.ts). */
 const retiredPoolTimeoutSeconds = 60;
+
+/**
+ * How long PostgreSQL may work on one statement and wait for one lock, in milliseconds, sent as
+ * startup parameters of every connection (no statement per transaction); 0 sends nothing and
+ * leaves it to the server's or the role's settings, as behind a pooler that refuses them
+ * (docs/operations.md, "Poolers"). `queueTimeoutMs`: the most a query or transaction waits for
+ * a connection of the pool.
+ */
+export type Bounds = { statementTimeoutMs: number; lockTimeoutMs: number; queueTimeoutMs: number };
+const unbounded: Bounds = { statementTimeoutMs: 0, lockTimeoutMs: 0, queueTimeoutMs: 60_000 };
+/** Work waiting for a connection, at most: past it a request is answered 503 at once. */
+const maxQueued = 500;
 
 export type PoolOptions = {
   applicationName?: string;
+  bounds?: Bounds;
   onDown?: () => void;
   onUp?: () => void;
-  onQuery?: (text: string) => void;
+  onQuery?: (text: string, connection: number) => void;
   queriesPerPool?: number;
   /** Called when a renewed pool's predecessor has been asked to end. */
   onRenew?: () => void;
@@ -50,16 +64,23 @@ export type PoolOptions = {
 
 /**
  * Why a breaker: when PostgreSQL goes away, postgres 3.4.9 keeps the queries it is given and
- * retries its connections with a backoff of up to 20 s, so requests would hang that long. On the
- * first error that shows the database unreachable, the pool is ended (which fails the queries it
+ * retries its connections with a backoff of up to 20 s, so requests would hang that long. On an
+ * error that shows the database unreachable, the pool is ended (which fails the queries it
  * holds), every new query fails at once (503 at the HTTP edge), and a probe asks every 250 ms
  * with a connection of its own; its first answer brings a fresh pool.
+ *
+ * An error of one connection (its backend terminated, a proxy dropping it) does not show that:
+ * the other connections may be fine. Then a fresh connection is tried first, and the breaker
+ * opens only if that fails too; meanwhile the pool goes on serving.
  */
 export function openDatabase(url: string, options: PoolOptions = {}): Database {
   const { onDown = () => {}, onUp = () => {}, onRenew = () => {}, queriesPerPool = defaultQueriesPerPool } = options;
+  const bounds = options.bounds ?? unbounded;
+  const gate = createGate(poolSize, maxQueued, bounds.queueTimeoutMs);
   let current = connectDatabase(url, options);
   let served = 0;
   let down = false;
+  let checking = false;
   let ended = false;
   const retiring = new Set<Sql>();
   const retire = (pool: Sql) => {
@@ -118,23 +139,34 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
   const sql = new Proxy(function pool() {}, {
     apply: (_target, _this, args: unknown[]) => {
       // A tagged template sends a query; any other call builds a fragment or helper, sends nothing.
-      if (down && isTemplate(args[0])) return refusedQuery();
-      return (use() as unknown as (...args: unknown[]) => unknown)(...args);
+      if (!isTemplate(args[0])) return (current as unknown as (...args: unknown[]) => unknown)(...args);
+      if (down) return refusedQuery();
+      const pool = use() as unknown as (...args: unknown[]) => Promise<unknown>;
+      return queryThroughGate(pool(...args), () => (current === (pool as unknown) ? null : (current as unknown as typeof pool)(...args)), gate);
     },
     get: (_target, property) => {
       const value = (current as unknown as Record<PropertyKey, unknown>)[property];
       if (typeof value !== 'function') return value;
       if (down && queryMethods.has(property)) return () => refusedQuery();
-      const pool = use();
-      return ((pool as unknown as Record<PropertyKey, (...args: unknown[]) => unknown>)[property]!).bind(pool);
+      const method = (pool: Sql) => (pool as unknown as Record<PropertyKey, (...args: unknown[]) => PromiseLike<unknown>>)[property]!.bind(pool);
+      // A transaction holds its connection throughout, so it holds its place in the gate throughout.
+      if (queryMethods.has(property)) return (...args: unknown[]) => throughGate(() => method(use())(...args), gate);
+      return method(current);
     },
   }) as unknown as Sql;
 
+  const open = () => {
+    down = true;
+    onDown();
+    // Queries waiting in the driver for a connection would wait out its backoff: ending the
+    // pools fails them now. They are not used again; the probe's success makes a new one.
+    for (const pool of [current, ...retiring, ...(warming === null ? [] : [warming])]) void pool.end({ timeout: 0 }).catch(() => {});
+    void probeUntilUp();
+  };
+
   const probeUntilUp = async () => {
     while (down && !ended) {
-      const probe = postgres(url, { max: 1, connect_timeout: 1, idle_timeout: 1, onnotice: () => {}, connection: { application_name: options.applicationName ?? 'account-service' } });
-      const answered = await probe`SELECT 1`.then(() => true, () => false);
-      await probe.end({ timeout: 0 }).catch(() => {});
+      const answered = await answersOnFreshConnection(url, options.applicationName);
       if (answered && !ended) {
         current = connectDatabase(url, options);
         served = 0;
@@ -149,13 +181,13 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
   return {
     sql,
     noteFailure(error) {
-      if (down || ended || !(isDatabaseUnavailable(error) || isPoolBroken(error))) return;
-      down = true;
-      onDown();
-      // Queries waiting in the driver for a connection would wait out its backoff: ending the
-      // pools fails them now. They are not used again; the probe's success makes a new one.
-      for (const pool of [current, ...retiring, ...(warming === null ? [] : [warming])]) void pool.end({ timeout: 0 }).catch(() => {});
-      void probeUntilUp();
+      if (down || ended || checking || !(isDatabaseUnavailable(error) || isPoolBroken(error))) return;
+      if (isPoolBroken(error) || refusesConnections(error)) return open();
+      checking = true;
+      void answersOnFreshConnection(url, options.applicationName).then((answered) => {
+        checking = false;
+        if (!answered && !down && !ended) open();
+      });
     },
     isUp: () => !down,
     async end() {
@@ -163,6 +195,45 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
       await Promise.all([...retiring, current, ...(warming === null ? [] : [warming])].map((pool) => pool.end({ timeout: 5 })));
     },
   };
+}
+
+/**
+ * A transaction (or unsafe query) that takes its place in the gate when first awaited, and
+ * keeps it until answered. It is begun only once a place is free, on the pool current then.
+ */
+function throughGate(start: () => PromiseLike<unknown>, gate: Gate): Promise<unknown> {
+  let answer: Promise<unknown> | null = null;
+  const settle = () => (answer ??= gate.run(start));
+  return {
+    then: (onFulfilled, onRejected) => settle().then(onFulfilled, onRejected),
+    catch: (onRejected) => settle().catch(onRejected),
+    finally: (onFinally) => settle().finally(onFinally),
+    [Symbol.toStringTag]: 'Promise',
+  } as Promise<unknown>;
+}
+
+/**
+ * The same for a tagged query, which must stay the driver's own query object: it may be a
+ * fragment of another query, and then it is never awaited itself. The driver sends a query when
+ * it is first awaited (then, catch or finally); here that waits for a place in the gate. If its
+ * pool was renewed meanwhile (and has ended), `again` makes the same query on the current one.
+ */
+function queryThroughGate(query: Promise<unknown>, again: () => Promise<unknown> | null, gate: Gate): Promise<unknown> {
+  const { then } = query;
+  let answer: Promise<unknown> | null = null;
+  const settle = () => (answer ??= gate.run(() => again() ?? new Promise((resolve, reject) => void then.call(query, resolve, reject))));
+  query.then = ((onFulfilled, onRejected) => settle().then(onFulfilled, onRejected)) as Promise<unknown>['then'];
+  query.catch = ((onRejected) => settle().catch(onRejected)) as Promise<unknown>['catch'];
+  query.finally = ((onFinally) => settle().finally(onFinally)) as Promise<unknown>['finally'];
+  return query;
+}
+
+/** Whether a connection of its own, outside the pool, gets an answer from the database. */
+async function answersOnFreshConnection(url: string, applicationName = 'account-service'): Promise<boolean> {
+  const probe = postgres(url, { ...sessionAttrs(url), max: 1, connect_timeout: 1, idle_timeout: 1, onnotice: () => {}, connection: { application_name: applicationName } });
+  const answered = await probe`SELECT 1`.then(() => true, () => false);
+  await probe.end({ timeout: 0 }).catch(() => {});
+  return answered;
 }
 
 function isTemplate(value: unknown): boolean {
@@ -199,19 +270,39 @@ export function isDriverWriteDefect(error: unknown): boolean {
   return /\bnextWrite\b/.test(stack) && /postgres[\\/](?:cjs[\\/])?src[\\/]connection\.js/.test(stack);
 }
 
-/** `onQuery` sees the text of every statement (never its parameters), for tests that compare paths. */
+/**
+ * postgres 3.4.9 takes a hot standby for read-write: against PostgreSQL 14 and later it reads
+ * default_transaction_read_only, which a standby reports as off, instead of asking whether the
+ * session is read-only. During a failover, with the primary gone and the standby not yet
+ * promoted, the pool then connected to the standby and every write failed (25006). Asking for
+ * `primary` instead checks in_hot_standby, which is right: on a primary the two differ only
+ * when default_transaction_read_only is set, which would refuse this service's writes anyway.
+ */
+function sessionAttrs(url: string): { target_session_attrs?: 'primary' } {
+  return /[?&]target_session_attrs=read-write(?:&|$)/.test(url) ? { target_session_attrs: 'primary' } : {};
+}
+
 /** Connections of a pool. */
 const poolSize = 10;
 
-export function connectDatabase(url: string, { applicationName = 'account-service', onQuery }: Pick<PoolOptions, 'applicationName' | 'onQuery'> = {}): Sql {
+/** `onQuery` sees the text of every statement (never its parameters), for tests that compare paths. */
+export function connectDatabase(url: string, { applicationName = 'account-service', onQuery, bounds = unbounded }: Pick<PoolOptions, 'applicationName' | 'onQuery' | 'bounds'> = {}): Sql {
   return postgres(url, {
-    ...(onQuery === undefined ? {} : { debug: (_connection: number, text: string) => onQuery(text) }),
+    ...sessionAttrs(url),
+    ...(onQuery === undefined ? {} : { debug: (connection: number, text: string) => onQuery(text, connection) }),
     max: poolSize,
     connect_timeout: connectTimeoutSeconds,
     idle_timeout: 60,
     max_lifetime: 30 * 60,
     onnotice: () => {},
-    connection: { application_name: applicationName },
+    connection: {
+      application_name: applicationName,
+      ...(bounds.statementTimeoutMs > 0 ? { statement_timeout: bounds.statementTimeoutMs } : {}),
+      ...(bounds.lockTimeoutMs > 0 ? { lock_timeout: bounds.lockTimeoutMs } : {}),
+      // A transaction that a client-side fault left open (as a pooler in the wrong mode did)
+      // would hold its locks and its connection for good: the server ends it instead.
+      ...(bounds.statementTimeoutMs > 0 ? { idle_in_transaction_session_timeout: bounds.statementTimeoutMs } : {}),
+    },
   });
 }
 
@@ -229,7 +320,49 @@ const unavailableCodes = new Set([
   '57P01', // admin_shutdown
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now
+  '25006', // read_only_sql_transaction: the connection is to a standby, not the primary
 ]);
+
+/** Errors that show new connections failing, not just one connection broken: the breaker opens at once. */
+const refusingCodes = new Set(['DATABASE_DOWN', 'ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'CONNECT_TIMEOUT', '57P03']);
+
+function refusesConnections(error: unknown): boolean {
+  return refusingCodes.has((error as { code?: unknown } | null)?.code as string);
+}
+
+/**
+ * What a request that met the database busy or in conflict for a moment is told: it may try
+ * again shortly (503 with Retry-After), and none of these is a fault of the service (500).
+ */
+const busyCodes: ReadonlyMap<string, string> = new Map([
+  ['DATABASE_BUSY', 'the queue for a database connection is full or waited too long'], // gate.ts
+  ['57014', 'a statement ran past DATABASE_STATEMENT_TIMEOUT or was cancelled'],
+  ['55P03', 'a lock was not granted within DATABASE_LOCK_TIMEOUT'],
+  ['40P01', 'a deadlock'],
+  ['40001', 'a serialization failure'],
+  ['53300', 'the database has no connection slot left'],
+  ['53400', 'a configured limit of the database was exceeded'],
+]);
+
+/** Why the database refused for a moment, or null if `error` is not such a refusal. */
+export function busyReason(error: unknown): string | null {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? (busyCodes.get(code) ?? null) : null;
+}
+
+/**
+ * What an operator must change when the database sits behind a pooler that is set up for
+ * something else, in one line; null for any other error. A transaction-mode pooler hands each
+ * transaction to any server connection, so a statement prepared on one is missing on the next
+ * (26000); and it refuses startup parameters it does not track.
+ */
+export function poolerHint(error: unknown): string | null {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (code === '26000') return 'prepared statement missing: a transaction-mode pooler (PgBouncer, Supavisor, RDS Proxy) is in front of PostgreSQL; add prepare=false to DATABASE_URL (docs/operations.md, Poolers)';
+  const parameter = typeof message === 'string' ? /unsupported startup parameter: (\w+)/.exec(message)?.[1] : undefined;
+  if (parameter !== undefined) return `the pooler refuses the startup parameter ${parameter}: add statement_timeout,lock_timeout,idle_in_transaction_session_timeout to its ignore_startup_parameters and set them on the role, or set DATABASE_STATEMENT_TIMEOUT=0 and DATABASE_LOCK_TIMEOUT=0 (docs/operations.md, Poolers)`;
+  return null;
+}
 
 /** True for errors that mean the database is out of reach, not that a query was wrong. */
 export function isDatabaseUnavailable(error: unknown): boolean {

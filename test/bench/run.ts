@@ -1,4 +1,4 @@
-// npm run bench [-- --quick] [-- --only=throughput,timing,footprint,sessions-memory,decay,outage] [-- --workload=refresh]: the service
+// npm run bench [-- --quick] [-- --only=throughput,database-cost,timing,footprint,sessions-memory,decay,outage] [-- --workload=refresh]: the service
 // against references that do the same work and nothing else, measured in one run on one machine.
 // See README "Performance". Nothing here is asserted: it reports.
 //
@@ -7,6 +7,7 @@
 import { cpus } from 'node:os';
 import { defaultScrypt } from '../../src/config.ts';
 import { openBench } from './bench.ts';
+import { databaseCost } from './database-cost.ts';
 import { enumeration } from './enumeration.ts';
 import { footprint } from './footprint.ts';
 import { hashing } from './hashing.ts';
@@ -23,6 +24,7 @@ process.stdout.write(
 );
 try {
   await bench.run('throughput', throughput);
+  await bench.run('database-cost', databaseCost);
   await bench.run('in-process', inProcess);
   await bench.run('hashing', hashing);
   await bench.run('enumeration', enumeration);

@@ -20,8 +20,10 @@ export async function throughput(bench: Bench): Promise<void> {
     const [session] = await seedSessions(bench.sql, [reader!.id]);
     const publicId = reader!.publicId;
     const json = { 'Content-Type': 'application/json' };
+    // One session per account, as clients are: a refresh locks its account row (the lock order),
+    // so refreshes of one account queue behind each other.
     const refreshRequests = async (count: number): Promise<WrkRequest[]> =>
-      (await seedSessions(bench.sql, Array.from({ length: count }, () => reader!.id))).map(({ refreshToken }) => ({
+      (await seedSessions(bench.sql, (await seedAccounts(bench.sql, 'refresher', count, bench.passwordHash)).map((account) => account.id))).map(({ refreshToken }) => ({
         method: 'POST',
         path: '/auth/token',
         headers: json,

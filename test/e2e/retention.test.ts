@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createKeyedHashes } from '../../src/keyed-hashes.ts';
+import { createKeyedHashes, deriveKeys } from '../../src/keyed-hashes.ts';
 import { registerAndSignIn, requestCode, startTestService, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
 import { waitUntil } from '../helpers/wait.ts';
 
@@ -10,7 +10,7 @@ import { waitUntil } from '../helpers/wait.ts';
 let app: TestService;
 /** Its workers wait, so that only the sweep can remove what a stopped worker would leave. */
 let paused: TestService;
-const keys = createKeyedHashes(Buffer.from(testSecret));
+const keys = createKeyedHashes(deriveKeys(Buffer.from(testSecret)));
 const hour = 3600;
 const day = 24 * hour;
 before(async () => {

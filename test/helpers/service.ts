@@ -64,7 +64,11 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   });
   const settled = { ...config, databaseUrl: database.url, tokenSecrets: config.tokenSecrets! };
   const start = () => startService({ config: settled, log, clock: clock.now, outbox: { pollMs: 200, wakeJitterMs: 20, backoffBaseMs: 100, ...options.outbox }, webhooks: options.webhooks, passwords: options.passwords, httpTimeouts: options.httpTimeouts, onQuery: options.onQuery });
-  let service = await start();
+  let service = await start().catch(async (error: unknown) => {
+    await smtp.stop();
+    await database.drop();
+    throw error;
+  });
   const handle: TestService = {
     get url() {
       return service.url;

@@ -24,8 +24,11 @@ describe('clientAddress', () => {
     assert.equal(clientAddress(request('10.0.0.1', 'fe80::1%www.evil-reset.test'), 1), '10.0.0.1');
   });
 
-  it('falls back to the leftmost address when the chain is shorter than the trusted hops', () => {
+  it('takes the TCP peer, never a header entry, when the chain is shorter than the trusted hops', () => {
     assert.equal(clientAddress(request('10.0.0.1'), 1), '10.0.0.1');
-    assert.equal(clientAddress(request('10.0.0.1', '1.2.3.4'), 3), '1.2.3.4');
+    // Three proxies expected, one seen: 1.2.3.4 may have been written by the client itself.
+    assert.equal(clientAddress(request('10.0.0.1', '1.2.3.4'), 3), '10.0.0.1');
+    assert.equal(clientAddress(request('10.0.0.1', '1.2.3.4, 5.6.7.8'), 3), '10.0.0.1');
+    assert.equal(clientAddress(request('10.0.0.1', '1.2.3.4, 5.6.7.8'), 2), '1.2.3.4', 'a full chain still reads the n-th hop');
   });
 });

@@ -13,7 +13,7 @@ import { createSealer } from '../../src/sealing.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { codeIn, startTestSmtp } from '../helpers/smtp.ts';
-import { requestCode, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
+import { requestCode, startTestService, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
 
 let app: TestService;
 before(async () => {
@@ -27,6 +27,11 @@ after(async () => {
 const outboxRow = async (recipient: string) => {
   const [row] = await app.service.sql`SELECT * FROM outbox WHERE recipient = ${recipient} ORDER BY id DESC LIMIT 1`;
   return row ?? { state: 'pending' };
+};
+/** A message by its id: once sent, it keeps no recipient to find it by. */
+const outboxRowById = async (id: string) => {
+  const [row] = await app.service.sql`SELECT * FROM outbox WHERE id = ${id}`;
+  return row!;
 };
 
 describe('the outbox', () => {
@@ -45,6 +50,43 @@ describe('the outbox', () => {
     assert.equal(row.last_error, null);
     assert.equal(mail.messageId, row.message_id);
     assert.equal((await app.call('POST', '/acc/reg', { json: { code: codeIn(mail) } })).status, 204, 'the delivered code works');
+  });
+
+  it('holds no connection and no lock while SMTP hangs, and delivers once it answers', async () => {
+    const user = uniqueUser();
+    app.smtp.delayNext(5_000);
+    assert.equal((await app.call('POST', '/acc/reg/code', { json: user })).status, 204);
+    await waitUntil(async () => typeof (await outboxRow(user.email)).lease === 'string');
+    const { id } = await outboxRow(user.email);
+    // Mid-send: the message is claimed, and no backend of the service sits in a transaction.
+    const open = await app.service.sql`
+      SELECT query FROM pg_stat_activity
+      WHERE datname = current_database() AND state LIKE 'idle in transaction%'`;
+    assert.deepEqual(open.map((row) => row.query), []);
+    // Every connection of the pool is free for requests meanwhile.
+    const started = performance.now();
+    const answers = await Promise.all(Array.from({ length: 20 }, () => app.call('GET', '/readyz')));
+    assert.ok(answers.every((answer) => answer.status === 200));
+    assert.ok(performance.now() - started < 1_500, 'answered while the send hangs');
+    const mail = await app.smtp.waitFor((message) => message.to === user.email, 10_000);
+    await waitUntil(async () => (await outboxRowById(id)).state === 'sent');
+    const row = await outboxRowById(id);
+    assert.equal(row.lease, null);
+    assert.equal(mail.messageId, row.message_id);
+    assert.equal(app.smtp.messages.filter((message) => message.to === user.email).length, 1, 'sent once');
+  });
+
+  it('sends a message again after its lease runs out, with the same Message-ID, and lets only the lease holder settle it', async () => {
+    const recipient = `${uniqueUser().name}@example.com`;
+    // A worker that claimed the message and then died: a lease that has run out.
+    await app.service.sql.begin((tx) => enqueueMail(tx, accountActiveMail(recipient, 'x'), createSealer([Buffer.from(testSecret)]), new Date()));
+    const [claimed] = await app.service.sql`
+      UPDATE outbox SET lease = gen_random_uuid(), attempts = 1, next_attempt_at = now() - interval '1 second'
+      WHERE recipient = ${recipient} RETURNING id, message_id`;
+    const mail = await app.smtp.waitFor((message) => message.to === recipient);
+    assert.equal(mail.messageId, claimed!.message_id);
+    await waitUntil(async () => (await outboxRowById(claimed!.id)).state === 'sent');
+    assert.equal((await outboxRowById(claimed!.id)).attempts, 2);
   });
 
   it('stops at once on a permanent refusal and keeps the reason', async () => {

@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { HttpResult } from '../helpers/http.ts';
+import { roundTripBudgets } from '../helpers/round-trip-budgets.ts';
+import { codeIn } from '../helpers/smtp.ts';
+import { startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
+
+// The round trips each path sends to PostgreSQL, BEGIN and COMMIT included, counted through the
+// driver's query hook, against the budgets of test/helpers/round-trip-budgets.ts.
+const budgets = roundTripBudgets;
+
+let app: TestService;
+const seen: Array<{ text: string; connection: number }> = [];
+before(async () => {
+  app = await startTestService({ onQuery: (text, connection) => seen.push({ text: text.replace(/\s+/g, ' ').trim(), connection }) });
+});
+after(async () => {
+  await app.stop();
+});
+
+/** The statements of the request alone: the outbox worker's transactions (on their own connection) are left out. */
+async function count(send: () => Promise<HttpResult>): Promise<{ response: HttpResult; statements: string[] }> {
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  seen.length = 0;
+  const response = await send();
+  assert.ok(response.status < 300, `${response.status} ${response.text}`);
+  const byConnection = new Map<number, string[]>();
+  for (const { text, connection } of seen) byConnection.set(connection, [...(byConnection.get(connection) ?? []), text]);
+  const statements: string[] = [];
+  const worker = (text: string) => /SKIP LOCKED|^UPDATE outbox SET (state|attempts)|^DELETE FROM outbox WHERE id =/.test(text);
+  for (const texts of byConnection.values()) {
+    // A connection's statements in order, cut into transactions; one that touches the outbox
+    // queue as the worker does is the worker's, whether its BEGIN or COMMIT fell in the window.
+    let block: string[] = [];
+    const flush = () => {
+      if (!block.some(worker)) statements.push(...block);
+      block = [];
+    };
+    for (const text of texts) {
+      // The driver reads the array types once per new connection: not the path's work.
+      if (text.includes('pg_catalog.pg_type')) continue;
+      if (/^begin/i.test(text)) flush();
+      // A COMMIT with no BEGIN in the window ends a transaction that began before it: the worker's.
+      if (/^commit$/i.test(text) && !/^begin/i.test(block[0] ?? '')) {
+        block = [];
+        continue;
+      }
+      block.push(text);
+      if (/^commit$/i.test(text)) flush();
+    }
+    // A BEGIN last on its connection, or a COMMIT first, belongs to a transaction outside the window: the worker's.
+    if (block.length === 1 && /^begin/i.test(block[0]!)) block = [];
+    flush();
+  }
+  return { response, statements };
+}
+
+const form = (body: Record<string, string>) => ({ body: new URLSearchParams(body).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+const measured: Record<string, number> = {};
+
+describe('round trips per path', () => {
+  it('stay within their budgets', async () => {
+    const user = uniqueUser('trips');
+    const check = async (path: string, send: () => Promise<HttpResult>) => {
+      const { response, statements } = await count(send);
+      measured[path] = statements.length;
+      assert.ok(statements.length <= budgets[path]!, `${path}: ${statements.length} round trips, budget ${budgets[path]}:\n${statements.join('\n')}`);
+      return response;
+    };
+    const before = app.smtp.messages.length;
+    await check('registration request', () => app.call('POST', '/acc/reg/code', { json: user }));
+    const mail = await app.smtp.waitFor((message) => message.to === user.email && app.smtp.messages.indexOf(message) >= before);
+    await check('activation', () => app.call('POST', '/acc/reg', { json: { code: codeIn(mail) } }));
+    const signIn = () => app.call('POST', '/auth/token', form({ grant_type: 'password', username: user.name, password: user.pwd }));
+    const first = (await check('sign-in', signIn)).json;
+    const second = (await check('refresh', () => app.call('POST', '/auth/token', form({ grant_type: 'refresh_token', refresh_token: first.refresh_token })))).json;
+    await check('GET /acc/me', () => app.call('GET', '/acc/me', { token: second.access_token }));
+    const third = (await signIn()).json;
+    const sid = JSON.parse(Buffer.from((third.access_token as string).split('.')[1]!, 'base64url').toString()).sid as string;
+    await check('revoke one session', () => app.call('DELETE', `/acc/me/sessions/${sid}`, { token: second.access_token }));
+    await check('revoke a token (RFC 7009)', () => app.call('POST', '/auth/revoke', form({ token: second.refresh_token })));
+    const fourth = (await signIn()).json;
+    await check('revoke every session', () => app.call('DELETE', '/acc/me/sessions', { token: fourth.access_token }));
+    const fifth = (await signIn()).json;
+    await check('password change', () => app.call('PUT', '/acc/me/pwd', { token: fifth.access_token, json: { old_pwd: user.pwd, new_pwd: 'trips-password-2' } }));
+    const resetBefore = app.smtp.messages.length;
+    await check('reset request', () => app.call('POST', '/acc/pwd/code', { json: { email: user.email } }));
+    const resetMail = await app.smtp.waitFor((message) => message.to === user.email && message.subject.includes('reset') && app.smtp.messages.indexOf(message) >= resetBefore, 10_000);
+    await check('reset confirmation', () => app.call('POST', '/acc/pwd', { json: { code: codeIn(resetMail), new_pwd: 'trips-password-3' } }));
+    const last = (await app.call('POST', '/auth/token', form({ grant_type: 'password', username: user.name, password: 'trips-password-3' }))).json;
+    await check('deletion', () => app.call('DELETE', '/acc/me', { token: last.access_token, json: { pwd: 'trips-password-3' } }));
+    process.stdout.write(`# round trips: ${JSON.stringify(measured)}\n`);
+    assert.deepEqual(Object.keys(measured).sort(), Object.keys(budgets).sort(), 'every path of the table was measured');
+  });
+});

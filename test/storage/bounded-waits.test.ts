@@ -1,0 +1,154 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import postgres from 'postgres';
+import { busyReason } from '../../src/storage/db.ts';
+import { createTestDatabase } from '../helpers/database.ts';
+import { registerAndSignIn, startTestService, type TestService } from '../helpers/service.ts';
+
+// Not under test/e2e: these set timeouts per service, which a pooler in transaction mode cannot
+// pass on (docs/operations.md, "Poolers"), so the PgBouncer run of .ci/run leaves them out.
+
+/** Holds an exclusive lock on the accounts table of the service's database until released. */
+async function lockAccounts(url: string): Promise<{ release(): Promise<void> }> {
+  const admin = postgres(url, { max: 1, onnotice: () => {} });
+  const reserved = await admin.reserve();
+  await reserved`BEGIN`;
+  await reserved`LOCK TABLE accounts IN ACCESS EXCLUSIVE MODE`;
+  return {
+    async release() {
+      await reserved`ROLLBACK`;
+      reserved.release();
+      await admin.end();
+    },
+  };
+}
+
+async function timed(request: Promise<{ status: number; headers: Record<string, string | string[] | undefined>; json: Record<string, unknown> }>) {
+  const started = performance.now();
+  const response = await request;
+  return { ...response, ms: performance.now() - started };
+}
+
+const databaseUrl = (app: TestService) => (app.service.sql.options as unknown as { database: string }).database;
+
+describe('bounded waits on PostgreSQL', () => {
+  let statementBound: TestService;
+  let lockBound: TestService;
+  before(async () => {
+    // A statement bound alone (no lock timeout): a statement kept waiting is cancelled at 300 ms.
+    statementBound = await startTestService({ env: { DATABASE_STATEMENT_TIMEOUT: '300', DATABASE_LOCK_TIMEOUT: '0', DATABASE_QUEUE_TIMEOUT: '300' } });
+    lockBound = await startTestService({ env: { DATABASE_STATEMENT_TIMEOUT: '5000', DATABASE_LOCK_TIMEOUT: '200' } });
+  });
+  after(async () => {
+    await statementBound.stop();
+    await lockBound.stop();
+  });
+
+  const urlOf = (app: TestService) => {
+    const url = new URL(process.env.TEST_ADMIN_DATABASE_URL!);
+    url.pathname = `/${databaseUrl(app)}`;
+    return url.toString();
+  };
+
+  it('answers a slow statement 503 with Retry-After within the statement timeout, never 500', async () => {
+    const { token } = await registerAndSignIn(statementBound);
+    const lock = await lockAccounts(urlOf(statementBound));
+    try {
+      // Thirty at once: ten hold the pool's connections, the rest wait in the bounded queue.
+      const answers = await Promise.all(Array.from({ length: 30 }, () => timed(statementBound.call('GET', '/acc/me', { token }))));
+      for (const answer of answers) {
+        assert.equal(answer.status, 503);
+        assert.equal(answer.json.type, 'urn:account-service:problem:overloaded');
+        assert.equal(answer.headers['retry-after'], '1');
+      }
+      const slowest = Math.max(...answers.map((answer) => answer.ms));
+      assert.ok(slowest < 1_500, `within the bound, the slowest took ${Math.round(slowest)} ms`);
+    } finally {
+      await lock.release();
+    }
+    assert.equal((await statementBound.call('GET', '/acc/me', { token })).status, 200, 'served again once the lock is gone');
+    assert.ok(statementBound.logs.some((line) => line.includes('"code":"57014"')), 'the cancellation is logged');
+    assert.ok(statementBound.logs.some((line) => line.includes('"code":"DATABASE_BUSY"')), 'so is a full or slow queue');
+  });
+
+  it('answers a held lock 503 within the lock timeout', async () => {
+    const { token } = await registerAndSignIn(lockBound);
+    const lock = await lockAccounts(urlOf(lockBound));
+    try {
+      const answer = await timed(lockBound.call('GET', '/acc/me', { token }));
+      assert.equal(answer.status, 503);
+      assert.equal(answer.headers['retry-after'], '1');
+      assert.ok(answer.ms < 1_500, `answered in ${Math.round(answer.ms)} ms`);
+    } finally {
+      await lock.release();
+    }
+    assert.ok(lockBound.logs.some((line) => line.includes('"code":"55P03"')));
+    assert.equal(lockBound.logs.some((line) => line.includes('unexpected error')), false);
+  });
+});
+
+describe('a deadlock', () => {
+  it('is a refusal for a moment (503 at the HTTP edge), not a fault', async () => {
+    const test = await createTestDatabase();
+    const sql = postgres(test.url, { max: 2, onnotice: () => {} });
+    try {
+      await sql`CREATE TABLE pair (id int PRIMARY KEY)`;
+      await sql`INSERT INTO pair VALUES (1), (2)`;
+      let bothLocked!: () => void;
+      let count = 0;
+      const ready = new Promise<void>((resolve) => (bothLocked = resolve));
+      const cross = (first: number, second: number) =>
+        sql.begin(async (tx) => {
+          await tx`SELECT 1 FROM pair WHERE id = ${first} FOR UPDATE`;
+          if (++count === 2) bothLocked();
+          await ready;
+          await tx`SELECT 1 FROM pair WHERE id = ${second} FOR UPDATE`;
+        });
+      const outcomes = await Promise.allSettled([cross(1, 2), cross(2, 1)]);
+      const refused = outcomes.filter((outcome) => outcome.status === 'rejected');
+      assert.equal(refused.length, 1, 'PostgreSQL ends one of the two');
+      const error = (refused[0] as PromiseRejectedResult).reason;
+      assert.equal(error.code, '40P01');
+      assert.equal(busyReason(error), 'a deadlock');
+      for (const code of ['40001', '53300', '57014', '55P03', 'DATABASE_BUSY']) assert.notEqual(busyReason({ code }), null, code);
+      assert.equal(busyReason({ code: '23505' }), null);
+    } finally {
+      await sql.end();
+      await test.drop();
+    }
+  });
+});
+
+describe('one terminated backend under load', () => {
+  it('costs at most the requests on that connection; the breaker stays closed', async () => {
+    const app = await startTestService();
+    try {
+      const { token } = await registerAndSignIn(app);
+      const url = new URL(process.env.TEST_ADMIN_DATABASE_URL!);
+      url.pathname = `/${databaseUrl(app)}`;
+      const admin = postgres(url.toString(), { max: 1, onnotice: () => {} });
+      const statuses: number[] = [];
+      let streaming = true;
+      const clients = Array.from({ length: 10 }, async () => {
+        while (streaming) statuses.push((await app.call('GET', '/acc/me', { token })).status);
+      });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const [victim] = await admin`
+        SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend' LIMIT 1`;
+      const before = statuses.length;
+      await admin`SELECT pg_terminate_backend(${victim!.pid})`;
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      streaming = false;
+      await Promise.all(clients);
+      await admin.end();
+      const after = statuses.slice(before);
+      const failed = after.filter((status) => status !== 200);
+      assert.ok(after.length > 50, `requests after the termination: ${after.length}`);
+      assert.deepEqual([...new Set(failed)].filter((status) => status !== 503), [], 'nothing but 503 for the requests on that connection');
+      assert.ok(failed.length <= 3, `${failed.length} requests failed of ${after.length}`);
+      assert.equal(app.logs.some((line) => line.includes('database unreachable or its connections broken')), false, 'the breaker did not open');
+    } finally {
+      await app.stop();
+    }
+  });
+});
