@@ -109,7 +109,7 @@ CREATE TABLE public.address_quotas (
     requested_at timestamp with time zone[] NOT NULL,
     last_at timestamp with time zone NOT NULL,
     CONSTRAINT address_quotas_address_key_check CHECK ((octet_length(address_key) = 32)),
-    CONSTRAINT address_quotas_purpose_check CHECK ((purpose = ANY (ARRAY['registration'::text, 'reset'::text])))
+    CONSTRAINT address_quotas_purpose_check CHECK ((purpose = ANY ('{email-change,registration,reset}'::text[])))
 );
 
 --
@@ -169,8 +169,12 @@ CREATE TABLE public.one_time_codes (
     account_id bigint NOT NULL,
     expires_at timestamp with time zone NOT NULL,
     created_at timestamp with time zone NOT NULL,
+    new_email text,
+    session_id uuid,
+    CONSTRAINT email_change_codes_carry_the_change CHECK (((purpose = 'email-change'::text) = ((new_email IS NOT NULL) AND (session_id IS NOT NULL)))),
     CONSTRAINT one_time_codes_code_hash_check CHECK ((octet_length(code_hash) = 32)),
-    CONSTRAINT one_time_codes_purpose_check CHECK ((purpose = ANY (ARRAY['registration'::text, 'reset'::text])))
+    CONSTRAINT one_time_codes_new_email_check CHECK ((length(new_email) <= 254)),
+    CONSTRAINT one_time_codes_purpose_check CHECK ((purpose = ANY ('{email-change,registration,reset}'::text[])))
 );
 
 --
@@ -325,7 +329,7 @@ CREATE TABLE public.security_events (
     client_address text NOT NULL,
     session_id uuid,
     CONSTRAINT security_events_client_address_check CHECK ((length(client_address) <= 64)),
-    CONSTRAINT security_events_type_check CHECK ((type = ANY ('{activated,password-changed,password-reset,refresh-retried,refresh-token-reused,reset-requested,session-evicted,session-revoked,sign-in-failed,signed-in,signed-out-everywhere,totp-enabled,totp-disabled,recovery-code-used}'::text[])))
+    CONSTRAINT security_events_type_check CHECK ((type = ANY ('{activated,email-change-requested,email-changed,password-changed,password-reset,recovery-code-used,refresh-retried,refresh-token-reused,reset-requested,session-evicted,session-revoked,sign-in-failed,signed-in,signed-out-everywhere,totp-disabled,totp-enabled}'::text[])))
 );
 
 --
@@ -594,6 +598,12 @@ CREATE INDEX one_time_codes_account ON public.one_time_codes USING btree (accoun
 CREATE INDEX one_time_codes_expiry ON public.one_time_codes USING btree (expires_at);
 
 --
+-- Name: one_time_codes_session; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX one_time_codes_session ON public.one_time_codes USING btree (session_id) WHERE (session_id IS NOT NULL);
+
+--
 -- Name: outbox_due; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -671,6 +681,13 @@ CREATE INDEX webhook_events_pending ON public.webhook_events USING btree (accoun
 
 ALTER TABLE ONLY public.one_time_codes
     ADD CONSTRAINT one_time_codes_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id) ON DELETE CASCADE;
+
+--
+-- Name: one_time_codes one_time_codes_session_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.one_time_codes
+    ADD CONSTRAINT one_time_codes_session_id_fkey FOREIGN KEY (session_id) REFERENCES public.sessions(id) ON DELETE CASCADE;
 
 --
 -- Name: recovery_codes recovery_codes_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

@@ -24,6 +24,7 @@ export type Config = {
   tokenAudience: string | null;
   regCodeTtlSeconds: number;
   resetCodeTtlSeconds: number;
+  emailCodeTtlSeconds: number;
   scrypt: ScryptParams;
   eventRetentionDays: number;
   hashConcurrency: number;
@@ -113,6 +114,7 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
     tokenAudience: claimString(env, 'TOKEN_AUDIENCE'),
     regCodeTtlSeconds: integer(env, 'REG_CODE_TTL', 1800, 60, 7 * 24 * 3600),
     resetCodeTtlSeconds: integer(env, 'RESET_CODE_TTL', 900, 60, 24 * 3600),
+    emailCodeTtlSeconds: integer(env, 'EMAIL_CODE_TTL', 1800, 60, 24 * 3600),
     scrypt,
     eventRetentionDays: integer(env, 'EVENT_RETENTION_DAYS', 90, 1, 3650),
     hashConcurrency: integer(env, 'HASH_CONCURRENCY', 4, 1, 64),

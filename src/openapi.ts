@@ -1,6 +1,6 @@
 import { problems, problemTypePrefix } from './http/errors.ts';
 import type { Route } from './http/router.ts';
-import { accountDeletionSchema, activationSchema, passwordChangeSchema, passwordResetSchema, registrationSchema, resetCodeRequestSchema, totpConfirmationSchema, totpEnrollmentSchema, totpRemovalSchema, patterns, type Schema } from './validation.ts';
+import { accountDeletionSchema, activationSchema, emailChangeRequestSchema, emailChangeSchema, passwordChangeSchema, passwordResetSchema, registrationSchema, resetCodeRequestSchema, totpConfirmationSchema, totpEnrollmentSchema, totpRemovalSchema, patterns, type Schema } from './validation.ts';
 import { license } from './version.ts';
 
 type JsonObject = Record<string, unknown>;
@@ -16,6 +16,8 @@ const requestSchemas: Record<string, JsonObject> = {
   TotpEnrollmentRequest: objectSchema(totpEnrollmentSchema),
   TotpConfirmationRequest: objectSchema(totpConfirmationSchema),
   TotpRemovalRequest: objectSchema(totpRemovalSchema),
+  EmailChangeRequest: objectSchema(emailChangeRequestSchema),
+  EmailChangeConfirmation: objectSchema(emailChangeSchema),
   TokenRequest: {
     oneOf: [
       {
@@ -119,7 +121,7 @@ const responseSchemas: Record<string, JsonObject> = {
           type: 'object',
           required: ['type', 'occurred_at', 'client_address', 'session_id'],
           properties: {
-            type: { type: 'string', description: 'An open set; known values: activated, signed-in, sign-in-failed, password-changed, reset-requested, password-reset, session-revoked, signed-out-everywhere, refresh-retried, refresh-token-reused, session-evicted (a sign-in beyond SESSIONS_PER_ACCOUNT ended it), totp-enabled, totp-disabled, recovery-code-used.' },
+            type: { type: 'string', description: 'An open set; known values: activated, signed-in, sign-in-failed, password-changed, reset-requested, password-reset, session-revoked, signed-out-everywhere, refresh-retried, refresh-token-reused, session-evicted (a sign-in beyond SESSIONS_PER_ACCOUNT ended it), totp-enabled, totp-disabled, recovery-code-used, email-change-requested, email-changed.' },
             occurred_at: { type: 'string', format: 'date-time' },
             client_address: { type: 'string' },
             session_id: { type: ['string', 'null'], format: 'uuid' },

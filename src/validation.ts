@@ -52,6 +52,17 @@ export const totpConfirmationSchema = { code: field(patterns.totpCode) } satisfi
 
 export const totpRemovalSchema = { pwd: field(patterns.password), otp: field(patterns.otp) } satisfies Schema;
 
+/** The new address is checked like a registration's. */
+export const emailChangeRequestSchema = {
+  pwd: field(patterns.password),
+  email: field(patterns.email),
+  // Required when the account has an active second factor; that is checked after the password.
+  otp: field(patterns.otp, { required: false }),
+} satisfies Schema;
+
+export const emailChangeSchema = { code: field(patterns.code) } satisfies Schema;
+
+
 export const passwordChangeSchema = {
   old_pwd: field(patterns.password),
   new_pwd: field(patterns.password),

@@ -19,6 +19,7 @@ describe('parseConfig', () => {
     assert.equal(config.tokenAudience, null);
     assert.equal(config.regCodeTtlSeconds, 1800);
     assert.equal(config.resetCodeTtlSeconds, 900);
+    assert.equal(config.emailCodeTtlSeconds, 1800);
     assert.deepEqual(config.scrypt, defaultScrypt);
     assert.equal(config.logLevel, 'info');
     assert.equal(config.hashConcurrency, 4);
@@ -47,6 +48,7 @@ describe('parseConfig', () => {
       TOKEN_TTL: '600',
       REG_CODE_TTL: '900',
       RESET_CODE_TTL: '600',
+      EMAIL_CODE_TTL: '3600',
       REFRESH_TTL: '86400',
       TOKEN_ISSUER: 'https://accounts.example',
       TOKEN_AUDIENCE: 'https://api.example',
@@ -71,6 +73,7 @@ describe('parseConfig', () => {
     assert.equal(config.tokenTtlSeconds, 600);
     assert.equal(config.regCodeTtlSeconds, 900);
     assert.equal(config.resetCodeTtlSeconds, 600);
+    assert.equal(config.emailCodeTtlSeconds, 3600);
     assert.equal(config.refreshTtlSeconds, 86400);
     assert.equal(config.tokenIssuer, 'https://accounts.example');
     assert.equal(config.tokenAudience, 'https://api.example');
@@ -87,6 +90,7 @@ describe('parseConfig', () => {
       [{ TOKEN_TTL: '10' }, /^TOKEN_TTL /],
       [{ REG_CODE_TTL: '0' }, /^REG_CODE_TTL /],
       [{ RESET_CODE_TTL: '59' }, /^RESET_CODE_TTL /],
+      [{ EMAIL_CODE_TTL: '86401' }, /^EMAIL_CODE_TTL /],
       [{ METRICS_TOKEN: 'short' }, /^METRICS_TOKEN must be 16 to 256 printable characters without spaces$/],
       [{ REFRESH_TTL: 'forever' }, /^REFRESH_TTL /],
       [{ TOKEN_ISSUER: 'has space' }, /^TOKEN_ISSUER /],

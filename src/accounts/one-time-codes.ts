@@ -2,7 +2,10 @@ import { createHash, randomInt } from 'node:crypto';
 import type { Sql, Transaction } from '../storage/db.ts';
 
 /** What a code is for. A code works only at the endpoint of its own purpose. */
-export type CodePurpose = 'registration' | 'reset';
+export type CodePurpose = 'registration' | 'reset' | 'email-change';
+
+/** What an e-mail change code carries besides its account: the address it confirms, and the session that asked. */
+export type EmailChange = { newEmail: string; sessionId: string };
 
 const letters = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
 
@@ -21,12 +24,15 @@ export function hashCode(code: string): Buffer {
   return createHash('sha256').update(code.toUpperCase()).digest();
 }
 
-/** Stores a new code for the account; its older codes of the same purpose stop working. */
-export async function storeCode(tx: Transaction, purpose: CodePurpose, accountId: string, codeHash: Buffer, expiresAt: Date, now: Date): Promise<void> {
+/**
+ * Stores a new code for the account; its older codes of the same purpose stop working. An
+ * e-mail change code (and only one) carries its change (sql/012).
+ */
+export async function storeCode(tx: Transaction, purpose: CodePurpose, accountId: string, codeHash: Buffer, expiresAt: Date, now: Date, change: EmailChange | null = null): Promise<void> {
   await deleteCodes(tx, accountId, purpose);
   await tx`
-    INSERT INTO one_time_codes (code_hash, purpose, account_id, expires_at, created_at)
-    VALUES (${codeHash}, ${purpose}, ${accountId}, ${expiresAt}, ${now})`;
+    INSERT INTO one_time_codes (code_hash, purpose, account_id, expires_at, created_at, new_email, session_id)
+    VALUES (${codeHash}, ${purpose}, ${accountId}, ${expiresAt}, ${now}, ${change?.newEmail ?? null}, ${change?.sessionId ?? null})`;
 }
 
 /** A code as its lookup finds it: when it expires, and the account (or pending registration) it belongs to. */
@@ -52,6 +58,14 @@ export async function consumeCodes(tx: Transaction, accountId: string, purpose: 
     WITH used AS (DELETE FROM one_time_codes WHERE account_id = ${accountId} AND purpose = ${purpose} RETURNING code_hash, expires_at)
     SELECT EXISTS (SELECT 1 FROM used WHERE code_hash = ${codeHash} AND expires_at > ${now}) AS consumed`;
   return row!.consumed as boolean;
+}
+
+/** The change a live e-mail change code of the account carries, or null. Reads without a lock: consumeCodes decides. */
+export async function findEmailChange(tx: Transaction, accountId: string, codeHash: Buffer, now: Date): Promise<EmailChange | null> {
+  const [row] = await tx`
+    SELECT new_email, session_id FROM one_time_codes
+    WHERE code_hash = ${codeHash} AND purpose = 'email-change' AND account_id = ${accountId} AND expires_at > ${now}`;
+  return row === undefined ? null : { newEmail: row.new_email as string, sessionId: row.session_id as string };
 }
 
 export async function deleteCodes(tx: Transaction, accountId: string, purpose: CodePurpose): Promise<void> {

@@ -5,7 +5,11 @@ import type { Sealer } from '../sealing.ts';
 import { generateCode, hashCode, storeCode } from './one-time-codes.ts';
 import { insertRegistration, lockAddressHolder, recordAttemptNotice, releaseExpiredHolders, type NewRegistration } from './registrations.ts';
 
-/** At most one "someone tried to register" notice per account in this time, so nobody can flood its mailbox. */
+/**
+ * At most one "someone tried to register" or "someone tried to use your address" notice per
+ * account in this time (registration attempts and e-mail changes alike, email-changes.ts), so
+ * nobody can flood its mailbox.
+ */
 export const attemptNoticeIntervalMs = 60 * 60 * 1000;
 
 /**

@@ -15,7 +15,9 @@ export type EventType =
   | 'session-evicted'
   | 'totp-enabled'
   | 'totp-disabled'
-  | 'recovery-code-used';
+  | 'recovery-code-used'
+  | 'email-change-requested'
+  | 'email-changed';
 
 export type SecurityEvent = { type: EventType; occurredAt: Date; clientAddress: string; sessionId: string | null };
 

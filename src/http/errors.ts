@@ -23,6 +23,7 @@ export const problems = {
   totpActive: { status: 409, slug: 'totp-active', title: 'A second factor is already active' },
   totpNotPending: { status: 409, slug: 'totp-not-pending', title: 'No second factor is waiting for confirmation' },
   totpNotActive: { status: 409, slug: 'totp-not-active', title: 'No second factor is active' },
+  emailTaken: { status: 409, slug: 'email-taken', title: 'The e-mail address was taken by another account meanwhile' },
   codeExpired: { status: 410, slug: 'code-expired', title: 'The code has expired' },
   bodyTooLarge: { status: 413, slug: 'body-too-large', title: 'The request body is too large' },
   unsupportedMediaType: { status: 415, slug: 'unsupported-media-type', title: 'The request body must be application/json' },

@@ -48,7 +48,7 @@ export type RouteDoc = {
   summary: string;
   auth?: true;
   /** A request schema of openapi.ts. */
-  request?: 'RegistrationRequest' | 'ActivationRequest' | 'ResetCodeRequest' | 'PasswordResetRequest' | 'PasswordChangeRequest' | 'TokenRequest' | 'RevocationRequest' | 'AccountDeletionRequest' | 'TotpEnrollmentRequest' | 'TotpConfirmationRequest' | 'TotpRemovalRequest';
+  request?: 'RegistrationRequest' | 'ActivationRequest' | 'ResetCodeRequest' | 'PasswordResetRequest' | 'PasswordChangeRequest' | 'TokenRequest' | 'RevocationRequest' | 'AccountDeletionRequest' | 'TotpEnrollmentRequest' | 'TotpConfirmationRequest' | 'TotpRemovalRequest' | 'EmailChangeRequest' | 'EmailChangeConfirmation';
   success: { status: 200 | 204; schema?: string; contentType?: string };
   errors: number[];
 };

@@ -3,8 +3,21 @@ import { formatCount } from '../count.ts';
 
 /** What the outbox stores and the transport sends; never logged, as it may hold a code. */
 export type MailContent = { subject: string; text: string; html: string };
-export type MailKind = 'registration-code' | 'account-active' | 'password-changed' | 'registration-attempt' | 'reset-code' | 'password-reset' | 'account-deleted'
-  | 'totp-enabled' | 'totp-disabled' | 'recovery-code-used';
+export type MailKind =
+  | 'registration-code'
+  | 'account-active'
+  | 'password-changed'
+  | 'registration-attempt'
+  | 'reset-code'
+  | 'password-reset'
+  | 'account-deleted'
+  | 'email-change-code'
+  | 'email-change-requested'
+  | 'email-change-attempt'
+  | 'email-changed'
+  | 'totp-enabled'
+  | 'totp-disabled'
+  | 'recovery-code-used';
 export type OutgoingMail = { kind: MailKind; to: string; content: MailContent };
 /** A message whose recipient the database supplies: the address stored for the account. */
 export type UnaddressedMail = Omit<OutgoingMail, 'to'>;
@@ -113,6 +126,64 @@ export function recoveryCodeUsedMail(to: string, name: string, usedAt: Date, cli
     ...few,
     'If you did not do this, someone has your password and your recovery codes: reset the password and disable the second factor at once.',
   ]) };
+}
+
+
+/** The code that confirms a new address, mailed to that address. */
+export function emailChangeCodeMail(to: string, name: string, code: string, expiresAt: Date, now: Date): OutgoingMail {
+  return { to, ...compose('email-change-code', 'Confirm your new e-mail address', [
+    'Hello,',
+    `the account "${name}" asked to use this address from now on. This code confirms it:`,
+    code,
+    `It is valid for ${formatCount(minutesUntil(expiresAt, now), 'minute')}, until ${isoUtc(expiresAt)}. Send it to confirm the change (POST /acc/email).`,
+    'If you did not ask for this, ignore this message: without the code nothing changes.',
+  ]) };
+}
+
+/**
+ * To the current address, when a change is asked for. It reads the same whether or not the new
+ * address could take the change: the owner reads this mailbox, and must not learn from it
+ * whether another account holds the new address.
+ */
+export function emailChangeRequestedMail(to: string, name: string, newEmail: string, askedAt: Date, clientAddress: string): OutgoingMail {
+  return { to, ...compose('email-change-requested', 'A change of your e-mail address was asked for', [
+    `Hello ${name},`,
+    `at ${isoUtc(askedAt)}, from the address ${clientAddress}, a session of your account asked to change its e-mail address to ${maskAddress(newEmail)}.`,
+    'Nothing changes until the change is confirmed from the new mailbox; until then this address stays the account\'s.',
+    'If it was not you, someone knows your password and is signed in: sign out everywhere (DELETE /acc/me/sessions) or change your password. Either cancels the change.',
+  ]) };
+}
+
+/** To the holder of an address that someone asked to move another account to. Nothing was sent there but this. */
+export function emailChangeAttemptMail(to: string, name: string, pending: boolean): OutgoingMail {
+  const holds = pending ? `a registration of the account "${name}" that waits for its code` : `your account "${name}"`;
+  return { to, ...compose('email-change-attempt', 'Someone tried to use your address', [
+    'Hello,',
+    `someone asked to change the e-mail address of another account to this address, which already belongs to ${holds}.`,
+    'Nothing was changed, and no code was sent. If it was not you, you can ignore this message.',
+  ]) };
+}
+
+/** To the old address, once the change is confirmed: the last message this address gets about the account. */
+export function emailChangedMail(to: string, name: string, newEmail: string, changedAt: Date, clientAddress: string): OutgoingMail {
+  return { to, ...compose('email-changed', 'Your e-mail address was changed', [
+    `Hello ${name},`,
+    `the e-mail address of your account was changed to ${maskAddress(newEmail)} at ${isoUtc(changedAt)}, confirmed from the address ${clientAddress} with a code sent to the new address.`,
+    'This address no longer belongs to the account: signing in and resetting the password with it no longer work. Every session except the one that asked for the change has been signed out.',
+    'If you did not do this, someone knew your password: contact support, and secure your other accounts.',
+  ]) };
+}
+
+/**
+ * An address shown in part, such as j***@e***.com: enough for the owner to recognise it, too
+ * little for anyone else who reads the mail to write to it.
+ */
+export function maskAddress(email: string): string {
+  const at = email.lastIndexOf('@');
+  const domain = email.slice(at + 1);
+  const lastDot = domain.lastIndexOf('.');
+  const suffix = domain.startsWith('[') || lastDot <= 0 ? '' : domain.slice(lastDot);
+  return `${email[0]}***@${domain[0]}***${suffix}`;
 }
 
 /** Whole minutes left, at least one, rounded down so that the mail never promises more than is left. */

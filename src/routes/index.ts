@@ -19,6 +19,8 @@ import { resetPasswordRoute } from './reset-password.ts';
 import { enrollSecondFactor } from './enroll-totp.ts';
 import { confirmSecondFactor } from './confirm-totp.ts';
 import { disableSecondFactor } from './remove-totp.ts';
+import { requestEmailChangeRoute } from './request-email-change.ts';
+import { changeEmailRoute } from './change-email.ts';
 
 /** Every route, with what the API document says of it. Error statuses are all those the route can answer. */
 export const routes: readonly Route[] = [
@@ -55,6 +57,26 @@ export const routes: readonly Route[] = [
     path: '/acc/me/pwd',
     handler: changePasswordRoute,
     doc: { summary: 'Change the password of the signed-in account', auth: true, request: 'PasswordChangeRequest', success: { status: 204 }, errors: [400, 401, 403, 413, 415, 429, 500, 503] },
+  },
+  {
+    method: 'POST',
+    path: '/acc/me/email',
+    handler: requestEmailChangeRoute,
+    rateLimited: true,
+    doc: {
+      summary: 'Ask to change the e-mail address: a code goes to the new address, a notice to the current one',
+      auth: true,
+      request: 'EmailChangeRequest',
+      success: { status: 204 },
+      errors: [400, 401, 403, 413, 415, 429, 500, 503],
+    },
+  },
+  {
+    method: 'POST',
+    path: '/acc/email',
+    handler: changeEmailRoute,
+    rateLimited: true,
+    doc: { summary: 'Confirm an e-mail address change with the code sent to the new address', request: 'EmailChangeConfirmation', success: { status: 204 }, errors: [400, 404, 409, 410, 413, 415, 429, 500, 503] },
   },
   {
     method: 'GET',

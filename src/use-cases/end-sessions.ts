@@ -7,6 +7,8 @@ export type SessionsEnd = {
   accountId: string;
   /** One session, or null for every session of the account. */
   sessionId: string | null;
+  /** With `sessionId` null: every session but this one (an e-mail change keeps the session that asked for it). */
+  keptSessionId?: string;
   /** Recorded when a session ended, or always for a cause of its own (password change, reset); null records nothing. */
   event: { type: EventType; clientAddress: string; sessionId: string | null; always: boolean } | null;
   /** The webhook event of the same cause (Webhooks.event), written when the event is, or always when there is none; null while webhooks are off. */
@@ -27,13 +29,14 @@ export type SessionsEnd = {
  * account row until it commits.
  */
 export async function endSessions(sql: Sql | Transaction, end: SessionsEnd): Promise<string[]> {
-  const { accountId, sessionId, event, now } = end;
+  const { accountId, sessionId, keptSessionId = null, event, now } = end;
   const webhook = end.webhook ?? null;
   const rows = await sql`
     WITH ended AS (
       DELETE FROM sessions
       WHERE account_id = (SELECT id FROM accounts WHERE id = ${accountId} FOR NO KEY UPDATE)
         AND (${sessionId}::uuid IS NULL OR id = ${sessionId}::uuid)
+        AND (${keptSessionId}::uuid IS NULL OR id <> ${keptSessionId}::uuid)
       RETURNING id
     ), event AS (
       INSERT INTO security_events (account_id, type, occurred_at, client_address, session_id)

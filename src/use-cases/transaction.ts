@@ -14,7 +14,8 @@ import type { Webhooks } from '../webhooks/events.ts';
  * order, so that two of them on one account queue instead of deadlocking:
  *
  *   1. per-address rows: name holds, then address quotas (code requests and deletion only);
- *   2. the account row, FOR NO KEY UPDATE (lockAccount below);
+ *   2. the account row, FOR NO KEY UPDATE (lockAccount below); a use case that needs two (an
+ *      e-mail change request and the holder of its new address) locks them in id order;
  *   3. its sessions;
  *   4. their refresh tokens;
  *   5. its one-time codes, its second factor and recovery codes;

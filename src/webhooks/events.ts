@@ -2,8 +2,8 @@ import type { Transaction } from '../storage/db.ts';
 import { newWebhookId } from './signing.ts';
 
 /**
- * Every event the service tells the application about. `account.email_changed` and
- * `second_factor.*` are sent by the features that cause them (their data: see docs/webhooks.md).
+ * Every event the service tells the application about. `second_factor.*` is sent by the
+ * feature that causes it (its data: see docs/webhooks.md).
  */
 export const webhookEventTypes = [
   'account.activated',

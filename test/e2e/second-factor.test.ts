@@ -307,3 +307,23 @@ describe('DELETE /acc/me with a second factor', () => {
     assert.equal(left!.n, 0, 'the factor and its recovery codes went with the account');
   });
 });
+
+describe('changing the e-mail address with a second factor', () => {
+  it('needs the otp as well, checked after the password: missing 403 otp-required, wrong 403 wrong-otp, right 204', async () => {
+    const { user, token, secret, step } = await withFactor();
+    const ask = (body: Record<string, unknown>) => app.call('POST', '/acc/me/email', { token, json: { pwd: user.pwd, email: `moved-${user.email}`, ...body }, headers: from(freshAddress()) });
+    const missing = await ask({});
+    assert.equal(missing.status, 403);
+    assert.equal(missing.json.type, 'urn:account-service:problem:otp-required');
+    const wrong = await ask({ otp: codeAt(secret, step + 5) });
+    assert.equal(wrong.status, 403);
+    assert.equal(wrong.json.type, 'urn:account-service:problem:wrong-otp');
+    const wrongPassword = await ask({ pwd: 'not-the-password', otp: codeAt(secret, step + 1) });
+    assert.equal(wrongPassword.status, 403);
+    assert.equal(wrongPassword.json.type, 'urn:account-service:problem:wrong-password', 'the password first: a wrong one says nothing of the factor');
+    assert.equal((await ask({ otp: codeAt(secret, step + 1) })).status, 204);
+    const code = codeIn(await mailTo(`moved-${user.email}`, 'Confirm your new e-mail address'));
+    assert.equal((await app.call('POST', '/acc/email', { json: { code } })).status, 204);
+    assert.equal((await app.call('GET', '/acc/me', { token })).json.email, `moved-${user.email}`);
+  });
+});

@@ -1,0 +1,80 @@
+import type { Account } from '../accounts/accounts.ts';
+import { reserveAddressRequest, type QuotaRefusal } from '../accounts/address-quotas.ts';
+import { claimAttemptNotice, findOtherHolder, lockAccountsForChange } from '../accounts/email-changes.ts';
+import { generateCode, hashCode, storeCode } from '../accounts/one-time-codes.ts';
+import { recordEvent } from '../accounts/security-events.ts';
+import { emailChangeAttemptMail, emailChangeCodeMail, emailChangeRequestedMail } from '../mail/messages.ts';
+import { enqueueMail } from '../mail/outbox.ts';
+import { checkPassword, recordWrongPassword, signedInIdentifier } from './password-check.ts';
+import { secondFactorGate, secondFactorRefusal } from './second-factor.ts';
+import { inTransaction, type Client, type UseCaseDeps } from './transaction.ts';
+
+export type EmailChangeRequest =
+  | { outcome: 'requested' }
+  | { outcome: 'wrong-password' }
+  | { outcome: 'otp-required' }
+  | { outcome: 'wrong-otp' }
+  | { outcome: 'throttled'; retryAfterSeconds: number }
+  /** The caller's session was ended meanwhile (a concurrent password change, say), or the account deleted. */
+  | { outcome: 'session-ended' }
+  | { outcome: 'refused'; refusal: QuotaRefusal };
+
+/**
+ * Starts an e-mail change: a code for the new address, which replaces any pending change of the
+ * account, and a notice to the current address. The password is checked under the throttle of
+ * the account itself, as for a password change, so that a stolen token alone cannot move it.
+ *
+ * No oracle: whatever the new address holds, the same statements run and the same rows are
+ * written (the quota, the code row with its change, the event, the notice to the current
+ * address), and the caller gets the same answer. Only what goes to the new mailbox differs:
+ * the code when it is free; when another account or a live registration holds it, at most one
+ * "someone tried to use your address" notice an hour to its holder, and the stored code, never
+ * mailed, can never be used. The previous pending change ends on both paths, so that whether
+ * its code still works tells nothing either.
+ *
+ * Lock order (transaction.ts): the per-address row (the new address's quota), then account rows
+ * FOR NO KEY UPDATE (the caller's and the holder's, in id order, so that two accounts asking for
+ * each other's address queue instead of deadlocking; the holder's notice time is written under
+ * that lock), then sessions (read), codes, events, outbox.
+ */
+export async function requestEmailChange(deps: UseCaseDeps, caller: { account: Account; sessionId: string }, password: string, otp: string | undefined, newEmail: string, client: Client): Promise<EmailChangeRequest> {
+  const { account, sessionId } = caller;
+  // With an active second factor, an otp is needed too, checked once the password is proven and
+  // under the same throttle: the address is how a reset reaches the account, so a stolen
+  // password and token alone must not move it.
+  const secondFactor = secondFactorGate(deps, account, otp, client.address, sessionId, deps.clock());
+  const check = await checkPassword(deps, signedInIdentifier(account), client.address, password, account.passwordHash, secondFactor.check);
+  if (check.outcome === 'throttled') return check;
+  if (check.outcome === 'wrong') {
+    await recordWrongPassword(deps.sql, account.id, client.address, sessionId, deps.clock());
+    return { outcome: secondFactorRefusal(secondFactor.outcome) ?? 'wrong-password' };
+  }
+
+  const now = deps.clock();
+  const code = generateCode();
+  const expiresAt = new Date(now.getTime() + deps.config.emailCodeTtlSeconds * 1000);
+  const result = await inTransaction(deps.sql, async (tx): Promise<EmailChangeRequest> => {
+    // Counted whatever the address holds, so that a cooldown or a cap never tells them apart.
+    const refusal = await reserveAddressRequest(tx, 'email-change', deps.keys.address(newEmail), now);
+    if (refusal !== null) return { outcome: 'refused', refusal };
+    const holderId = await findOtherHolder(tx, account.id, newEmail, now);
+    const locked = await lockAccountsForChange(tx, account.id, holderId, sessionId);
+    if (locked === null) return { outcome: 'session-ended' };
+
+    const notice = await claimAttemptNotice(tx, holderId, newEmail, now);
+    await storeCode(tx, 'email-change', account.id, hashCode(code), expiresAt, now, { newEmail, sessionId });
+    await recordEvent(tx, account.id, 'email-change-requested', client.address, sessionId, now);
+    await enqueueMail(tx, emailChangeRequestedMail(locked.email, locked.name, newEmail, now, client.address), deps.sealer, now);
+    if (holderId === null) {
+      await enqueueMail(tx, emailChangeCodeMail(newEmail, locked.name, code, expiresAt, now), deps.sealer, now);
+    } else if (notice !== null) {
+      // To the address as its holder stored it, not as the caller typed it.
+      await enqueueMail(tx, emailChangeAttemptMail(notice.email, notice.name, notice.pending), deps.sealer, now);
+    }
+    return { outcome: 'requested' };
+  });
+  // Not at once: see wakeLater. What the new mailbox gets depends on what the address holds,
+  // and its sending must not be timed from this request.
+  if (result.outcome === 'requested') deps.outbox.wakeLater();
+  return result;
+}
