@@ -92,18 +92,20 @@ export function validateFields<S extends Schema>(body: Record<string, unknown>, 
 }
 
 /**
- * A JSON string may hold a lone surrogate ("\ud800"), which is no character at all. Encoded for
- * hashing it becomes U+FFFD, so that every lone surrogate would be the same password: refused.
- * With the `u` flag a surrogate pair is one code point, so only a lone half matches.
+ * Text a password hash could not tell apart, refused in every field. A lone surrogate
+ * ("\ud800") is no character at all: encoded for hashing it becomes U+FFFD, so every lone
+ * surrogate would be the same password. A NUL (U+0000) at the end vanishes in scrypt's
+ * PBKDF2-HMAC, which pads a short key with zero bytes: "secret" and "secret\0" would be the same
+ * password. With the `u` flag a surrogate pair is one code point, so only a lone half matches.
  */
-const loneSurrogate = /\p{Surrogate}/u;
+const indistinct = /[\p{Surrogate}\u0000]/u;
 
-/** True when the string is well-formed UTF-16: no lone surrogate. */
+/** True when the string is well-formed UTF-16 without NUL: no lone surrogate, no U+0000. */
 export function isWellFormed(value: string): boolean {
-  return !loneSurrogate.test(value);
+  return !indistinct.test(value);
 }
 
-export const malformedReason = 'must be well-formed Unicode (no lone surrogate)';
+export const malformedReason = 'must be well-formed Unicode without NUL (no lone surrogate, no U+0000)';
 
 function checkField(body: Record<string, unknown>, name: string, rule: FieldRule): string | null {
   if (!Object.hasOwn(body, name)) return rule.required ? 'is required' : null;

@@ -75,10 +75,11 @@ describe('lone surrogates', () => {
     assert.equal(isWellFormed('abcdef\ud83d'), false, 'a high half at the end');
     assert.equal(isWellFormed('😀abcdef'), true);
     assert.equal(isWellFormed('\ufffdabcdef'), true, 'U+FFFD itself is a character');
+    assert.equal(isWellFormed('abcdef\u0000'), false, 'a NUL, which scrypt would not tell from its absence');
   });
 
   it('are refused in a password, a name or an address, naming the field', () => {
-    const reason = 'must be well-formed Unicode (no lone surrogate)';
+    const reason = 'must be well-formed Unicode without NUL (no lone surrogate, no U+0000)';
     const registration = validateFields({ name: 'ab\ud800', email: 'a\udc00@example.com', pwd: '\ud800abcdef' }, registrationSchema);
     assert.deepEqual(registration.invalid, [
       { name: 'name', reason },

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { parseJsonObject, readBody } from './body.ts';
 import { OAuthError } from './errors.ts';
-import { isWellFormed } from '../validation.ts';
+import { isWellFormed, malformedReason } from '../validation.ts';
 
 /**
  * The parameters of an OAuth request (token, revocation): form-encoded as RFC 6749 and
@@ -26,7 +26,7 @@ export function stringParameter(params: Record<string, unknown>, name: string, m
   if (typeof value !== 'string' || value.length === 0 || value.length > maxLength) {
     throw new OAuthError('invalid_request', `${name} must be a string of 1 to ${maxLength} characters.`);
   }
-  // A lone surrogate would be hashed as U+FFFD, the same as every other one (validation.ts).
-  if (!isWellFormed(value)) throw new OAuthError('invalid_request', `${name} must be well-formed Unicode (no lone surrogate).`);
+  // A lone surrogate or a NUL would hash the same as other passwords (validation.ts).
+  if (!isWellFormed(value)) throw new OAuthError('invalid_request', `${name} ${malformedReason}.`);
   return value;
 }

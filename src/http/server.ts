@@ -42,7 +42,8 @@ function refuseUnparsed(error: NodeJS.ErrnoException, socket: Duplex, deps: Deps
   }
   const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
   const requestId = randomUUID();
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: 0\r\nX-Request-Id: ${requestId}\r\n\r\n`);
+  // The headers every answer carries (server.ts), so that a refusal is cached and sniffed no more than the rest.
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: 0\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nX-Request-Id: ${requestId}\r\n\r\n`);
   deps.metrics.observe('OTHER', 'unparsed', status, 0);
   deps.log.info('request refused by the HTTP parser', { request_id: requestId, status, reason: error.code ?? 'unknown', client: (socket as Socket).remoteAddress ?? 'unknown' });
 }

@@ -127,10 +127,11 @@ describe('lone surrogates', () => {
   it('are refused with 400 naming the field, at registration and at sign-in, instead of colliding', async () => {
     const registration = await app.call('POST', '/acc/reg/code', { json: { name: 'surrogate', email: 'surrogate@example.com', pwd: '\ud800abcdef' } });
     assert.equal(registration.status, 400);
-    assert.deepEqual(registration.json['invalid-params'], [{ name: 'pwd', reason: 'must be well-formed Unicode (no lone surrogate)' }]);
+    assert.deepEqual(registration.json['invalid-params'], [{ name: 'pwd', reason: 'must be well-formed Unicode without NUL (no lone surrogate, no U+0000)' }]);
 
     const { user } = await registerAndSignIn(app);
-    for (const password of ['\udfffabcdef', '\ud800abcdef']) {
+    // A trailing NUL vanished in scrypt's key padding: "correct-horse\0" signed in as "correct-horse".
+    for (const password of ['\udfffabcdef', '\ud800abcdef', `${user.pwd}\u0000`, `${user.pwd}\u0000\u0000`]) {
       const response = await token({ grant_type: 'password', username: user.name, password });
       assert.equal(response.status, 400);
       assert.equal(response.json.error, 'invalid_request');

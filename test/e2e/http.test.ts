@@ -26,10 +26,14 @@ describe('the HTTP edge', () => {
         socket.on('error', reject);
       });
     const before = app.logs.length;
-    assert.match(await send('BREW /coffee NOT-HTTP/9\r\n\r\n'), /^HTTP\/1\.1 400 Bad Request\r\n/);
+    const refused = await send('BREW /coffee NOT-HTTP/9\r\n\r\n');
+    assert.match(refused, /^HTTP\/1\.1 400 Bad Request\r\n/);
+    assert.match(refused, /\r\nCache-Control: no-store\r\n/, 'the headers of every answer');
+    assert.match(refused, /\r\nX-Content-Type-Options: nosniff\r\n/);
+    assert.match(await send('FOO /acc/me HTTP/1.1\r\nHost: x\r\n\r\n'), /^HTTP\/1\.1 400 Bad Request\r\n[^]*Cache-Control: no-store/, 'a method the parser does not know');
     assert.match(await send(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Secret-Header: ${'s'.repeat(20_000)}\r\n\r\n`), /^HTTP\/1\.1 431 /);
     const lines = app.logs.slice(before).filter((line) => line.includes('refused by the HTTP parser')).map((line) => JSON.parse(line));
-    assert.deepEqual(lines.map((line) => line.status), [400, 431]);
+    assert.deepEqual(lines.map((line) => line.status), [400, 400, 431]);
     for (const line of lines) {
       assert.equal(line.client, '127.0.0.1');
       assert.match(line.reason, /^HPE_/);
