@@ -267,6 +267,10 @@ describe('POST /acc/reg/code and POST /acc/reg', () => {
     const statuses = (await Promise.all(attempts.map((json) => app.call('POST', '/acc/reg/code', { json })))).map((response) => response.status);
     assert.equal(statuses.filter((status) => status === 204).length, 1, `statuses: ${statuses}`);
     assert.equal(statuses.filter((status) => status === 409).length, attempts.length - 1, `statuses: ${statuses}`);
+    // The request holds the name; the worker writes the pending account 0-2 s later and mails
+    // its code, so the count is taken once the winner's message has arrived.
+    const winner = attempts[statuses.indexOf(204)]!;
+    await app.smtp.waitFor((message) => message.to === winner.email);
     const [row] = await app.service.sql`SELECT count(*)::int AS n FROM accounts WHERE name = ${name}`;
     assert.equal(row!.n, 1);
   });
