@@ -1,5 +1,6 @@
 import type { Sql } from '../storage/db.ts';
-import { describeError, type Logger } from '../log.ts';
+import type { Logger } from '../log.ts';
+import { createPollingWorker } from '../polling-worker.ts';
 import type { Sealer } from '../sealing.ts';
 import { resolveNextRegistrationRequest } from './registration-requests.ts';
 import { resolveNextResetRequest } from './reset-requests.ts';
@@ -34,44 +35,12 @@ export type RequestResolver = {
  * a stop or a database outage left behind.
  */
 export function createRequestResolver(options: RequestResolverOptions): RequestResolver {
-  const { sql, sealer, log, pollMs = 5_000, wakeJitterMs = 2_000 } = options;
+  const { sql, sealer, log, onError, pollMs, wakeJitterMs } = options;
   const resolveNext = async () =>
     (await resolveNextRegistrationRequest(sql, sealer)) || (await resolveNextResetRequest(sql, sealer, options.resetCodeTtlSeconds));
-  let running: Promise<void> | null = null;
-  let wanted = false;
-  let stopped = false;
-  const run = (): void => {
-    if (stopped) return;
-    wanted = true;
-    running ??= (async () => {
-      while (wanted && !stopped) {
-        wanted = false;
-        let resolved = 0;
-        try {
-          while (!stopped && (await resolveNext())) resolved += 1;
-        } catch (error) {
-          // Most often the database is away; the next poll tries again.
-          log.warn('resolving requests failed', describeError(error));
-          options.onError?.(error);
-        }
-        if (resolved > 0) options.onResolved();
-      }
-    })().finally(() => {
-      running = null;
-      // A wake that arrived while the loop was finishing must not wait for the next poll.
-      if (wanted) run();
-    });
+  const afterRound = (resolved: number) => {
+    if (resolved > 0) options.onResolved();
   };
-  const timer = setInterval(run, pollMs);
-  timer.unref();
-  return {
-    wakeLater() {
-      setTimeout(run, Math.random() * wakeJitterMs).unref();
-    },
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await running;
-    },
-  };
+  const { wakeLater, stop } = createPollingWorker({ next: resolveNext, afterRound, log, failureMessage: 'resolving requests failed', onError, pollMs, wakeJitterMs });
+  return { wakeLater, stop };
 }

@@ -1,23 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Sql, Transaction } from '../storage/db.ts';
-import { describeError, type Logger } from '../log.ts';
+import type { Logger } from '../log.ts';
+import { createPollingWorker, type PollingWorker } from '../polling-worker.ts';
 import type { Sealer } from '../sealing.ts';
 import type { MailContent, OutgoingMail, UnaddressedMail } from './messages.ts';
 import { isPermanentFailure, type MailTransport } from './transport.ts';
 
-export type OutboxWorker = {
-  /** Asks the worker to look for due messages now, such as right after a commit. */
-  wake(): void;
-  /**
-   * The same, after a random delay of up to `wakeJitterMs`. For messages whose sending must not
-   * be timed from the request that queued them: the delivery makes the service busier for a
-   * moment, and a stranger who times a request right after a reset request would otherwise see
-   * whether that address got mail, that is whether it has an account.
-   */
-  wakeLater(): void;
-  /** Resolves once no delivery is under way and none will start. */
-  stop(): Promise<void>;
-};
+/** wake() right after a commit that queued mail; wakeLater() for mail whose sending must not be timed (PollingWorker). */
+export type OutboxWorker = PollingWorker;
 
 export type OutboxOptions = {
   sql: Sql;
@@ -62,45 +52,8 @@ export async function enqueueMail(tx: Transaction, mail: OutgoingMail, sealer: S
  * the same Message-ID, so that mail systems can drop the copy.
  */
 export function createOutboxWorker(options: OutboxOptions): OutboxWorker {
-  const { log, pollMs = 5_000, wakeJitterMs = 2_000 } = options;
-  let running: Promise<void> | null = null;
-  let wanted = false;
-  let stopped = false;
-
-  const run = (): void => {
-    if (stopped) return;
-    wanted = true;
-    running ??= (async () => {
-      while (wanted && !stopped) {
-        wanted = false;
-        try {
-          while (!stopped && (await deliverNext(options))) wanted = false;
-        } catch (error) {
-          // Most often the database is away; the next poll tries again.
-          log.warn('outbox worker failed', describeError(error));
-          options.onError?.(error);
-        }
-      }
-    })().finally(() => {
-      running = null;
-      // A wake that arrived while the loop was finishing must not wait for the next poll.
-      if (wanted) run();
-    });
-  };
-
-  const timer = setInterval(run, pollMs);
-  timer.unref();
-  return {
-    wake: run,
-    wakeLater() {
-      setTimeout(run, Math.random() * wakeJitterMs).unref();
-    },
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await running;
-    },
-  };
+  const { log, onError, pollMs, wakeJitterMs } = options;
+  return createPollingWorker({ next: () => deliverNext(options), log, failureMessage: 'outbox worker failed', onError, pollMs, wakeJitterMs });
 }
 
 /** A message claimed for one attempt: only the holder of `lease` may settle it. */

@@ -1,7 +1,8 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Sql } from '../storage/db.ts';
-import { describeError, type Logger } from '../log.ts';
+import type { Logger } from '../log.ts';
+import { createPollingWorker } from '../polling-worker.ts';
 import { backoffMs } from '../mail/outbox.ts';
 import { webhookHeaders } from './signing.ts';
 
@@ -48,11 +49,8 @@ type Claimed = { id: string; webhookId: string; type: string; account: string; b
  * with the same webhook-id once the lease ends: at least once, never lost.
  */
 export function createWebhookWorker(options: WebhookDeliveryOptions): WebhookWorker {
-  const { sql, log, pollMs = 5_000 } = options;
+  const { sql, log, onError, pollMs } = options;
   const settings: Settings = { ...webhookRetryDefaults, timeoutMs: defaultTimeoutMs, ...withoutUndefined(options) };
-  let running: Promise<void> | null = null;
-  let wanted = false;
-  let stopped = false;
   let cached: WebhookCounts | null = null;
   const inFlight = new AbortController();
 
@@ -62,38 +60,25 @@ export function createWebhookWorker(options: WebhookDeliveryOptions): WebhookWor
     cached = { pending: count('pending'), delivered: count('delivered'), failed: count('failed') };
   };
 
-  const run = (): void => {
-    if (stopped) return;
-    wanted = true;
-    running ??= (async () => {
-      while (wanted && !stopped) {
-        wanted = false;
-        try {
-          let handled = 0;
-          while (!stopped && (await deliverNext(settings, inFlight.signal))) handled += 1;
-          if (handled > 0 || cached === null) await refreshCounts();
-        } catch (error) {
-          log.warn('webhook worker failed', describeError(error));
-          options.onError?.(error);
-        }
-      }
-    })().finally(() => {
-      running = null;
-      if (wanted) run();
-    });
-  };
-
-  const timer = setInterval(run, pollMs);
-  timer.unref();
+  const worker = createPollingWorker({
+    next: () => deliverNext(settings, inFlight.signal),
+    afterRound: async (handled) => {
+      if (handled > 0 || cached === null) await refreshCounts();
+    },
+    log,
+    failureMessage: 'webhook worker failed',
+    onError,
+    pollMs,
+  });
   return {
-    wake: run,
+    wake: worker.wake,
     counts: () => cached,
     refreshCounts,
     async stop() {
-      stopped = true;
-      clearInterval(timer);
+      const stopped = worker.stop();
+      // After the worker is told to stop, so that the cut delivery is the last one.
       inFlight.abort();
-      await running;
+      await stopped;
     },
   };
 }
