@@ -1,3 +1,4 @@
+import { isSessionLive } from '../sessions/sessions.ts';
 import type { Transaction } from '../storage/db.ts';
 import { attemptNoticeIntervalMs } from './registration-requests.ts';
 
@@ -32,8 +33,7 @@ export async function lockAccountsForChange(tx: Transaction, accountId: string, 
     ORDER BY id FOR NO KEY UPDATE`;
   const own = locked.find((row) => row.id === accountId);
   if (own === undefined || own.active !== true) return null;
-  const [session] = await tx`SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ${sessionId} AND account_id = ${accountId}) AS live`;
-  return session!.live === true ? { id: accountId, name: own.name as string, email: own.email as string } : null;
+  return (await isSessionLive(tx, accountId, sessionId)) ? { id: accountId, name: own.name as string, email: own.email as string } : null;
 }
 
 /**

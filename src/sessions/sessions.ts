@@ -1,7 +1,17 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Account } from '../accounts/accounts.ts';
-import type { Sql } from '../storage/db.ts';
+import type { Sql, Transaction } from '../storage/db.ts';
 import type { Client } from '../use-cases/transaction.ts';
+
+/**
+ * Whether the session still exists. Read after the account row is locked (use-cases/transaction.ts
+ * lockCaller), in a statement of its own, so that it sees what a transaction that held the lock
+ * before (a password change, reset, deletion or sign-out) committed.
+ */
+export async function isSessionLive(tx: Transaction, accountId: string, sessionId: string): Promise<boolean> {
+  const [row] = await tx`SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ${sessionId} AND account_id = ${accountId}) AS live`;
+  return row!.live === true;
+}
 
 /** A live session as its owner sees it. */
 export type Session = { id: string; createdAt: Date; lastUsedAt: Date; clientAddress: string; userAgent: string };

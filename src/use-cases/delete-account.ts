@@ -4,7 +4,7 @@ import { sealMail } from '../mail/outbox.ts';
 import { endSessions } from './end-sessions.ts';
 import { checkPassword, recordWrongPassword, signedInIdentifier, throttleKeys } from './password-check.ts';
 import { secondFactorGate, secondFactorRefusal } from './second-factor.ts';
-import { inTransaction, lockAccount, type Client, type UseCaseDeps } from './transaction.ts';
+import { inTransaction, lockCaller, type Client, type UseCaseDeps } from './transaction.ts';
 
 export type Deletion = { outcome: 'deleted' } | { outcome: 'wrong-password' } | { outcome: 'otp-required' } | { outcome: 'wrong-otp' } | { outcome: 'throttled'; retryAfterSeconds: number } | { outcome: 'session-ended' };
 
@@ -35,10 +35,7 @@ export async function deleteAccount(deps: UseCaseDeps, caller: { account: Accoun
       WITH holds AS (SELECT 1 FROM name_holds WHERE address = lower(${account.email}) FOR UPDATE),
         quotas AS (SELECT 1 FROM address_quotas WHERE address_key = ${addressKey} FOR UPDATE)
       SELECT (SELECT count(*) FROM holds) AS holds, (SELECT count(*) FROM quotas) AS quotas`;
-    if (!(await lockAccount(tx, account.id))) return false;
-    // After the lock: a change or sign-out that ended the caller's session before is seen.
-    const [caller] = await tx`SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ${sessionId} AND account_id = ${account.id}) AS live`;
-    if (caller!.live !== true) return false;
+    if (!(await lockCaller(tx, caller))) return false;
     // No event: the account's events go with it. The application is told all the same.
     await endSessions(tx, { accountId: account.id, sessionId: null, event: null, webhook: deps.webhooks.event('account.deleted', account.publicId, now), now });
     await tx`

@@ -6,9 +6,9 @@ import { base32Encode, generateSecret, matchingStep, otpauthUri, totpCodePattern
 import { recoveryCodeUsedMail, totpDisabledMail, totpEnabledMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import type { Sealer } from '../sealing.ts';
-import type { Sql, Transaction } from '../storage/db.ts';
+import type { Sql } from '../storage/db.ts';
 import { checkGuess, checkPassword, recordWrongPassword, signedInIdentifier } from './password-check.ts';
-import { inTransaction, lockAccount, type Client, type UseCaseDeps } from './transaction.ts';
+import { inTransaction, lockAccount, lockCaller, type Client, type UseCaseDeps } from './transaction.ts';
 
 /**
  * The second factor (TOTP, RFC 6238): enroll, confirm, disable, and the check that sign-in and
@@ -175,17 +175,6 @@ export function secondFactorRefusal(outcome: SecondFactorOutcome): 'otp-required
 export async function hasActiveFactor(sql: Sql, account: Who): Promise<boolean> {
   if (account.activeFactorSecret !== undefined) return account.activeFactorSecret !== null;
   return (await findSecondFactor(sql, account.id))?.active ?? false;
-}
-
-/**
- * Step 1 of the lock order, then whether the caller's session still lives: read after the lock,
- * so that a password change, reset or sign-out that ended it before is seen, and a request of
- * an ended session changes nothing.
- */
-async function lockCaller(tx: Transaction, { account, sessionId }: Caller): Promise<boolean> {
-  if (!(await lockAccount(tx, account.id))) return false;
-  const [row] = await tx`SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ${sessionId} AND account_id = ${account.id}) AS live`;
-  return row!.live === true;
 }
 
 /** The secret of a sealed factor; null if no configured key opens it (a TOKEN_SECRET that sealed it was removed). */

@@ -4,6 +4,7 @@ import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
 import type { PasswordHasher } from '../accounts/passwords.ts';
 import type { Sealer } from '../sealing.ts';
+import { isSessionLive } from '../sessions/sessions.ts';
 import type { Sql, Transaction } from '../storage/db.ts';
 import type { Webhooks } from '../webhooks/events.ts';
 
@@ -91,4 +92,13 @@ export async function lockAccount(tx: Transaction, accountId: string, passwordHa
     WHERE id = ${accountId} AND activated_at IS NOT NULL AND (${passwordHash}::text IS NULL OR password_hash = ${passwordHash})
     FOR NO KEY UPDATE`;
   return rows.count === 1;
+}
+
+/**
+ * Step 2 of the lock order for a signed-in caller, then whether the caller's session still
+ * lives: read after the lock, so that a password change, reset or sign-out that ended it before
+ * is seen, and a request of an ended session changes nothing. False if either is gone.
+ */
+export async function lockCaller(tx: Transaction, caller: { account: { id: string }; sessionId: string }): Promise<boolean> {
+  return (await lockAccount(tx, caller.account.id)) && isSessionLive(tx, caller.account.id, caller.sessionId);
 }
