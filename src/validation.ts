@@ -68,7 +68,7 @@ export const passwordChangeSchema = {
   new_pwd: field(patterns.password),
 } satisfies Schema;
 
-type Valid<S extends Schema> = { [K in keyof S]: S[K]['nullable'] extends true ? string | null : string };
+export type Valid<S extends Schema> = { [K in keyof S]: S[K]['nullable'] extends true ? string | null : string };
 
 /**
  * Checks a parsed JSON object against a schema and reports every failing field at once.

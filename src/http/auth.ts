@@ -1,7 +1,8 @@
 import type { Account } from '../accounts/accounts.ts';
 import { findSessionAccount } from '../sessions/sessions.ts';
+import type { CallerFactorRefusal } from '../use-cases/password-check.ts';
 import type { Client } from '../use-cases/transaction.ts';
-import { HttpError, problems } from './errors.ts';
+import { HttpError, problems, throttled } from './errors.ts';
 import type { Deps, RequestContext } from './router.ts';
 
 /** The signed-in account and the session its token names. */
@@ -40,6 +41,16 @@ export function invalidToken(): HttpError {
     detail: 'The bearer token is malformed, expired or revoked.',
     headers: { 'WWW-Authenticate': 'Bearer realm="accounts", error="invalid_token"' },
   });
+}
+
+/** The refusals that any use case of a signed-in caller may return, to one answer each. */
+const secretRefusals = { 'wrong-password': problems.wrongPassword, 'otp-required': problems.otpRequired, 'wrong-otp': problems.wrongOtp } as const;
+
+export function callerRefusal(refusal: CallerFactorRefusal): HttpError {
+  if (refusal.outcome === 'throttled') return throttled(refusal.retryAfterSeconds);
+  // The caller's session was ended meanwhile (a concurrent password change, say), which won, and this token with it.
+  if (refusal.outcome === 'session-ended') return invalidToken();
+  return new HttpError(secretRefusals[refusal.outcome]);
 }
 
 /**

@@ -1,15 +1,14 @@
 import { clientOf } from '../http/auth.ts';
-import { readJsonObject } from '../http/body.ts';
+import { readValidBody } from '../http/body.ts';
 import { checkCode } from '../http/codes.ts';
-import { HttpError, invalidFields, problems } from '../http/errors.ts';
+import { HttpError, problems } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
 import { activateAccount } from '../use-cases/activate-account.ts';
-import { activationSchema, validateFields } from '../validation.ts';
+import { activationSchema } from '../validation.ts';
 
 /** POST /acc/reg: turn the pending registration that holds this code into an active account. */
 export const activateAccountRoute: Handler = async (ctx, deps) => {
-  const { value, invalid } = validateFields(await readJsonObject(ctx.req), activationSchema);
-  if (invalid.length > 0) throw invalidFields(invalid);
+  const value = await readValidBody(ctx.req, activationSchema);
   const code = await checkCode(deps, 'registration', value.code);
   const pending = { id: code.accountId, publicId: code.publicId, name: code.name, email: code.email };
   // A concurrent request used the code first.

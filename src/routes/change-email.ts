@@ -1,15 +1,14 @@
 import { clientOf } from '../http/auth.ts';
-import { readJsonObject } from '../http/body.ts';
+import { readValidBody } from '../http/body.ts';
 import { checkCode } from '../http/codes.ts';
-import { HttpError, invalidFields, problems } from '../http/errors.ts';
+import { HttpError, problems } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
 import { changeEmail } from '../use-cases/change-email.ts';
-import { emailChangeSchema, validateFields } from '../validation.ts';
+import { emailChangeSchema } from '../validation.ts';
 
 /** POST /acc/email: confirm an e-mail change with the code mailed to the new address (use-cases/change-email.ts). */
 export const changeEmailRoute: Handler = async (ctx, deps) => {
-  const { value, invalid } = validateFields(await readJsonObject(ctx.req), emailChangeSchema);
-  if (invalid.length > 0) throw invalidFields(invalid);
+  const value = await readValidBody(ctx.req, emailChangeSchema);
   const code = await checkCode(deps, 'email-change', value.code);
   const account = { id: code.accountId, publicId: code.publicId, name: code.name, email: code.email };
   const result = await changeEmail(deps, account, code.codeHash, clientOf(ctx));

@@ -1,9 +1,9 @@
-import { authenticate, clientOf, invalidToken } from '../http/auth.ts';
-import { readJsonObject } from '../http/body.ts';
-import { HttpError, invalidFields, problems, throttled } from '../http/errors.ts';
+import { authenticate, callerRefusal, clientOf } from '../http/auth.ts';
+import { readValidBody } from '../http/body.ts';
+import { HttpError, problems } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
 import { confirmTotp } from '../use-cases/second-factor.ts';
-import { totpConfirmationSchema, validateFields } from '../validation.ts';
+import { totpConfirmationSchema } from '../validation.ts';
 
 const refusals = { 'not-pending': problems.totpNotPending, active: problems.totpActive, wrong: problems.wrongOtp } as const;
 
@@ -13,12 +13,9 @@ const refusals = { 'not-pending': problems.totpNotPending, active: problems.totp
  */
 export const confirmSecondFactor: Handler = async (ctx, deps) => {
   const caller = await authenticate(ctx, deps);
-  const { value, invalid } = validateFields(await readJsonObject(ctx.req), totpConfirmationSchema);
-  if (invalid.length > 0) throw invalidFields(invalid);
+  const value = await readValidBody(ctx.req, totpConfirmationSchema);
   const result = await confirmTotp(deps, caller, value.code, clientOf(ctx));
-  if (result.outcome === 'throttled') throw throttled(result.retryAfterSeconds);
-  // The caller's session was ended meanwhile (a concurrent password change, say), which won.
-  if (result.outcome === 'session-ended') throw invalidToken();
+  if (result.outcome === 'throttled' || result.outcome === 'session-ended') throw callerRefusal(result);
   if (result.outcome !== 'confirmed') throw new HttpError(refusals[result.outcome]);
   return { status: 200, body: { recovery_codes: result.recoveryCodes } };
 };

@@ -1,22 +1,15 @@
-import { authenticate, clientOf, invalidToken } from '../http/auth.ts';
-import { readJsonObject } from '../http/body.ts';
-import { HttpError, invalidFields, problems, throttled } from '../http/errors.ts';
+import { authenticate, callerRefusal, clientOf } from '../http/auth.ts';
+import { readValidBody } from '../http/body.ts';
 import type { Handler } from '../http/router.ts';
 import { deleteAccount } from '../use-cases/delete-account.ts';
-import { accountDeletionSchema, validateFields } from '../validation.ts';
+import { accountDeletionSchema } from '../validation.ts';
 
 /** DELETE /acc/me: erase the account and everything of it (use-cases/delete-account.ts). */
 export const deleteAccountRoute: Handler = async (ctx, deps) => {
   const caller = await authenticate(ctx, deps);
-  const { value, invalid } = validateFields(await readJsonObject(ctx.req), accountDeletionSchema);
-  if (invalid.length > 0) throw invalidFields(invalid);
+  const value = await readValidBody(ctx.req, accountDeletionSchema);
   // Second factor (issue 23): `otp` is optional in the schema, required by the use case when a factor is active.
   const result = await deleteAccount(deps, caller, value.pwd, (value.otp as string | null) ?? undefined, clientOf(ctx));
-  if (result.outcome === 'throttled') throw throttled(result.retryAfterSeconds);
-  if (result.outcome === 'wrong-password') throw new HttpError(problems.wrongPassword);
-  if (result.outcome === 'otp-required') throw new HttpError(problems.otpRequired);
-  if (result.outcome === 'wrong-otp') throw new HttpError(problems.wrongOtp);
-  // The caller's session was ended meanwhile (a concurrent password change, say), which won.
-  if (result.outcome === 'session-ended') throw invalidToken();
+  if (result.outcome !== 'deleted') throw callerRefusal(result);
   return { status: 204 };
 };

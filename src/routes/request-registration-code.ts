@@ -1,10 +1,10 @@
 import { reserveAddressRequest } from '../accounts/address-quotas.ts';
 import { recordRegistrationRequest } from '../accounts/registration-requests.ts';
 import { claimName } from '../accounts/registrations.ts';
-import { readJsonObject } from '../http/body.ts';
-import { HttpError, invalidFields, problems, quotaRefused } from '../http/errors.ts';
+import { readValidBody } from '../http/body.ts';
+import { HttpError, problems, quotaRefused } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
-import { registrationSchema, validateFields } from '../validation.ts';
+import { registrationSchema } from '../validation.ts';
 
 /**
  * POST /acc/reg/code: store a pending registration and e-mail its code.
@@ -17,8 +17,7 @@ import { registrationSchema, validateFields } from '../validation.ts';
  * which case it was.
  */
 export const requestRegistrationCode: Handler = async (ctx, deps) => {
-  const { value, invalid } = validateFields(await readJsonObject(ctx.req), registrationSchema);
-  if (invalid.length > 0) throw invalidFields(invalid);
+  const value = await readValidBody(ctx.req, registrationSchema);
   const { name, email, phone, pwd } = value;
 
   // Hashed on every path, before the address is looked up, so that every state of the address

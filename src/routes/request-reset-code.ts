@@ -1,9 +1,9 @@
 import { reserveAddressRequest } from '../accounts/address-quotas.ts';
 import { recordResetRequest } from '../accounts/reset-requests.ts';
-import { readJsonObject } from '../http/body.ts';
-import { invalidFields, quotaRefused } from '../http/errors.ts';
+import { readValidBody } from '../http/body.ts';
+import { quotaRefused } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
-import { resetCodeRequestSchema, validateFields } from '../validation.ts';
+import { resetCodeRequestSchema } from '../validation.ts';
 
 /**
  * POST /acc/pwd/code: e-mail a reset code to the account with this address. The answer is 204
@@ -12,8 +12,7 @@ import { resetCodeRequestSchema, validateFields } from '../validation.ts';
  * (reset-requests.ts, request-resolver.ts), so that nothing this request does depends on what the address holds.
  */
 export const requestResetCode: Handler = async (ctx, deps) => {
-  const { value, invalid } = validateFields(await readJsonObject(ctx.req), resetCodeRequestSchema);
-  if (invalid.length > 0) throw invalidFields(invalid);
+  const value = await readValidBody(ctx.req, resetCodeRequestSchema);
   const now = deps.clock();
   await deps.sql.begin(async (tx) => {
     const refusal = await reserveAddressRequest(tx, 'reset', deps.keys.address(value.email), now);

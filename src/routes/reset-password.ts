@@ -1,10 +1,10 @@
 import { clientOf } from '../http/auth.ts';
-import { readJsonObject } from '../http/body.ts';
+import { readValidBody } from '../http/body.ts';
 import { checkCode } from '../http/codes.ts';
-import { HttpError, invalidFields, problems } from '../http/errors.ts';
+import { HttpError, problems } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
 import { resetPassword } from '../use-cases/reset-password.ts';
-import { passwordResetSchema, validateFields } from '../validation.ts';
+import { passwordResetSchema } from '../validation.ts';
 
 /**
  * POST /acc/pwd: set a new password with a reset code. The body is checked before the code is
@@ -12,8 +12,7 @@ import { passwordResetSchema, validateFields } from '../validation.ts';
  * in as usual.
  */
 export const resetPasswordRoute: Handler = async (ctx, deps) => {
-  const { value, invalid } = validateFields(await readJsonObject(ctx.req), passwordResetSchema);
-  if (invalid.length > 0) throw invalidFields(invalid);
+  const value = await readValidBody(ctx.req, passwordResetSchema);
   const code = await checkCode(deps, 'reset', value.code);
   // A concurrent request used the code first.
   if (!(await resetPassword(deps, code.accountId, code.codeHash, value.new_pwd, clientOf(ctx)))) throw new HttpError(problems.unknownCode);

@@ -2,10 +2,10 @@ import type { Account } from '../accounts/accounts.ts';
 import { passwordChangedMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import { endSessions } from './end-sessions.ts';
-import { checkPassword, recordWrongPassword, signedInIdentifier } from './password-check.ts';
+import { checkCallerPassword, type CallerRefusal } from './password-check.ts';
 import { inTransaction, lockAccount, type Client, type UseCaseDeps } from './transaction.ts';
 
-export type PasswordChange = { outcome: 'changed' } | { outcome: 'wrong-password' } | { outcome: 'throttled'; retryAfterSeconds: number } | { outcome: 'session-ended' };
+export type PasswordChange = { outcome: 'changed' } | CallerRefusal;
 
 /**
  * Changes the password of the signed-in account and ends every session (the caller's too),
@@ -14,12 +14,8 @@ export type PasswordChange = { outcome: 'changed' } | { outcome: 'wrong-password
  */
 export async function changePassword(deps: UseCaseDeps, caller: { account: Account; sessionId: string }, oldPassword: string, newPassword: string, client: Client): Promise<PasswordChange> {
   const { account, sessionId } = caller;
-  const check = await checkPassword(deps, signedInIdentifier(account), client.address, oldPassword, account.passwordHash);
-  if (check.outcome === 'throttled') return check;
-  if (check.outcome === 'wrong') {
-    await recordWrongPassword(deps.sql, account.id, client.address, sessionId, deps.clock());
-    return { outcome: 'wrong-password' };
-  }
+  const check = await checkCallerPassword(deps, caller, oldPassword, client);
+  if (check.outcome !== 'valid') return check;
   const newHash = await deps.passwords.hash(newPassword);
   const now = deps.clock();
   const changed = await inTransaction(deps.sql, async (tx) => {

@@ -2,11 +2,11 @@ import type { Account } from '../accounts/accounts.ts';
 import { accountDeletedMail } from '../mail/messages.ts';
 import { sealMail } from '../mail/outbox.ts';
 import { endSessions } from './end-sessions.ts';
-import { checkPassword, recordWrongPassword, signedInIdentifier, throttleKeys } from './password-check.ts';
-import { secondFactorGate, secondFactorRefusal } from './second-factor.ts';
+import { throttleKeys, type CallerFactorRefusal } from './password-check.ts';
+import { checkPasswordAndFactor } from './second-factor.ts';
 import { inTransaction, lockCaller, type Client, type UseCaseDeps } from './transaction.ts';
 
-export type Deletion = { outcome: 'deleted' } | { outcome: 'wrong-password' } | { outcome: 'otp-required' } | { outcome: 'wrong-otp' } | { outcome: 'throttled'; retryAfterSeconds: number } | { outcome: 'session-ended' };
+export type Deletion = { outcome: 'deleted' } | CallerFactorRefusal;
 
 /**
  * Erases the account (the right to erasure). The current password is required and throttled
@@ -16,15 +16,10 @@ export type Deletion = { outcome: 'deleted' } | { outcome: 'wrong-password' } | 
  * once; only the notice queued here stays, until it is sent.
  */
 export async function deleteAccount(deps: UseCaseDeps, caller: { account: Account; sessionId: string }, password: string, otp: string | undefined, client: Client): Promise<Deletion> {
-  const { account, sessionId } = caller;
+  const { account } = caller;
   // Second factor (issue 23): with an active factor, an otp is needed too, checked once the password is proven.
-  const secondFactor = secondFactorGate(deps, account, otp, client.address, sessionId, deps.clock());
-  const check = await checkPassword(deps, signedInIdentifier(account), client.address, password, account.passwordHash, secondFactor.check);
-  if (check.outcome === 'throttled') return check;
-  if (check.outcome === 'wrong') {
-    await recordWrongPassword(deps.sql, account.id, client.address, sessionId, deps.clock());
-    return { outcome: secondFactorRefusal(secondFactor.outcome) ?? 'wrong-password' };
-  }
+  const check = await checkPasswordAndFactor(deps, caller, password, otp, client);
+  if (check.outcome !== 'valid') return check;
   const now = deps.clock();
   const addressKey = deps.keys.address(account.email);
   const identifiers = throttleKeys(deps, account);

@@ -2,7 +2,7 @@ import type { Account } from '../accounts/accounts.ts';
 import { reserveAttempt, settleSuccess } from '../accounts/login-throttle.ts';
 import { clientNetwork } from '../rate-limit.ts';
 import type { Sql } from '../storage/db.ts';
-import type { UseCaseDeps } from './transaction.ts';
+import type { Client, UseCaseDeps } from './transaction.ts';
 
 export type PasswordCheck = { outcome: 'valid' } | { outcome: 'wrong' } | { outcome: 'throttled'; retryAfterSeconds: number };
 
@@ -32,6 +32,37 @@ export async function checkPassword(
   if (!valid || (secondFactor !== undefined && !(await secondFactor()))) return { outcome: 'wrong' };
   await settleSuccess(deps.sql, keys, perHour);
   return { outcome: 'valid' };
+}
+
+type Throttled = { outcome: 'throttled'; retryAfterSeconds: number };
+export type CallerCheck = { outcome: 'valid' } | { outcome: 'wrong-password' } | Throttled;
+
+/**
+ * How a use case of a signed-in caller refuses (routes answer with http/auth.ts callerRefusal):
+ * a wrong password, a throttled one, or 'session-ended': the caller's session was ended
+ * meanwhile (a concurrent password change, say), or the account deleted.
+ */
+export type CallerRefusal = { outcome: 'wrong-password' } | { outcome: 'session-ended' } | Throttled;
+/** The same, for a use case that asks for the second factor too (second-factor.ts checkPasswordAndFactor). */
+export type CallerFactorRefusal = CallerRefusal | { outcome: 'otp-required' } | { outcome: 'wrong-otp' };
+
+/**
+ * The password check of a signed-in caller (password change, deletion, e-mail change, second
+ * factor): under the throttle of the account itself (signedInIdentifier), and a wrong password
+ * (or a `secondFactor` that failed) is recorded as the account's 'sign-in-failed' event.
+ */
+export async function checkCallerPassword(
+  deps: UseCaseDeps,
+  caller: { account: Account; sessionId: string },
+  password: string,
+  client: Client,
+  secondFactor?: () => Promise<boolean>,
+): Promise<CallerCheck> {
+  const { account, sessionId } = caller;
+  const check = await checkPassword(deps, signedInIdentifier(account), client.address, password, account.passwordHash, secondFactor);
+  if (check.outcome !== 'wrong') return check;
+  await recordWrongPassword(deps.sql, account.id, client.address, sessionId, deps.clock());
+  return { outcome: 'wrong-password' };
 }
 
 /**

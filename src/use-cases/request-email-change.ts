@@ -5,19 +5,11 @@ import { generateCode, hashCode, storeCode } from '../accounts/one-time-codes.ts
 import { recordEvent } from '../accounts/security-events.ts';
 import { emailChangeAttemptMail, emailChangeCodeMail, emailChangeRequestedMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
-import { checkPassword, recordWrongPassword, signedInIdentifier } from './password-check.ts';
-import { secondFactorGate, secondFactorRefusal } from './second-factor.ts';
+import type { CallerFactorRefusal } from './password-check.ts';
+import { checkPasswordAndFactor } from './second-factor.ts';
 import { inTransaction, type Client, type UseCaseDeps } from './transaction.ts';
 
-export type EmailChangeRequest =
-  | { outcome: 'requested' }
-  | { outcome: 'wrong-password' }
-  | { outcome: 'otp-required' }
-  | { outcome: 'wrong-otp' }
-  | { outcome: 'throttled'; retryAfterSeconds: number }
-  /** The caller's session was ended meanwhile (a concurrent password change, say), or the account deleted. */
-  | { outcome: 'session-ended' }
-  | { outcome: 'refused'; refusal: QuotaRefusal };
+export type EmailChangeRequest = { outcome: 'requested' } | { outcome: 'refused'; refusal: QuotaRefusal } | CallerFactorRefusal;
 
 /**
  * Starts an e-mail change: a code for the new address, which replaces any pending change of the
@@ -42,13 +34,8 @@ export async function requestEmailChange(deps: UseCaseDeps, caller: { account: A
   // With an active second factor, an otp is needed too, checked once the password is proven and
   // under the same throttle: the address is how a reset reaches the account, so a stolen
   // password and token alone must not move it.
-  const secondFactor = secondFactorGate(deps, account, otp, client.address, sessionId, deps.clock());
-  const check = await checkPassword(deps, signedInIdentifier(account), client.address, password, account.passwordHash, secondFactor.check);
-  if (check.outcome === 'throttled') return check;
-  if (check.outcome === 'wrong') {
-    await recordWrongPassword(deps.sql, account.id, client.address, sessionId, deps.clock());
-    return { outcome: secondFactorRefusal(secondFactor.outcome) ?? 'wrong-password' };
-  }
+  const check = await checkPasswordAndFactor(deps, caller, password, otp, client);
+  if (check.outcome !== 'valid') return check;
 
   const now = deps.clock();
   const code = generateCode();

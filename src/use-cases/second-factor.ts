@@ -7,7 +7,7 @@ import { recoveryCodeUsedMail, totpDisabledMail, totpEnabledMail } from '../mail
 import { enqueueMail } from '../mail/outbox.ts';
 import type { Sealer } from '../sealing.ts';
 import type { Sql } from '../storage/db.ts';
-import { checkGuess, checkPassword, recordWrongPassword, signedInIdentifier } from './password-check.ts';
+import { checkCallerPassword, checkGuess, signedInIdentifier, type CallerFactorRefusal, type CallerRefusal } from './password-check.ts';
 import { inTransaction, lockAccount, lockCaller, type Client, type UseCaseDeps } from './transaction.ts';
 
 /**
@@ -18,25 +18,20 @@ import { inTransaction, lockAccount, lockCaller, type Client, type UseCaseDeps }
  */
 type Caller = { account: Account; sessionId: string };
 type Who = Pick<Account, 'id' | 'name' | 'email' | 'activeFactorSecret'>;
-type Throttled = { outcome: 'throttled'; retryAfterSeconds: number };
 
 /** What a presented `otp` (a TOTP code or a recovery code) proved. */
 export type SecondFactorOutcome = 'none' | 'passed' | 'missing' | 'wrong';
 
-export type Enrollment = { outcome: 'enrolled'; secret: string; uri: string } | { outcome: 'wrong-password' | 'active' | 'session-ended' } | Throttled;
+export type Enrollment = { outcome: 'enrolled'; secret: string; uri: string } | { outcome: 'active' } | CallerRefusal;
 
 /**
  * Starts a pending enrollment, replacing a pending one. The password is required (throttled like
  * a sign-in), so that a stolen token alone cannot tie the account to a thief's app.
  */
 export async function enrollTotp(deps: UseCaseDeps, caller: Caller, password: string, client: Client): Promise<Enrollment> {
-  const { account, sessionId } = caller;
-  const check = await checkPassword(deps, signedInIdentifier(account), client.address, password, account.passwordHash);
-  if (check.outcome === 'throttled') return check;
-  if (check.outcome === 'wrong') {
-    await recordWrongPassword(deps.sql, account.id, client.address, sessionId, deps.clock());
-    return { outcome: 'wrong-password' };
-  }
+  const { account } = caller;
+  const check = await checkCallerPassword(deps, caller, password, client);
+  if (check.outcome !== 'valid') return check;
   const secret = generateSecret();
   const sealed = deps.sealer.seal(secret.toString('base64'));
   const now = deps.clock();
@@ -46,7 +41,7 @@ export async function enrollTotp(deps: UseCaseDeps, caller: Caller, password: st
   return { outcome: 'enrolled', secret: base32Encode(secret), uri: otpauthUri(secret, deps.config.tokenIssuer, account.name) };
 }
 
-export type Confirmation = { outcome: 'confirmed'; recoveryCodes: string[] } | { outcome: 'not-pending' | 'active' | 'wrong' | 'session-ended' } | Throttled;
+export type Confirmation = { outcome: 'confirmed'; recoveryCodes: string[] } | { outcome: 'not-pending' | 'active' | 'wrong' } | Exclude<CallerRefusal, { outcome: 'wrong-password' }>;
 
 /**
  * Activates the pending factor with its first right code: recovery codes made, event recorded,
@@ -86,8 +81,7 @@ async function activateWithCode(deps: UseCaseDeps, { account, sessionId }: Calle
   return { outcome: 'confirmed', recoveryCodes };
 }
 
-type RemovalOutcome = 'disabled' | 'wrong-password' | 'wrong-otp' | 'not-active' | 'session-ended';
-export type Removal = { outcome: RemovalOutcome } | Throttled;
+export type Removal = { outcome: 'disabled' } | { outcome: 'not-active' } | CallerFactorRefusal;
 
 /**
  * Removes the active factor and its recovery codes. Both the password and an otp are required,
@@ -95,16 +89,11 @@ export type Removal = { outcome: RemovalOutcome } | Throttled;
  */
 export async function disableTotp(deps: UseCaseDeps, caller: Caller, password: string, otp: string, client: Client): Promise<Removal> {
   const { account, sessionId } = caller;
-  const secondFactor = secondFactorGate(deps, account, otp, client.address, sessionId, deps.clock());
-  const check = await checkPassword(deps, signedInIdentifier(account), client.address, password, account.passwordHash, secondFactor.check);
-  if (check.outcome === 'throttled') return check;
-  if (check.outcome === 'wrong') {
-    await recordWrongPassword(deps.sql, account.id, client.address, sessionId, deps.clock());
-    return { outcome: secondFactor.outcome === 'wrong' ? 'wrong-otp' : 'wrong-password' };
-  }
-  if (secondFactor.outcome === 'none') return { outcome: 'not-active' };
+  const check = await checkPasswordAndFactor(deps, caller, password, otp, client);
+  if (check.outcome !== 'valid') return check;
+  if (check.factor === 'none') return { outcome: 'not-active' };
   const now = deps.clock();
-  const removed = await inTransaction(deps.sql, async (tx): Promise<RemovalOutcome> => {
+  const removed = await inTransaction(deps.sql, async (tx): Promise<Removal['outcome']> => {
     if (!(await lockCaller(tx, caller))) return 'session-ended';
     if (!(await removeFactor(tx, account.id))) return 'not-active';
     await recordEvent(tx, account.id, 'totp-disabled', client.address, sessionId, now);
@@ -112,7 +101,7 @@ export async function disableTotp(deps: UseCaseDeps, caller: Caller, password: s
     await deps.webhooks.enqueue(tx, 'second_factor.disabled', account.publicId, now, { method: 'totp' });
     return 'disabled';
   });
-  if (removed !== 'disabled') return { outcome: removed };
+  if (removed !== 'disabled') return { outcome: removed as 'not-active' | 'session-ended' };
   deps.outbox.wake();
   deps.webhooks.wake();
   return { outcome: 'disabled' };
@@ -166,9 +155,20 @@ export function secondFactorGate(deps: UseCaseDeps, account: Who, otp: string | 
   return gate;
 }
 
-/** The refusal of a password check that failed at its second factor, or null when the password itself was wrong. */
-export function secondFactorRefusal(outcome: SecondFactorOutcome): 'otp-required' | 'wrong-otp' | null {
-  return outcome === 'missing' ? 'otp-required' : outcome === 'wrong' ? 'wrong-otp' : null;
+export type FactorCheck = { outcome: 'valid'; factor: SecondFactorOutcome } | Exclude<CallerFactorRefusal, { outcome: 'session-ended' }>;
+
+/**
+ * The password check of a signed-in caller (checkCallerPassword), then, once the password is
+ * proven and under the same throttle, the second factor: an active factor needs a right `otp`.
+ * A wrong password, a missing otp and a wrong one each have their refusal; `factor` tells a
+ * valid check what the second factor found ('none': the account has none).
+ */
+export async function checkPasswordAndFactor(deps: UseCaseDeps, caller: Caller, password: string, otp: string | undefined, client: Client): Promise<FactorCheck> {
+  const gate = secondFactorGate(deps, caller.account, otp, client.address, caller.sessionId, deps.clock());
+  const check = await checkCallerPassword(deps, caller, password, client, gate.check);
+  if (check.outcome === 'valid') return { outcome: 'valid', factor: gate.outcome };
+  if (check.outcome === 'throttled') return check;
+  return { outcome: gate.outcome === 'missing' ? 'otp-required' : gate.outcome === 'wrong' ? 'wrong-otp' : 'wrong-password' };
 }
 
 /** Whether the account has an active factor (GET /acc/me). */
