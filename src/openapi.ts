@@ -34,11 +34,7 @@ const requestSchemas: Record<string, JsonObject> = {
           },
         },
       },
-      {
-        type: 'object',
-        required: ['grant_type', 'refresh_token'],
-        properties: { grant_type: { const: 'refresh_token' }, refresh_token: { type: 'string', minLength: 1, maxLength: 256 } },
-      },
+      objectOf({ grant_type: { const: 'refresh_token' }, refresh_token: { type: 'string', minLength: 1, maxLength: 256 } }),
     ],
   },
   RevocationRequest: {
@@ -52,97 +48,61 @@ const requestSchemas: Record<string, JsonObject> = {
 };
 
 const responseSchemas: Record<string, JsonObject> = {
-  Token: {
-    type: 'object',
-    required: ['access_token', 'token_type', 'expires_in', 'refresh_token'],
-    properties: {
-      access_token: { type: 'string', description: 'A JWT (HS256) with iss, aud (when configured), sub, sid, jti, iat and exp.' },
-      token_type: { const: 'Bearer' },
-      expires_in: { type: 'integer' },
-      refresh_token: { type: 'string', description: 'Opaque; single use: each refresh returns the next one.' },
+  Token: objectOf({
+    access_token: { type: 'string', description: 'A JWT (HS256) with iss, aud (when configured), sub, sid, jti, iat and exp.' },
+    token_type: { const: 'Bearer' },
+    expires_in: { type: 'integer' },
+    refresh_token: { type: 'string', description: 'Opaque; single use: each refresh returns the next one.' },
+  }),
+  Sessions: objectOf({
+    sessions: {
+      type: 'array',
+      items: objectOf({
+        id: { type: 'string', format: 'uuid' },
+        created_at: { type: 'string', format: 'date-time' },
+        last_used_at: { type: 'string', format: 'date-time', description: 'The last sign-in or refresh.' },
+        client_address: { type: 'string' },
+        user_agent: { type: 'string', maxLength: 200 },
+        current: { type: 'boolean', description: "True for the session of the token used for this request." },
+      }),
     },
-  },
-  Sessions: {
-    type: 'object',
-    required: ['sessions'],
-    properties: {
-      sessions: {
-        type: 'array',
-        items: {
-          type: 'object',
-          required: ['id', 'created_at', 'last_used_at', 'client_address', 'user_agent', 'current'],
-          properties: {
-            id: { type: 'string', format: 'uuid' },
-            created_at: { type: 'string', format: 'date-time' },
-            last_used_at: { type: 'string', format: 'date-time', description: 'The last sign-in or refresh.' },
-            client_address: { type: 'string' },
-            user_agent: { type: 'string', maxLength: 200 },
-            current: { type: 'boolean', description: "True for the session of the token used for this request." },
-          },
-        },
-      },
+  }),
+  Account: objectOf({ id: { type: 'string', format: 'uuid' }, name: { type: 'string' }, email: { type: 'string' }, phone: { type: ['string', 'null'] }, created_at: { type: 'string', format: 'date-time' }, totp_enabled: { type: 'boolean', description: 'Whether a second factor is active.' } }),
+  TotpEnrollment: objectOf({
+    secret: { type: 'string', pattern: '^[A-Z2-7]{32}$', description: 'The 160-bit TOTP secret in base32 (RFC 4648, no padding).' },
+    uri: { type: 'string', description: 'otpauth://totp/<issuer>:<name>?secret=…&issuer=…&algorithm=SHA1&digits=6&period=30, for a QR code.' },
+  }),
+  RecoveryCodes: objectOf({
+    recovery_codes: {
+      type: 'array',
+      minItems: 10,
+      maxItems: 10,
+      items: { type: 'string', pattern: '^[a-z2-7]{4}(-[a-z2-7]{4}){3}$' },
+      description: 'Ten single-use codes (80 bits each), shown this once; each works as otp in place of a TOTP code.',
     },
-  },
-  Account: {
-    type: 'object',
-    required: ['id', 'name', 'email', 'phone', 'created_at', 'totp_enabled'],
-    properties: { id: { type: 'string', format: 'uuid' }, name: { type: 'string' }, email: { type: 'string' }, phone: { type: ['string', 'null'] }, created_at: { type: 'string', format: 'date-time' }, totp_enabled: { type: 'boolean', description: 'Whether a second factor is active.' } },
-  },
-  TotpEnrollment: {
-    type: 'object',
-    required: ['secret', 'uri'],
-    properties: {
-      secret: { type: 'string', pattern: '^[A-Z2-7]{32}$', description: 'The 160-bit TOTP secret in base32 (RFC 4648, no padding).' },
-      uri: { type: 'string', description: 'otpauth://totp/<issuer>:<name>?secret=…&issuer=…&algorithm=SHA1&digits=6&period=30, for a QR code.' },
+  }),
+  Status: objectOf({ status: { type: 'string' } }),
+  Events: objectOf({
+    events: {
+      type: 'array',
+      maxItems: 50,
+      items: objectOf({
+        type: { type: 'string', description: 'An open set; known values: activated, signed-in, sign-in-failed, password-changed, reset-requested, password-reset, session-revoked, signed-out-everywhere, refresh-retried, refresh-token-reused, session-evicted (a sign-in beyond SESSIONS_PER_ACCOUNT ended it), totp-enabled, totp-disabled, recovery-code-used, email-change-requested, email-changed.' },
+        occurred_at: { type: 'string', format: 'date-time' },
+        client_address: { type: 'string' },
+        session_id: { type: ['string', 'null'], format: 'uuid' },
+      }),
     },
-  },
-  RecoveryCodes: {
-    type: 'object',
-    required: ['recovery_codes'],
-    properties: {
-      recovery_codes: {
-        type: 'array',
-        minItems: 10,
-        maxItems: 10,
-        items: { type: 'string', pattern: '^[a-z2-7]{4}(-[a-z2-7]{4}){3}$' },
-        description: 'Ten single-use codes (80 bits each), shown this once; each works as otp in place of a TOTP code.',
-      },
-    },
-  },
-  Status: { type: 'object', required: ['status'], properties: { status: { type: 'string' } } },
-  Events: {
-    type: 'object',
-    required: ['events'],
-    properties: {
-      events: {
-        type: 'array',
-        maxItems: 50,
-        items: {
-          type: 'object',
-          required: ['type', 'occurred_at', 'client_address', 'session_id'],
-          properties: {
-            type: { type: 'string', description: 'An open set; known values: activated, signed-in, sign-in-failed, password-changed, reset-requested, password-reset, session-revoked, signed-out-everywhere, refresh-retried, refresh-token-reused, session-evicted (a sign-in beyond SESSIONS_PER_ACCOUNT ended it), totp-enabled, totp-disabled, recovery-code-used, email-change-requested, email-changed.' },
-            occurred_at: { type: 'string', format: 'date-time' },
-            client_address: { type: 'string' },
-            session_id: { type: ['string', 'null'], format: 'uuid' },
-          },
-        },
-      },
-    },
-  },
-  AuthorizationServerMetadata: {
-    type: 'object',
-    required: ['issuer', 'token_endpoint', 'revocation_endpoint', 'grant_types_supported', 'token_endpoint_auth_methods_supported', 'revocation_endpoint_auth_methods_supported', 'response_types_supported'],
-    properties: {
-      issuer: { type: 'string', format: 'uri', description: 'TOKEN_ISSUER, the iss of every token.' },
-      token_endpoint: { type: 'string', format: 'uri' },
-      revocation_endpoint: { type: 'string', format: 'uri' },
-      grant_types_supported: { type: 'array', items: { type: 'string' } },
-      token_endpoint_auth_methods_supported: { type: 'array', items: { type: 'string' } },
-      revocation_endpoint_auth_methods_supported: { type: 'array', items: { type: 'string' } },
-      response_types_supported: { type: 'array', items: { type: 'string' }, description: 'Empty: there is no authorization endpoint.' },
-    },
-  },
+  }),
+  AuthorizationServerMetadata: objectOf({
+    issuer: { type: 'string', format: 'uri', description: 'TOKEN_ISSUER, the iss of every token.' },
+    token_endpoint: { type: 'string', format: 'uri' },
+    revocation_endpoint: { type: 'string', format: 'uri' },
+    grant_types_supported: { type: 'array', items: { type: 'string' } },
+    token_endpoint_auth_methods_supported: { type: 'array', items: { type: 'string' } },
+    revocation_endpoint_auth_methods_supported: { type: 'array', items: { type: 'string' } },
+    response_types_supported: { type: 'array', items: { type: 'string' }, description: 'Empty: there is no authorization endpoint.' },
+  }),
   Empty: { type: 'object', additionalProperties: false, description: 'An empty JSON object.' },
   Problem: {
     type: 'object',
@@ -153,17 +113,13 @@ const responseSchemas: Record<string, JsonObject> = {
       title: { type: 'string' },
       status: { type: 'integer' },
       detail: { type: 'string' },
-      'invalid-params': { type: 'array', items: { type: 'object', required: ['name', 'reason'], properties: { name: { type: 'string' }, reason: { type: 'string' } } } },
+      'invalid-params': { type: 'array', items: objectOf({ name: { type: 'string' }, reason: { type: 'string' } }) },
     },
   },
-  OAuthError: {
-    type: 'object',
-    required: ['error', 'error_description'],
-    properties: {
-      error: { enum: ['invalid_request', 'invalid_grant', 'mfa_required', 'unsupported_grant_type', 'temporarily_unavailable', 'server_error'] },
-      error_description: { type: 'string' },
-    },
-  },
+  OAuthError: objectOf({
+    error: { enum: ['invalid_request', 'invalid_grant', 'mfa_required', 'unsupported_grant_type', 'temporarily_unavailable', 'server_error'] },
+    error_description: { type: 'string' },
+  }),
 };
 
 /** Response headers, referred to by the responses that carry them. */
@@ -288,6 +244,11 @@ function errorResponse(route: Route, status: number): JsonObject {
 
 function headerRefs(...names: string[]): JsonObject {
   return Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
+}
+
+/** An object whose every property is required: the list is made from the properties, so that the two cannot drift apart. */
+function objectOf(properties: Record<string, JsonObject>): JsonObject {
+  return { type: 'object', required: Object.keys(properties), properties };
 }
 
 /** A JSON Schema for a validation schema: the spec's patterns, required fields, no others. */
