@@ -14,18 +14,22 @@ export type PollingWorker = {
   stop(): Promise<void>;
 };
 
-export type PollingWorkerOptions = {
-  /** Handles one due item; false when none is due. */
-  next: () => Promise<boolean>;
-  /** Runs after each round, also one that failed partway, told how many items it handled. */
-  afterRound?: (handled: number) => void | Promise<void>;
+/** What the owner of a worker (service.ts) sets for its loop. */
+export type PollingSettings = {
   log: Logger;
-  /** The warning logged when a round fails. */
-  failureMessage: string;
   /** Told of errors that stopped a round, such as a database that went away. */
   onError?: (error: unknown) => void;
   pollMs?: number;
   wakeJitterMs?: number;
+};
+
+export type PollingWorkerOptions = PollingSettings & {
+  /** Handles one due item; false when none is due. */
+  next: () => Promise<boolean>;
+  /** Runs after each round, also one that failed partway, told how many items it handled. */
+  afterRound?: (handled: number) => void | Promise<void>;
+  /** The warning logged when a round fails. */
+  failureMessage: string;
 };
 
 /**

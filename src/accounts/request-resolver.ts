@@ -1,20 +1,15 @@
 import type { Sql } from '../storage/db.ts';
-import type { Logger } from '../log.ts';
-import { createPollingWorker } from '../polling-worker.ts';
+import { createPollingWorker, type PollingSettings } from '../polling-worker.ts';
 import type { Sealer } from '../sealing.ts';
 import { resolveNextRegistrationRequest } from './registration-requests.ts';
 import { resolveNextResetRequest } from './reset-requests.ts';
 
-export type RequestResolverOptions = {
+export type RequestResolverOptions = PollingSettings & {
   sql: Sql;
   sealer: Sealer;
-  log: Logger;
   resetCodeTtlSeconds: number;
   /** Told after requests were resolved, so that their mail goes out. */
   onResolved: () => void;
-  pollMs?: number;
-  wakeJitterMs?: number;
-  onError?: (error: unknown) => void;
 };
 
 export type RequestResolver = {

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Sql, Transaction } from '../storage/db.ts';
-import type { Logger } from '../log.ts';
-import { createPollingWorker, type PollingWorker } from '../polling-worker.ts';
+import { createPollingWorker, type PollingSettings, type PollingWorker } from '../polling-worker.ts';
 import type { Sealer } from '../sealing.ts';
 import type { MailContent, OutgoingMail, UnaddressedMail } from './messages.ts';
 import { isPermanentFailure, type MailTransport } from './transport.ts';
@@ -9,22 +8,17 @@ import { isPermanentFailure, type MailTransport } from './transport.ts';
 /** wake() right after a commit that queued mail; wakeLater() for mail whose sending must not be timed (PollingWorker). */
 export type OutboxWorker = PollingWorker;
 
-export type OutboxOptions = {
+export type OutboxOptions = PollingSettings & {
   sql: Sql;
   transport: MailTransport;
   sealer: Sealer;
   clock: () => Date;
-  log: Logger;
   from: string;
-  pollMs?: number;
-  wakeJitterMs?: number;
   maxAttempts?: number;
   backoffBaseMs?: number;
   backoffCapMs?: number;
   /** How long a claimed message stays this worker's before it is due again (defaultLeaseMs). */
   leaseMs?: number;
-  /** Told of errors that stopped a round, such as a database that went away. */
-  onError?: (error: unknown) => void;
 };
 
 /** A message ready for the outbox table: encrypted, with the Message-ID it keeps across retries. */

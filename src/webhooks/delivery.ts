@@ -1,8 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Sql } from '../storage/db.ts';
-import type { Logger } from '../log.ts';
-import { createPollingWorker } from '../polling-worker.ts';
+import { createPollingWorker, type PollingSettings } from '../polling-worker.ts';
 import { backoffMs } from '../mail/outbox.ts';
 import { webhookHeaders } from './signing.ts';
 
@@ -19,19 +18,16 @@ export type WebhookWorker = {
   stop(): Promise<void>;
 };
 
-export type WebhookDeliveryOptions = {
+export type WebhookDeliveryOptions = PollingSettings & {
   sql: Sql;
   url: string;
   keys: Buffer[];
   clock: () => Date;
-  log: Logger;
-  pollMs?: number;
   /** The whole attempt, connecting to the end of the answer's headers. */
   timeoutMs?: number;
   maxAttempts?: number;
   backoffBaseMs?: number;
   backoffCapMs?: number;
-  onError?: (error: unknown) => void;
 };
 
 /** 5 s doubling to a cap of 4 h: 18 attempts, the last about 25.7 h after the first. */
