@@ -30,7 +30,7 @@ export const problems = {
   tooSoon: { status: 429, slug: 'too-soon', title: 'A code was requested for this address moments ago' },
   dailyLimit: { status: 429, slug: 'daily-limit', title: 'Too many codes were requested for this address today' },
   rateLimited: { status: 429, slug: 'rate-limited', title: 'Too many requests from this address' },
-  throttled: { status: 429, slug: 'throttled', title: 'Too many failed password attempts' },
+  throttled: { status: 429, slug: 'throttled', title: 'Too many failed password or one-time code attempts' },
   accountRateLimited: { status: 429, slug: 'account-rate-limited', title: 'Too many sign-ins, refreshes or session listings for this account' },
   unavailable: { status: 503, slug: 'unavailable', title: 'The service is temporarily unavailable' },
   overloaded: { status: 503, slug: 'overloaded', title: 'The service is overloaded' },
