@@ -17,8 +17,7 @@ import { registrationSchema } from '../validation.ts';
  * which case it was.
  */
 export const requestRegistrationCode: Handler = async (ctx, deps) => {
-  const value = await readValidBody(ctx.req, registrationSchema);
-  const { name, email, phone, pwd } = value;
+  const { name, email, phone, pwd } = await readValidBody(ctx.req, registrationSchema);
 
   // Hashed on every path, before the address is looked up, so that every state of the address
   // costs the same work (account-enumeration safety), though only a new registration keeps it.
