@@ -95,9 +95,10 @@ export async function lockAccount(tx: Transaction, accountId: string, passwordHa
 }
 
 /**
- * Step 2 of the lock order for a signed-in caller, then whether the caller's session still
- * lives: read after the lock, so that a password change, reset or sign-out that ended it before
- * is seen, and a request of an ended session changes nothing. False if either is gone.
+ * The account row of the lock order (lockAccount) for a signed-in caller, then whether its
+ * session still lives: read after the lock, so that a password change, reset or sign-out that
+ * ended it before is seen, and a request of an ended session changes nothing. False if either
+ * is gone.
  */
 export async function lockCaller(tx: Transaction, caller: { account: { id: string }; sessionId: string }): Promise<boolean> {
   return (await lockAccount(tx, caller.account.id)) && isSessionLive(tx, caller.account.id, caller.sessionId);
