@@ -94,7 +94,7 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
   if (databaseUrl !== null && smtpUrl === null) warnings.push('SMTP_URL is not set: mail, codes included, is written as plain-text files under DATA_DIR/mail instead of being sent');
   if (databaseUrl !== null && metricsToken === null) warnings.push('METRICS_TOKEN is not set: /metrics is open to anyone who reaches the service');
   const port = integer(env, 'PORT', 8080, 0, 65535);
-  const host = parseHost(env.HOST);
+  const host = parseHost(env);
   const config: Config = {
     port,
     host,
@@ -106,7 +106,7 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
     },
     dataDir: resolve(env.DATA_DIR || '.data'),
     smtpUrl,
-    mailFrom: parseMailFrom(env.MAIL_FROM),
+    mailFrom: parseMailFrom(env),
     tokenSecrets,
     tokenTtlSeconds: integer(env, 'TOKEN_TTL', 900, 60, 7 * 24 * 3600),
     refreshTtlSeconds: integer(env, 'REFRESH_TTL', 30 * 24 * 3600, 300, 365 * 24 * 3600),
@@ -166,30 +166,31 @@ function editDistance(a: string, b: string): number {
   return previous[b.length]!;
 }
 
-function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+/**
+ * The variable if `isValid` accepts it, null when it is unset or empty. Anything else is refused
+ * in one line that names the variable, says what it must be and repeats the value: so only for
+ * variables that hold no secret (secrets, and URLs that may carry a password, are refused by
+ * their own parsers without the value).
+ */
+function checkedValue(env: NodeJS.ProcessEnv, name: string, isValid: (raw: string) => boolean, expected: string): string | null {
   const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (!/^[0-9]{1,9}$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-    throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}`);
-  }
-  return Number(raw);
+  if (raw === undefined || raw === '') return null;
+  if (!isValid(raw)) throw new ConfigError(`${name} must be ${expected}, got ${JSON.stringify(raw)}`);
+  return raw;
+}
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = checkedValue(env, name, (value) => /^[0-9]{1,9}$/.test(value) && Number(value) >= min && Number(value) <= max, `a whole number from ${min} to ${max}`);
+  return raw === null ? fallback : Number(raw);
 }
 
 /** A token claim value: printable ASCII without spaces, as issuers and audiences are (URIs or names). */
 function claimString(env: NodeJS.ProcessEnv, name: string): string | null {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return null;
-  if (!/^[\x21-\x7e]{1,200}$/.test(raw)) throw new ConfigError(`${name} must be 1 to 200 printable characters without spaces, got ${JSON.stringify(raw)}`);
-  return raw;
+  return checkedValue(env, name, (raw) => /^[\x21-\x7e]{1,200}$/.test(raw), '1 to 200 printable characters without spaces');
 }
 
 function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: readonly T[], fallback: T): T {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (!(allowed as readonly string[]).includes(raw)) {
-    throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(raw)}`);
-  }
-  return raw as T;
+  return (checkedValue(env, name, (raw) => (allowed as readonly string[]).includes(raw), `one of ${allowed.join(', ')}`) as T | null) ?? fallback;
 }
 
 function optionalUrl(env: NodeJS.ProcessEnv, name: string, protocols: string[]): string | null {
@@ -251,12 +252,8 @@ function isHostAndPort(value: string): boolean {
   return validHost && (port === undefined || (Number(port) >= 1 && Number(port) <= 65535));
 }
 
-function parseHost(raw: string | undefined): string {
-  if (raw === undefined || raw === '') return '127.0.0.1';
-  if (isIP(raw) === 0 && !isHostName(raw)) {
-    throw new ConfigError(`HOST must be an IP address (127.0.0.1, 0.0.0.0, ::) or a host name, got ${JSON.stringify(raw)}`);
-  }
-  return raw;
+function parseHost(env: NodeJS.ProcessEnv): string {
+  return checkedValue(env, 'HOST', (raw) => isIP(raw) !== 0 || isHostName(raw), 'an IP address (127.0.0.1, 0.0.0.0, ::) or a host name') ?? '127.0.0.1';
 }
 
 const mailAddress = /[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]{1,64}@(?:[A-Za-z0-9-]{1,63}\.)*[A-Za-z0-9-]{1,63}/;
@@ -265,12 +262,8 @@ const displayName = /"(?:[^"\\\x00-\x1f]|\\.)*"|[^"(),:;<>@[\]\\\x00-\x1f\x7f]+/
 const mailbox = new RegExp(`^(?:${mailAddress.source}|(?:${displayName.source})? *<${mailAddress.source}>)$`);
 
 /** `address` or `Name <address>`; a name with a comma must be quoted, or mail programs read two addresses. */
-function parseMailFrom(raw: string | undefined): string {
-  if (raw === undefined || raw === '') return 'Accounts <no-reply@localhost>';
-  if (!mailbox.test(raw)) {
-    throw new ConfigError(`MAIL_FROM must be an address or Name <address> (quote a name that has a comma), got ${JSON.stringify(raw)}`);
-  }
-  return raw;
+function parseMailFrom(env: NodeJS.ProcessEnv): string {
+  return checkedValue(env, 'MAIL_FROM', (raw) => mailbox.test(raw), 'an address or Name <address> (quote a name that has a comma)') ?? 'Accounts <no-reply@localhost>';
 }
 
 function parseOrigins(raw: string | undefined): string[] {
