@@ -10,8 +10,14 @@ export type EmailChange = { newEmail: string; sessionId: string };
 const letters = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
 
 /** `XXXX-XXXX-XXXX-XXXX` from 16 uniformly drawn letters: 16 × log2(26) ≈ 75 bits. */
-export function generateCode(): string {
-  const drawn = Array.from({ length: 16 }, () => letters[randomInt(letters.length)]).join('');
+export const generateCode = (): string => drawGroupedCode(letters);
+
+/**
+ * 16 symbols drawn uniformly from `alphabet` (randomInt, a CSPRNG without modulo bias), in four
+ * groups of four joined by hyphens: e-mailed codes and recovery codes alike.
+ */
+export function drawGroupedCode(alphabet: string): string {
+  const drawn = Array.from({ length: 16 }, () => alphabet[randomInt(alphabet.length)]).join('');
   return drawn.match(/.{4}/g)!.join('-');
 }
 

@@ -1,4 +1,5 @@
-import { createHash, randomInt } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { drawGroupedCode } from './one-time-codes.ts';
 
 /** How many recovery codes an owner gets when a factor is activated. */
 export const recoveryCodeCount = 10;
@@ -8,10 +9,7 @@ export const fewRecoveryCodesLeft = 3;
 const alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
 
 /** `xxxx-xxxx-xxxx-xxxx` from 16 uniformly drawn symbols of 32: 80 bits. */
-export function generateRecoveryCode(): string {
-  const drawn = Array.from({ length: 16 }, () => alphabet[randomInt(alphabet.length)]).join('');
-  return drawn.match(/.{4}/g)!.join('-');
-}
+export const generateRecoveryCode = (): string => drawGroupedCode(alphabet);
 
 /** A recovery code as a client sends it: any letter case, hyphens optional. */
 export const recoveryCodePattern = /^[a-zA-Z2-7]{4}(-?[a-zA-Z2-7]{4}){3}$/;
