@@ -1,6 +1,6 @@
 import { accountActiveMail } from '../mail/messages.ts';
 import { sealMail } from '../mail/outbox.ts';
-import { retryOnce, type Client, type UseCaseDeps } from './transaction.ts';
+import { retryOnce, wakeWorkers, type Client, type UseCaseDeps } from './transaction.ts';
 
 /** The pending registration a live registration code belongs to, as the code lookup found it. */
 export type PendingAccount = { id: string; publicId: string; name: string; email: string };
@@ -37,7 +37,6 @@ export async function activateAccount(deps: UseCaseDeps, pending: PendingAccount
       RETURNING 1`,
   );
   if (rows.count === 0) return false;
-  deps.outbox.wake();
-  deps.webhooks.wake();
+  wakeWorkers(deps);
   return true;
 }

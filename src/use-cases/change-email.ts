@@ -4,7 +4,7 @@ import { emailChangedMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import { isUniqueViolation } from '../storage/db.ts';
 import { endSessions } from './end-sessions.ts';
-import { inTransaction, lockAccount, type Client, type UseCaseDeps } from './transaction.ts';
+import { inTransaction, lockAccount, wakeWorkers, type Client, type UseCaseDeps } from './transaction.ts';
 
 /** The account a live e-mail change code belongs to, as the code lookup found it. */
 export type ChangingAccount = { id: string; publicId: string; name: string; email: string };
@@ -58,10 +58,7 @@ export async function changeEmail(deps: UseCaseDeps, account: ChangingAccount, c
       await enqueueMail(tx, emailChangedMail(account.email, account.name, change.newEmail, now, client.address), deps.sealer, now);
       return { outcome: 'changed' };
     }).then((result) => {
-      if (result.outcome === 'changed') {
-        deps.outbox.wake();
-        deps.webhooks.wake();
-      }
+      if (result.outcome === 'changed') wakeWorkers(deps);
       return result;
     });
   } catch (error) {

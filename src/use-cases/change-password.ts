@@ -3,7 +3,7 @@ import { passwordChangedMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import { endSessions } from './end-sessions.ts';
 import { checkCallerPassword, type CallerRefusal } from './password-check.ts';
-import { inTransaction, lockAccount, type Client, type UseCaseDeps } from './transaction.ts';
+import { inTransaction, lockAccount, wakeWorkers, type Client, type UseCaseDeps } from './transaction.ts';
 
 export type PasswordChange = { outcome: 'changed' } | CallerRefusal;
 
@@ -32,7 +32,6 @@ export async function changePassword(deps: UseCaseDeps, caller: { account: Accou
     return true;
   });
   if (!changed) return { outcome: 'session-ended' };
-  deps.outbox.wake();
-  deps.webhooks.wake();
+  wakeWorkers(deps);
   return { outcome: 'changed' };
 }

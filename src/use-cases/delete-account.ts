@@ -4,7 +4,7 @@ import { sealMail } from '../mail/outbox.ts';
 import { endSessions } from './end-sessions.ts';
 import { throttleKeys, type CallerFactorRefusal } from './password-check.ts';
 import { checkPasswordAndFactor } from './second-factor.ts';
-import { inTransaction, lockCaller, type Client, type UseCaseDeps } from './transaction.ts';
+import { inTransaction, lockCaller, wakeWorkers, type Client, type UseCaseDeps } from './transaction.ts';
 
 export type Deletion = { outcome: 'deleted' } | CallerFactorRefusal;
 
@@ -46,7 +46,6 @@ export async function deleteAccount(deps: UseCaseDeps, caller: { account: Accoun
   });
   if (!deleted) return { outcome: 'session-ended' };
   deps.metrics.increment('accounts_deleted_total');
-  deps.outbox.wake();
-  deps.webhooks.wake();
+  wakeWorkers(deps);
   return { outcome: 'deleted' };
 }

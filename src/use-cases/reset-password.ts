@@ -5,7 +5,7 @@ import { passwordResetMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import { endSessions } from './end-sessions.ts';
 import { throttleKeys } from './password-check.ts';
-import { inTransaction, lockAccount, type Client, type UseCaseDeps } from './transaction.ts';
+import { inTransaction, lockAccount, wakeWorkers, type Client, type UseCaseDeps } from './transaction.ts';
 
 /**
  * Sets a new password with a reset code of `accountId` (found by the caller's code lookup).
@@ -31,10 +31,7 @@ export async function resetPassword(deps: UseCaseDeps, accountId: string, codeHa
     if (error === codeGone) return false;
     throw error;
   });
-  if (reset) {
-    deps.outbox.wake();
-    deps.webhooks.wake();
-  }
+  if (reset) wakeWorkers(deps);
   return reset;
 }
 

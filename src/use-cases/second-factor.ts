@@ -8,7 +8,7 @@ import { enqueueMail } from '../mail/outbox.ts';
 import type { Sealer } from '../sealing.ts';
 import type { Sql } from '../storage/db.ts';
 import { checkCallerPassword, checkGuess, signedInIdentifier, type CallerFactorRefusal, type CallerRefusal } from './password-check.ts';
-import { inTransaction, lockAccount, lockCaller, type Client, type UseCaseDeps } from './transaction.ts';
+import { inTransaction, lockAccount, lockCaller, wakeWorkers, type Client, type UseCaseDeps } from './transaction.ts';
 
 /**
  * The second factor (TOTP, RFC 6238): enroll, confirm, disable, and the check that sign-in and
@@ -76,8 +76,7 @@ async function activateWithCode(deps: UseCaseDeps, { account, sessionId }: Calle
   });
   // Not pending: replaced by a new enrollment or confirmed by a concurrent request meanwhile.
   if (activated !== 'confirmed') return { outcome: activated as 'not-pending' | 'session-ended' };
-  deps.outbox.wake();
-  deps.webhooks.wake();
+  wakeWorkers(deps);
   return { outcome: 'confirmed', recoveryCodes };
 }
 
@@ -102,8 +101,7 @@ export async function disableTotp(deps: UseCaseDeps, caller: Caller, password: s
     return 'disabled';
   });
   if (removed !== 'disabled') return { outcome: removed as 'not-active' | 'session-ended' };
-  deps.outbox.wake();
-  deps.webhooks.wake();
+  wakeWorkers(deps);
   return { outcome: 'disabled' };
 }
 

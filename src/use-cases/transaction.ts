@@ -81,6 +81,12 @@ export function inTransaction<T>(sql: Sql, work: (tx: Transaction) => Promise<T>
   return retryOnce(() => sql.begin(work) as Promise<T>);
 }
 
+/** After a commit that queued mail and webhook events: their workers look now, not at their next poll. */
+export function wakeWorkers(deps: Pick<UseCaseDeps, 'outbox' | 'webhooks'>): void {
+  deps.outbox.wake();
+  deps.webhooks.wake();
+}
+
 /**
  * Step 1 of the lock order: locks the active account row for the rest of the transaction.
  * False if the account is gone. With `passwordHash`, also false when the password was changed
