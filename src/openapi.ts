@@ -124,19 +124,16 @@ const responseSchemas: Record<string, JsonObject> = {
 
 /** Response headers, referred to by the responses that carry them. */
 const headers: Record<string, JsonObject> = {
-  'X-Request-Id': {
-    required: true,
-    description: "The request's own X-Request-Id when it is well-formed, else a generated one; the log line of the request carries it.",
-    schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
-  },
-  'Retry-After': { required: true, description: 'Seconds to wait before trying again.', schema: { type: 'integer', minimum: 0 } },
-  'WWW-Authenticate': {
-    required: true,
-    description: 'Bearer realm="accounts" (RFC 6750), with error="invalid_token" when a token was sent.',
-    schema: { type: 'string' },
-  },
-  Allow: { required: true, description: 'The methods this path serves.', schema: { type: 'string' } },
+  'X-Request-Id': header("The request's own X-Request-Id when it is well-formed, else a generated one; the log line of the request carries it.", { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' }),
+  'Retry-After': header('Seconds to wait before trying again.', { type: 'integer', minimum: 0 }),
+  'WWW-Authenticate': header('Bearer realm="accounts" (RFC 6750), with error="invalid_token" when a token was sent.', { type: 'string' }),
+  Allow: header('The methods this path serves.', { type: 'string' }),
 };
+
+/** A response header; every one listed here is always sent with the responses that refer to it. */
+function header(description: string, schema: JsonObject): JsonObject {
+  return { required: true, description, schema };
+}
 
 /** An OpenAPI 3.1 document made from the route table itself, so that the two cannot drift apart. */
 export function buildOpenApiDocument(routes: readonly Route[], version: string): JsonObject {
