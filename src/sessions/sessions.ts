@@ -40,9 +40,9 @@ export function hashRefreshToken(token: string): Buffer {
 }
 
 /**
- * Starts a session for a password sign-in, in one statement: it locks the account row (step 1
+ * Starts a session for a password sign-in, in one statement: it locks the account row (step 2
  * of the lock order) if it still holds `checkedHash`, the hash the password was checked
- * against, then writes the session, its refresh token and the event (steps 2, 3, 5). A change,
+ * against, then writes the session, its refresh token and the event (steps 3, 4, 6). A change,
  * reset or deletion that committed meanwhile changed or removed the row, which the lock sees
  * (the condition is checked again on the locked row), so no session starts after them. With
  * `upgradedHash`, the same password's hash at the current cost replaces the checked one.
@@ -50,7 +50,7 @@ export function hashRefreshToken(token: string): Buffer {
  * often it is refreshed.
  *
  * An account holds at most `maxSessions` live sessions: beyond that, the least recently used end
- * in the same statement, each with a `session-evicted` event (steps 2 and 5), so that sign-ins in
+ * in the same statement, each with a `session-evicted` event (steps 3 and 6), so that sign-ins in
  * a loop cannot grow the table or the session list without bound, at no extra round trip. The
  * statement counts the sessions of its own snapshot: sign-ins that queued on the account row at
  * the same moment may each leave one more, and the next sign-in trims the account back to the cap.

@@ -28,14 +28,14 @@ import type { Webhooks } from '../webhooks/events.ts';
  *   foreign key with FOR KEY SHARE on the account row, which FOR UPDATE would block. That is
  *   the deadlock this order replaces (a revocation held a session and waited for the account
  *   row, a password change held the account row and waited for the session).
- * - Whatever a use case reads after step 1, in a later statement, sees every commit made by
+ * - Whatever a use case reads after step 2, in a later statement, sees every commit made by
  *   another use case on the account before: they all hold the account row while they write.
  *   So "end every session" deletes the sessions started just before, and "is my session still
  *   alive" is answered truthfully. A single statement cannot lock and then read fresh rows
  *   (it keeps the snapshot it started with), except through a PL/pgSQL function, whose every
  *   statement takes a fresh snapshot (sql/008, refresh_session).
  * - Deleting the account row upgrades the lock to FOR UPDATE; nothing else locks the row
- *   without taking step 1 first, so the upgrade waits for nobody who waits for it.
+ *   without taking step 2 first, so the upgrade waits for nobody who waits for it.
  *
  * A use case returns its outcome; only the HTTP layer turns outcomes into answers.
  */
@@ -88,7 +88,7 @@ export function wakeWorkers(deps: Pick<UseCaseDeps, 'outbox' | 'webhooks'>): voi
 }
 
 /**
- * Step 1 of the lock order: locks the active account row for the rest of the transaction.
+ * Step 2 of the lock order: locks the active account row for the rest of the transaction.
  * False if the account is gone. With `passwordHash`, also false when the password was changed
  * or reset meanwhile: the condition is checked again on the row as it is once locked.
  */
