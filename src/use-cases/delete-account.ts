@@ -11,9 +11,12 @@ export type Deletion = { outcome: 'deleted' } | CallerFactorRefusal;
 /**
  * Erases the account (the right to erasure). The current password is required and throttled
  * like a sign-in, so that a stolen token alone cannot delete an account. In one transaction the
- * account and everything of it go (sessions, codes, events by cascade; its throttle and quota
- * rows, its name holds and its past mail by key), so that its name and address are free at
- * once; only the notice queued here stays, until it is sent.
+ * account and everything of it go (sessions, codes, events by cascade; its throttle rows, its
+ * name holds and its past mail by key), so that its name and address are free at once; only the
+ * notice queued here stays, until it is sent. The address's code quotas stay (a keyed hash,
+ * no address), until the sweep forgets them a day after the last request: released at the
+ * deletion, they told a stranger who had spent them that the address had an account, and when
+ * it went (found by an outside tester).
  */
 export async function deleteAccount(deps: UseCaseDeps, caller: { account: Account; sessionId: string }, password: string, otp: string | undefined, client: Client): Promise<Deletion> {
   const { account } = caller;
@@ -21,21 +24,16 @@ export async function deleteAccount(deps: UseCaseDeps, caller: { account: Accoun
   const check = await checkPasswordAndFactor(deps, caller, password, otp, client);
   if (check.outcome !== 'valid') return check;
   const now = deps.clock();
-  const addressKey = deps.keys.address(account.email);
   const identifiers = throttleKeys(deps, account);
   const notice = sealMail(accountDeletedMail(account.email, account.name, now, client.address), deps.sealer);
   const deleted = await inTransaction(deps.sql, async (tx) => {
-    // Step 1 of the lock order: the address's rows, before the account row, as a code request takes them.
-    await tx`
-      WITH holds AS (SELECT 1 FROM name_holds WHERE address = lower(${account.email}) FOR UPDATE),
-        quotas AS (SELECT 1 FROM address_quotas WHERE address_key = ${addressKey} FOR UPDATE)
-      SELECT (SELECT count(*) FROM holds) AS holds, (SELECT count(*) FROM quotas) AS quotas`;
+    // Step 1 of the lock order: the address's name holds, before the account row, as a code request takes them.
+    await tx`SELECT 1 FROM name_holds WHERE address = lower(${account.email}) FOR UPDATE`;
     if (!(await lockCaller(tx, caller))) return false;
     // No event: the account's events go with it. The application is told all the same.
     await endSessions(tx, { accountId: account.id, sessionId: null, event: null, webhook: deps.webhooks.event('account.deleted', account.publicId, now), now });
     await tx`
       WITH account AS (DELETE FROM accounts WHERE id = ${account.id}),
-        quotas AS (DELETE FROM address_quotas WHERE address_key = ${addressKey}),
         holds AS (DELETE FROM name_holds WHERE address = lower(${account.email})),
         delays AS (DELETE FROM login_delays WHERE identifier_key IN ${tx(identifiers)}),
         budgets AS (DELETE FROM login_budgets WHERE identifier_key IN ${tx(identifiers)}),

@@ -41,9 +41,16 @@ export async function requestEmailChange(deps: UseCaseDeps, caller: { account: A
   const code = generateCode();
   const expiresAt = new Date(now.getTime() + deps.config.emailCodeTtlSeconds * 1000);
   const result = await inTransaction(deps.sql, async (tx): Promise<EmailChangeRequest> => {
-    // Counted whatever the address holds, so that a cooldown or a cap never tells them apart.
+    // The account's own quota first: every request mails a notice to the current address and
+    // writes an event, so the account may ask once a minute and ten times a day, whatever new
+    // address it names. Its key cannot be an address's (no '@'). Then the new address's quota,
+    // counted whatever the address holds, so that a cooldown or a cap never tells them apart.
+    // Both rows are step 1 of the lock order, the account's first: only its own requests take it.
+    const own = await reserveAddressRequest(tx, 'email-change', deps.keys.address(`account:${account.publicId}`), now);
+    if (own !== null) return { outcome: 'refused', refusal: own };
     const refusal = await reserveAddressRequest(tx, 'email-change', deps.keys.address(newEmail), now);
-    if (refusal !== null) return { outcome: 'refused', refusal };
+    // Thrown, so that the account's reservation rolls back with it: a refused request costs nothing.
+    if (refusal !== null) throw new Refused(refusal);
     const holderId = await findOtherHolder(tx, account.id, newEmail, now);
     const locked = await lockAccountsForChange(tx, account.id, holderId, sessionId);
     if (locked === null) return { outcome: 'session-ended' };
@@ -59,9 +66,21 @@ export async function requestEmailChange(deps: UseCaseDeps, caller: { account: A
       await enqueueMail(tx, emailChangeAttemptMail(notice.email, notice.name, notice.pending), deps.sealer, now);
     }
     return { outcome: 'requested' };
+  }).catch((error: unknown) => {
+    if (error instanceof Refused) return { outcome: 'refused', refusal: error.refusal } as const;
+    throw error;
   });
   // Not at once: see wakeLater. What the new mailbox gets depends on what the address holds,
   // and its sending must not be timed from this request.
   if (result.outcome === 'requested') deps.outbox.wakeLater();
   return result;
+}
+
+/** The new address's quota refused: the transaction rolls back, and the refusal is answered. */
+class Refused extends Error {
+  readonly refusal: QuotaRefusal;
+  constructor(refusal: QuotaRefusal) {
+    super('the address quota refused the request');
+    this.refusal = refusal;
+  }
 }

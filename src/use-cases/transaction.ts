@@ -14,7 +14,8 @@ import type { Webhooks } from '../webhooks/events.ts';
  * THE LOCK ORDER. Every use case that writes takes its locks in this order, and only in this
  * order, so that two of them on one account queue instead of deadlocking:
  *
- *   1. per-address rows: name holds, then address quotas (code requests and deletion only);
+ *   1. per-address rows, taken by code requests, e-mail change requests and deletion only:
+ *      name holds, then address quotas (an e-mail change: the account's own, then the address's);
  *   2. the account row, FOR NO KEY UPDATE (lockAccount below); a use case that needs two (an
  *      e-mail change request and the holder of its new address) locks them in id order;
  *   3. its sessions;

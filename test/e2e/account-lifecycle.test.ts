@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { createKeyedHashes, deriveKeys } from '../../src/keyed-hashes.ts';
 import { codeIn } from '../helpers/smtp.ts';
 import { waitUntil } from '../helpers/wait.ts';
-import { registerAndSignIn, requestCode, startTestService, testSecret, type TestService } from '../helpers/service.ts';
+import { registerAndSignIn, requestCode, startTestService, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
 
 let app: TestService;
 before(async () => {
@@ -23,7 +23,10 @@ const eventsOf = async (token: string) => (await app.call('GET', '/acc/me/events
 async function dumpTables(): Promise<string> {
   const tables = await app.service.sql`SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename`;
   assert.ok(tables.length >= 10, tables.map((row) => row.tablename).join());
-  const dumps = await Promise.all(tables.map(async ({ tablename }) => `${tablename}: ${JSON.stringify(await app.service.sql`SELECT * FROM ${app.service.sql(tablename as string)}`)}`));
+  // bytea columns (keyed hashes) as PostgreSQL prints them, \x and hex, so that a key can be looked for.
+  const bytes = (_key: string, value: unknown) =>
+    (value as { type?: unknown } | null)?.type === 'Buffer' ? `\\x${Buffer.from((value as { data: number[] }).data).toString('hex')}` : value;
+  const dumps = await Promise.all(tables.map(async ({ tablename }) => `${tablename}: ${JSON.stringify(await app.service.sql`SELECT * FROM ${app.service.sql(tablename as string)}`, bytes)}`));
   return dumps.join('\n');
 }
 
@@ -71,14 +74,37 @@ describe('DELETE /acc/me', () => {
     const dump = await dumpTables();
     const keys = createKeyedHashes(deriveKeys(Buffer.from(testSecret)));
     const hex = (bytes: Buffer) => `\\\\x${bytes.toString('hex')}`;
-    for (const trace of [user.name, user.email, user.email.toLowerCase(), row!.public_id as string, `"account_id":"${row!.id}"`, hex(keys.address(user.email)), hex(keys.loginIdentifier(user.name)), hex(keys.loginIdentifier(user.email))]) {
+    for (const trace of [user.name, user.email, user.email.toLowerCase(), row!.public_id as string, `"account_id":"${row!.id}"`, hex(keys.loginIdentifier(user.name)), hex(keys.loginIdentifier(user.email))]) {
       assert.equal(dump.includes(trace), false, `a trace of the account: ${trace}`);
     }
+    // The address's code quotas stay, by keyed hash only, until the sweep (see the next test).
+    assert.equal(dump.includes(hex(keys.address(user.email))), true);
 
+    app.clock.advance(61);
     const again = await registerAndSignIn(app, user);
-    assert.equal((await app.call('GET', '/acc/me', { token: again.token })).json.name, user.name, 'the same name and address register again at once');
+    assert.equal((await app.call('GET', '/acc/me', { token: again.token })).json.name, user.name, 'the same name and address register again, once the cooldown is over');
     const metrics = (await app.call('GET', '/metrics')).text;
     assert.match(metrics, /^accounts_deleted_total [1-9]/m);
+  });
+
+  it("keeps the address's code quotas, so that a stranger who spent them learns nothing from a deletion", async () => {
+    // An outside tester spent the reset cooldown of an address and of a control address; the
+    // deletion freed the first at once (204 where the control answered 429): the address had
+    // an account, deleted just now.
+    const { user, token } = await registerAndSignIn(app);
+    const control = uniqueUser('control').email;
+    const reset = (email: string) => app.call('POST', '/acc/pwd/code', { json: { email }, headers: from('203.0.113.77') });
+    const register = (email: string) => app.call('POST', '/acc/reg/code', { json: { ...uniqueUser('stranger'), email }, headers: from('203.0.113.78') });
+    app.clock.advance(61);
+    for (const request of [reset, register]) {
+      for (const email of [user.email, control]) assert.equal((await request(email)).status, 204);
+      for (const email of [user.email, control]) assert.equal((await request(email)).status, 429);
+    }
+    assert.equal((await remove(token, user.pwd)).status, 204);
+    for (const request of [reset, register]) {
+      const answers = await Promise.all([user.email, control].map(async (email) => (await request(email)).json?.type));
+      assert.deepEqual(answers, ['urn:account-service:problem:too-soon', 'urn:account-service:problem:too-soon'], 'the deleted address answers as the control does');
+    }
   });
 
   it('ends a race with a password change in one consistent state', async () => {

@@ -246,6 +246,7 @@ describe('POST /acc/me/email and POST /acc/email', () => {
     const first = uniqueUser('first').email;
     const second = uniqueUser('second').email;
     const firstCode = await requestChangeCode(token, user.pwd, first);
+    app.clock.advance(61);
     const secondCode = await requestChangeCode(token, user.pwd, second);
     assert.equal((await confirm(firstCode)).status, 404, 'the replaced code stops working');
     assert.equal((await confirm(secondCode)).status, 204);
@@ -270,6 +271,45 @@ describe('POST /acc/me/email and POST /acc/email', () => {
     const capped = await askChange(one.token, { pwd: one.user.pwd, email: target });
     assert.equal(capped.status, 429);
     assert.equal(capped.json.type, 'urn:account-service:problem:daily-limit');
+  });
+
+  it("bounds one account's requests whatever new address it names, and a refused request costs nothing", async () => {
+    // Every request mails the current address and writes an event: an outside tester sent 80
+    // in 13 s, 80 notices to one mailbox, and pushed every other event out of the account's view.
+    const { user, token } = await newAccount();
+    const other = await newAccount();
+    const from = app.smtp.messages.length;
+    const notices = () => app.smtp.messages.slice(from).filter((mail) => mail.to === user.email && mail.subject === requestedSubject).length;
+    const ask = (email: string) => askChange(token, { pwd: user.pwd, email });
+    assert.equal((await ask(uniqueUser('bound').email)).status, 204);
+    const again = await ask(uniqueUser('bound').email);
+    assert.equal(again.status, 429, 'another new address, within the minute');
+    assert.equal(again.json.type, 'urn:account-service:problem:too-soon');
+    assert.ok(Number(again.headers['retry-after']) >= 1 && Number(again.headers['retry-after']) <= 60);
+
+    // The new address's refusal rolls the account's reservation back.
+    app.clock.advance(61);
+    const taken = uniqueUser('bound').email;
+    assert.equal((await askChange(other.token, { pwd: other.user.pwd, email: taken })).status, 204);
+    assert.equal((await ask(taken)).status, 429, "the new address's cooldown");
+    assert.equal((await ask(uniqueUser('bound').email)).status, 204, "the refused request spent nothing of the account's");
+
+    for (let i = 2; i < 10; i += 1) {
+      app.clock.advance(61);
+      assert.equal((await ask(uniqueUser('bound').email)).status, 204, `request ${i + 1}`);
+    }
+    app.clock.advance(61);
+    const capped = await ask(uniqueUser('bound').email);
+    assert.equal(capped.status, 429);
+    assert.equal(capped.json.type, 'urn:account-service:problem:daily-limit');
+    await settle();
+    await app.smtp.waitFor(() => notices() === 10);
+    await settle();
+    assert.equal(notices(), 10, 'one notice to the current address per accepted request');
+    const [row] = await app.service.sql`
+      SELECT count(*)::int AS n FROM security_events e JOIN accounts a ON a.id = e.account_id
+      WHERE a.name = ${user.name} AND e.type = 'email-change-requested'`;
+    assert.equal(row!.n, 10);
   });
 
   it('ends a pending change with the session that asked: signing out everywhere cancels it', async () => {
@@ -336,6 +376,8 @@ describe('POST /acc/me/email and POST /acc/email', () => {
         const b = await signIn(app, user.name, user.pwd);
         const target = uniqueUser('racing').email;
         const round: Round = { user, a, b, sessionA: sid(a), target, code: await requestChangeCode(a, user.pwd, target) };
+        // Past the account's own cooldown, so that a racing request is decided by the race.
+        app.clock.advance(61);
         const results = await Promise.all([first, second].map(async (kind) => {
           await new Promise((resolve) => setTimeout(resolve, Math.random() * 4));
           return writers[kind]!.send(round);
