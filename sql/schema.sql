@@ -148,6 +148,18 @@ CREATE TABLE public.login_delays (
 );
 
 --
+-- Name: login_known_clients; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.login_known_clients (
+    identifier_key bytea NOT NULL,
+    client_key bytea NOT NULL,
+    last_success_at timestamp with time zone NOT NULL,
+    CONSTRAINT login_known_clients_client_key_check CHECK ((octet_length(client_key) = 32)),
+    CONSTRAINT login_known_clients_identifier_key_check CHECK ((octet_length(identifier_key) = 32))
+);
+
+--
 -- Name: name_holds; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -434,6 +446,13 @@ ALTER TABLE ONLY public.login_delays
     ADD CONSTRAINT login_delays_pkey PRIMARY KEY (identifier_key, client_key);
 
 --
+-- Name: login_known_clients login_known_clients_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.login_known_clients
+    ADD CONSTRAINT login_known_clients_pkey PRIMARY KEY (identifier_key, client_key);
+
+--
 -- Name: name_holds name_holds_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -572,6 +591,12 @@ CREATE INDEX login_budgets_updated ON public.login_budgets USING btree (updated_
 --
 
 CREATE INDEX login_delays_updated ON public.login_delays USING btree (updated_at);
+
+--
+-- Name: login_known_clients_last_success; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX login_known_clients_last_success ON public.login_known_clients USING btree (last_success_at);
 
 --
 -- Name: name_holds_address; Type: INDEX; Schema: public; Owner: -

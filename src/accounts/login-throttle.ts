@@ -4,6 +4,8 @@ import type { Sql, Transaction } from '../storage/db.ts';
 export const freeFailures = 5;
 /** The longest wait, in seconds: 15 minutes. */
 export const maxDelaySeconds = 900;
+/** How long a client network that proved an identifier's password stays known to it: 30 days. */
+export const knownClientMs = 30 * 24 * 3600 * 1000;
 
 /** Whose attempts are counted: the typed identifier, and the client address it came from. */
 export type ThrottleKeys = { identifier: Buffer; client: Buffer };
@@ -17,21 +19,31 @@ export function delaySeconds(failures: number): number {
  * Reserves one password check, or answers how many seconds to wait. The check is counted as
  * a failure before it is made, in one statement per level, so that parallel requests can
  * never check more passwords than the allowance (a success gives it back, see `settleSuccess`).
- * Level 2 first: it is the cheaper one to give back when level 1 refuses.
+ * Level 2 first: it is the cheaper one to give back when level 1 refuses. `tokenTaken` says
+ * whether the budget gave a token (a known network checks without one, see reserveBudget):
+ * only a token taken is ever given back.
  */
-export async function reserveAttempt(sql: Sql, keys: ThrottleKeys, perHour: number, now: Date): Promise<number> {
-  const budgetWait = await reserveBudget(sql, keys.identifier, perHour, now);
-  if (budgetWait > 0) return budgetWait;
-  const delayWait = await reserveDelay(sql, keys, now);
-  if (delayWait > 0) await refundBudget(sql, keys.identifier, perHour);
-  return delayWait;
+export type Reservation = { wait: number; tokenTaken: boolean };
+
+export async function reserveAttempt(sql: Sql, keys: ThrottleKeys, perHour: number, now: Date): Promise<Reservation> {
+  const budget = await reserveBudget(sql, keys, perHour, now);
+  if (budget.wait > 0) return budget;
+  const wait = await reserveDelay(sql, keys, now);
+  if (wait > 0 && budget.tokenTaken) await refundBudget(sql, keys.identifier, perHour);
+  return { wait, tokenTaken: budget.tokenTaken };
 }
 
-/** The password was right: the client's failures are forgotten and the budget gets its token back. */
-export async function settleSuccess(sql: Sql, keys: ThrottleKeys, perHour: number): Promise<void> {
+/**
+ * The password was right: the client's failures are forgotten, the budget gets its token back,
+ * and the client's network becomes known to the identifier (see reserveBudget).
+ */
+export async function settleSuccess(sql: Sql, keys: ThrottleKeys, perHour: number, now: Date, tokenTaken: boolean): Promise<void> {
   await sql`
-    WITH forgotten AS (DELETE FROM login_delays WHERE identifier_key = ${keys.identifier} AND client_key = ${keys.client})
-    UPDATE login_budgets SET tokens = least(${perHour}, tokens + 1) WHERE identifier_key = ${keys.identifier}`;
+    WITH forgotten AS (DELETE FROM login_delays WHERE identifier_key = ${keys.identifier} AND client_key = ${keys.client}),
+      known AS (
+        INSERT INTO login_known_clients AS k (identifier_key, client_key, last_success_at) VALUES (${keys.identifier}, ${keys.client}, ${now})
+        ON CONFLICT (identifier_key, client_key) DO UPDATE SET last_success_at = ${now})
+    UPDATE login_budgets SET tokens = least(${perHour}, tokens + ${tokenTaken ? 1 : 0}) WHERE identifier_key = ${keys.identifier}`;
 }
 
 async function reserveDelay(sql: Sql, { identifier, client }: ThrottleKeys, now: Date): Promise<number> {
@@ -51,17 +63,30 @@ async function reserveDelay(sql: Sql, { identifier, client }: ThrottleKeys, now:
   return secondsUntil(row?.blocked_until as Date | undefined, now);
 }
 
-async function reserveBudget(sql: Sql, identifier: Buffer, perHour: number, now: Date): Promise<number> {
+/**
+ * Takes a token of the identifier's budget. An empty budget refuses, except to a client network
+ * that proved this identifier's password in the last 30 days: strangers who spend the budget
+ * from anywhere must not lock the owner out (an outside tester did, knowing the name and the
+ * address). Such a check takes no token (the budget stays empty for everyone else, and nothing
+ * is given back for it), and level 1 still bounds it: someone on the owner's network guesses
+ * at its pace. One statement either way.
+ */
+async function reserveBudget(sql: Sql, { identifier, client }: ThrottleKeys, perHour: number, now: Date): Promise<Reservation> {
   const refilled = sql`least(${perHour}, b.tokens + greatest(0, extract(epoch FROM ${now}::timestamptz - b.updated_at)) * ${perHour / 3600})`;
-  const reserved = await sql`
-    INSERT INTO login_budgets AS b (identifier_key, tokens, updated_at) VALUES (${identifier}, ${perHour - 1}, ${now})
-    ON CONFLICT (identifier_key) DO UPDATE SET tokens = ${refilled} - 1, updated_at = ${now}
-    WHERE ${refilled} >= 1
-    RETURNING 1`;
-  if (reserved.count === 1) return 0;
+  const [reserved] = await sql`
+    WITH taken AS (
+      INSERT INTO login_budgets AS b (identifier_key, tokens, updated_at) VALUES (${identifier}, ${perHour - 1}, ${now})
+      ON CONFLICT (identifier_key) DO UPDATE SET tokens = ${refilled} - 1, updated_at = ${now}
+      WHERE ${refilled} >= 1
+      RETURNING 1)
+    SELECT EXISTS (SELECT 1 FROM taken) AS taken, EXISTS (
+      SELECT 1 FROM login_known_clients
+      WHERE identifier_key = ${identifier} AND client_key = ${client} AND last_success_at > ${new Date(now.getTime() - knownClientMs)}) AS known`;
+  if (reserved!.taken === true) return { wait: 0, tokenTaken: true };
+  if (reserved!.known === true) return { wait: 0, tokenTaken: false };
   const [row] = await sql`SELECT ${refilled} AS tokens FROM login_budgets AS b WHERE identifier_key = ${identifier}`;
   const missing = 1 - ((row?.tokens as number | undefined) ?? 0);
-  return Math.max(1, Math.ceil((missing * 3600) / perHour));
+  return { wait: Math.max(1, Math.ceil((missing * 3600) / perHour)), tokenTaken: false };
 }
 
 async function refundBudget(sql: Sql, identifier: Buffer, perHour: number): Promise<void> {
@@ -72,18 +97,24 @@ function secondsUntil(until: Date | undefined, now: Date): number {
   return until === undefined ? 1 : Math.max(1, Math.ceil((until.getTime() - now.getTime()) / 1000));
 }
 
-/** Forgets every failure counted on these identifiers: a password reset is the owner's way back. */
+/**
+ * Forgets every failure counted on these identifiers, and the networks known to them: a
+ * password reset is the owner's way back, and a network that knew the old password (a thief's,
+ * perhaps) must not stay past the budget.
+ */
 export async function clearThrottle(tx: Transaction, identifiers: Buffer[]): Promise<void> {
   await tx`
-    WITH delays AS (DELETE FROM login_delays WHERE identifier_key IN ${tx(identifiers)})
+    WITH delays AS (DELETE FROM login_delays WHERE identifier_key IN ${tx(identifiers)}),
+      known AS (DELETE FROM login_known_clients WHERE identifier_key IN ${tx(identifiers)})
     DELETE FROM login_budgets WHERE identifier_key IN ${tx(identifiers)}`;
 }
 
-/** Forgets delays that stopped a day ago, and budgets untouched for an hour (full again by then). */
+/** Forgets delays that stopped a day ago, budgets untouched for an hour (full again by then), and networks known for 30 days. */
 export async function deleteStaleThrottleRows(sql: Sql, now: Date): Promise<number> {
   const delays = await sql`
     DELETE FROM login_delays
     WHERE updated_at < ${new Date(now.getTime() - 24 * 3600 * 1000)} AND (blocked_until IS NULL OR blocked_until < ${now})`;
   const budgets = await sql`DELETE FROM login_budgets WHERE updated_at < ${new Date(now.getTime() - 3600 * 1000)}`;
-  return delays.count + budgets.count;
+  const known = await sql`DELETE FROM login_known_clients WHERE last_success_at <= ${new Date(now.getTime() - knownClientMs)}`;
+  return delays.count + budgets.count + known.count;
 }

@@ -1,5 +1,5 @@
 import type { Account } from '../accounts/accounts.ts';
-import { reserveAttempt, settleSuccess } from '../accounts/login-throttle.ts';
+import { reserveAttempt, settleSuccess, type Reservation } from '../accounts/login-throttle.ts';
 import { clientNetwork } from '../rate-limit.ts';
 import type { Sql } from '../storage/db.ts';
 import type { Client, UseCaseDeps } from './transaction.ts';
@@ -26,11 +26,11 @@ export async function checkPassword(
 ): Promise<PasswordCheck> {
   const keys = { identifier: deps.keys.loginIdentifier(identifier), client: deps.keys.client(clientNetwork(clientAddress)) };
   const perHour = deps.config.loginFailuresPerHour;
-  let wait = 0;
-  const valid = await deps.passwords.verify(password, stored, async () => (wait = await reserveAttempt(deps.sql, keys, perHour, deps.clock())) === 0);
-  if (wait > 0) return { outcome: 'throttled', retryAfterSeconds: wait };
+  let reservation: Reservation = { wait: 0, tokenTaken: false };
+  const valid = await deps.passwords.verify(password, stored, async () => (reservation = await reserveAttempt(deps.sql, keys, perHour, deps.clock())).wait === 0);
+  if (reservation.wait > 0) return { outcome: 'throttled', retryAfterSeconds: reservation.wait };
   if (!valid || (secondFactor !== undefined && !(await secondFactor()))) return { outcome: 'wrong' };
-  await settleSuccess(deps.sql, keys, perHour);
+  await settleSuccess(deps.sql, keys, perHour, deps.clock(), reservation.tokenTaken);
   return { outcome: 'valid' };
 }
 
@@ -72,10 +72,10 @@ export async function checkCallerPassword(
 export async function checkGuess(deps: UseCaseDeps, identifier: string, clientAddress: string, check: () => Promise<boolean>): Promise<PasswordCheck> {
   const keys = { identifier: deps.keys.loginIdentifier(identifier), client: deps.keys.client(clientNetwork(clientAddress)) };
   const perHour = deps.config.loginFailuresPerHour;
-  const wait = await reserveAttempt(deps.sql, keys, perHour, deps.clock());
-  if (wait > 0) return { outcome: 'throttled', retryAfterSeconds: wait };
+  const reservation = await reserveAttempt(deps.sql, keys, perHour, deps.clock());
+  if (reservation.wait > 0) return { outcome: 'throttled', retryAfterSeconds: reservation.wait };
   if (!(await check())) return { outcome: 'wrong' };
-  await settleSuccess(deps.sql, keys, perHour);
+  await settleSuccess(deps.sql, keys, perHour, deps.clock(), reservation.tokenTaken);
   return { outcome: 'valid' };
 }
 

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createPasswordHasher, type PasswordHasher } from '../../src/accounts/passwords.ts';
-import { registerAndSignIn, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
+import { createKeyedHashes, deriveKeys } from '../../src/keyed-hashes.ts';
+import { codeIn } from '../helpers/smtp.ts';
+import { registerAndSignIn, startTestService, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
 
 describe('sign-in throttle', () => {
   let app: TestService;
@@ -109,6 +111,41 @@ describe('sign-in throttle', () => {
     assert.equal(blocked.json.type, 'urn:account-service:problem:throttled');
     assert.equal(blocked.headers['retry-after'], '1');
     assert.equal((await signIn(user.name, user.pwd, '198.51.100.9')).status, 200, 'a count of its own: the token holder\'s guesses do not lock sign-in');
+  });
+
+  it('lets the owner sign in from a network it signed in from before, when strangers spent both budgets', async () => {
+    // An outside tester who knew the name and the address spent both budgets from 42
+    // addresses and kept the owner from signing in, a reset notwithstanding.
+    const { user } = await registerAndSignIn(app);
+    const home = '203.0.113.20';
+    for (const identifier of [user.name, user.email]) assert.equal((await signIn(identifier, user.pwd, home)).status, 200);
+    for (const identifier of [user.name, user.email]) {
+      for (let i = 0; i < 110; i += 1) await signIn(identifier, 'wrong-password', `10.3.${Math.floor(i / 200)}.${i % 200}`);
+    }
+    const stranger = (identifier: string) => signIn(identifier, 'wrong-password', '10.3.9.9');
+    for (const identifier of [user.name, user.email]) {
+      assert.equal((await stranger(identifier)).status, 429, 'spent for strangers');
+      assert.equal((await signIn(identifier, user.pwd, '203.0.113.21')).status, 429, 'and for a network never signed in from');
+      assert.equal((await signIn(identifier, user.pwd, home)).status, 200, 'the known network checks the password');
+      assert.equal((await stranger(identifier)).status, 429, "the owner's sign-in gave strangers no token back");
+    }
+    // Someone else on the owner's network guesses under level 1 only, and mints no tokens.
+    checks = 0;
+    const neighbour: number[] = [];
+    for (let i = 0; i < 8; i += 1) neighbour.push((await signIn(user.name, 'wrong-password', home)).status);
+    assert.deepEqual(neighbour, [400, 400, 400, 400, 400, 429, 429, 429]);
+    assert.equal(checks, 5);
+    assert.equal((await stranger(user.name)).status, 429, 'the refused guesses gave strangers no token back');
+
+    // A reset forgets the known networks: a thief's network that knew the old password must not stay past the budget.
+    const before = app.smtp.messages.length;
+    assert.equal((await app.call('POST', '/acc/pwd/code', { json: { email: user.email } })).status, 204);
+    const mail = await app.smtp.waitFor((message) => message.subject === 'Your password reset code' && app.smtp.messages.indexOf(message) >= before);
+    assert.equal((await app.call('POST', '/acc/pwd', { json: { code: codeIn(mail), new_pwd: 'after-reset-1' } })).status, 204);
+    const keys = createKeyedHashes(deriveKeys(Buffer.from(testSecret)));
+    const identifiers = [user.name, user.email].map((identifier) => keys.loginIdentifier(identifier));
+    const [row] = await app.service.sql`SELECT count(*)::int AS n FROM login_known_clients WHERE identifier_key IN ${app.service.sql(identifiers)}`;
+    assert.equal(row!.n, 0);
   });
 
   it("does not let strangers who spend a name's budget keep the signed-in owner from changing the password", async () => {

@@ -73,6 +73,15 @@ describe('retention: every table a stranger or a client can grow', () => {
     assert.equal(await afterSweep(20, delays), 0);
   });
 
+  it('sign-in throttle: known networks deleted 30 days after their last sign-in', async () => {
+    const { user } = await registerAndSignIn(app);
+    const key = keys.loginIdentifier(user.name);
+    const known = () => countOf(app.service.sql`SELECT count(*)::int AS n FROM login_known_clients WHERE identifier_key = ${key}`);
+    assert.equal(await known(), 1, 'registerAndSignIn signed in by name');
+    assert.equal(await afterSweep(30 * day - 10, known), 1);
+    assert.equal(await afterSweep(20, known), 0);
+  });
+
   it('reset requests: deleted when resolved, and unresolved ones once a code issued for them would have expired', async () => {
     const email = uniqueUser('reset').email;
     assert.equal((await app.call('POST', '/acc/pwd/code', { json: { email } })).status, 204);
