@@ -109,6 +109,15 @@ export async function clearThrottle(tx: Transaction, identifiers: Buffer[]): Pro
     DELETE FROM login_budgets WHERE identifier_key IN ${tx(identifiers)}`;
 }
 
+/**
+ * Forgets the networks known to these identifiers: an address the account leaves (an e-mail
+ * change) must not vouch for whoever holds it next (found by an outside tester, who seeded ten
+ * networks on an address, moved off it, and guessed past the next holder's spent budget).
+ */
+export async function forgetKnownClients(tx: Transaction, identifiers: Buffer[]): Promise<void> {
+  await tx`DELETE FROM login_known_clients WHERE identifier_key IN ${tx(identifiers)}`;
+}
+
 /** Forgets delays that stopped a day ago, budgets untouched for an hour (full again by then), and networks known for 30 days. */
 export async function deleteStaleThrottleRows(sql: Sql, now: Date): Promise<number> {
   const delays = await sql`

@@ -1,4 +1,5 @@
 import { setEmail } from '../accounts/email-changes.ts';
+import { forgetKnownClients } from '../accounts/login-throttle.ts';
 import { consumeCodes, deleteCodes, findEmailChange } from '../accounts/one-time-codes.ts';
 import { emailChangedMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
@@ -20,7 +21,8 @@ export type EmailChangeConfirmation =
  * Confirms an e-mail change with the code mailed to the new address (found by the caller's code
  * lookup). In one transaction: the account takes the new address as typed at the request, every
  * session but the one that asked ends, the code is used up, reset codes mailed to the old
- * address stop working, the event is recorded and the old address is told, with the new one
+ * address stop working, the networks known to the old address for sign-in are forgotten, the
+ * event is recorded and the old address is told, with the new one
  * partly masked, and the application's webhook `account.email_changed` is queued. Sign-in by
  * the new address works at once, and by the old one no longer.
  *
@@ -55,6 +57,7 @@ export async function changeEmail(deps: UseCaseDeps, account: ChangingAccount, c
       if (!(await consumeCodes(tx, account.id, 'email-change', codeHash, now))) throw codeGone;
       // A reset code mailed to the old address must not open the account any more.
       await deleteCodes(tx, account.id, 'reset');
+      await forgetKnownClients(tx, [deps.keys.loginIdentifier(account.email)]);
       await enqueueMail(tx, emailChangedMail(account.email, account.name, change.newEmail, now, client.address), deps.sealer, now);
       return { outcome: 'changed' };
     }).then((result) => {

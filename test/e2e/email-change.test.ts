@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { HttpResult } from '../helpers/http.ts';
 import { codeIn, type ReceivedMail } from '../helpers/smtp.ts';
-import { registerAndSignIn, requestCode, signIn, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
+import { createKeyedHashes, deriveKeys } from '../../src/keyed-hashes.ts';
+import { registerAndSignIn, requestCode, signIn, startTestService, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
 import { acceptedEvents, startReceiver } from '../helpers/webhook-receiver.ts';
 
 let app: TestService;
@@ -317,6 +318,17 @@ describe('POST /acc/me/email and POST /acc/email', () => {
     const code = await requestChangeCode(token, user.pwd, uniqueUser('cancelled').email);
     assert.equal((await app.call('DELETE', '/acc/me/sessions', { token })).status, 204);
     assert.equal((await confirm(code)).status, 404);
+  });
+
+  it('forgets the networks that signed in with the old address, so that they do not vouch for its next holder', async () => {
+    const { user, token } = await newAccount();
+    assert.equal((await tokenRequest(user.email, user.pwd)).status, 200);
+    const keys = createKeyedHashes(deriveKeys(Buffer.from(testSecret)));
+    const known = async () => (await app.service.sql`SELECT count(*)::int AS n FROM login_known_clients WHERE identifier_key = ${keys.loginIdentifier(user.email)}`)[0]!.n as number;
+    assert.equal(await known(), 1);
+    const code = await requestChangeCode(token, user.pwd, uniqueUser('moved').email);
+    assert.equal((await confirm(code)).status, 204);
+    assert.equal(await known(), 0);
   });
 
   it('stops reset codes mailed to the old address from working', async () => {
