@@ -214,7 +214,8 @@ describe('webhooks to a receiver that cannot verify them', () => {
     const [failed] = await rowsOf(app, account);
     assert.deepEqual({ ...failed }, { type: 'account.activated', state: 'failed', attempts: 3, last_error: 'HTTP 503' });
     assert.equal(receiver.received.filter((entry) => entry.body.includes(account)).length, 3);
-    assert.ok(app.logs.some((line) => line.includes('"msg":"webhook failed; no more attempts"') && line.includes('"type":"account.activated"')));
+    // Logged once the failed state is written, a moment after the row shows it.
+    await waitUntil(async () => app.logs.some((line) => line.includes('"msg":"webhook failed; no more attempts"') && line.includes('"type":"account.activated"')));
     assert.ok(!app.logs.some((line) => line.includes(failureAnswer)), "the receiver's answer is never logged");
 
     // A failed event no longer holds back the account's later ones.
