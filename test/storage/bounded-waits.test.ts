@@ -3,6 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import postgres from 'postgres';
 import { busyReason } from '../../src/storage/db.ts';
 import { createTestDatabase } from '../helpers/database.ts';
+import { handleDriverDefects } from '../helpers/driver-defect.ts';
+import { waitUntil } from '../helpers/wait.ts';
 import { registerAndSignIn, startTestService, type TestService } from '../helpers/service.ts';
 
 // Not under test/e2e: these set timeouts per service, which a pooler in transaction mode cannot
@@ -122,6 +124,13 @@ describe('a deadlock', () => {
 describe('one terminated backend under load', () => {
   it('costs at most the requests on that connection; the breaker stays closed', async () => {
     const app = await startTestService();
+    // Terminating a backend can meet the driver's write defect (db.ts), rarely: handled as main.ts
+    // does, by a fresh pool, which the breaker makes (open, then closed once a probe answers).
+    let defects = 0;
+    const restoreHandlers = handleDriverDefects((error) => {
+      defects += 1;
+      app.service.noteDatabaseFailure(error);
+    });
     try {
       const { token } = await registerAndSignIn(app);
       const url = new URL(process.env.TEST_ADMIN_DATABASE_URL!);
@@ -143,12 +152,18 @@ describe('one terminated backend under load', () => {
       await admin.end();
       const after = statuses.slice(before);
       const failed = after.filter((status) => status !== 200);
-      assert.ok(after.length > 50, `requests after the termination: ${after.length}`);
       assert.deepEqual([...new Set(failed)].filter((status) => status !== 503), [], 'nothing but 503 for the requests on that connection');
+      if (defects > 0) {
+        // The defect's fresh pool: 503s while the probe runs, then served again.
+        await waitUntil(async () => (await app.call('GET', '/acc/me', { token })).status === 200);
+        return;
+      }
+      assert.ok(after.length > 50, `requests after the termination: ${after.length}`);
       assert.ok(failed.length <= 3, `${failed.length} requests failed of ${after.length}`);
       assert.equal(app.logs.some((line) => line.includes('database unreachable or its connections broken')), false, 'the breaker did not open');
     } finally {
       await app.stop();
+      restoreHandlers();
     }
   });
 });

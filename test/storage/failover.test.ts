@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import postgres from 'postgres';
-import { isDriverWriteDefect } from '../../src/storage/db.ts';
+import { handleDriverDefects } from '../helpers/driver-defect.ts';
 import { hasPostgresBinaries, pgBin, startPrimaryAndStandby } from '../helpers/cluster.ts';
 import { startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
 import { waitUntil } from '../helpers/wait.ts';
@@ -12,17 +12,10 @@ if (!binaries) process.stderr.write(`\n!!! failover test NOT RUN: no PostgreSQL 
 describe('failover to a promoted standby (multi-host DATABASE_URL, target_session_attrs=read-write)', { skip: binaries ? false : `no PostgreSQL binaries in ${pgBin}` }, () => {
   let cluster: Awaited<ReturnType<typeof startPrimaryAndStandby>>;
   let app: TestService;
-  // The service runs in this process, so this process does what main.ts does with the driver's
-  // uncatchable write defect (db.ts): hand it to the pool. The test runner's own handler would
-  // count it as a failure of the test, so it steps aside meanwhile.
-  const runnerHandlers = process.listeners('uncaughtException');
-  const onDefect = (error: Error) => {
-    if (!isDriverWriteDefect(error)) throw error;
-    app.service.noteDatabaseFailure(error);
-  };
+  // The service runs in this process: the driver's write defect goes to its pool, as in main.ts.
+  let restoreHandlers: () => void;
   before(async () => {
-    process.removeAllListeners('uncaughtException');
-    process.on('uncaughtException', onDefect);
+    restoreHandlers = handleDriverDefects((error) => app.service.noteDatabaseFailure(error));
     cluster = await startPrimaryAndStandby();
     const admin = postgres(`postgres://postgres@127.0.0.1:${cluster.primary.port}/postgres`, { max: 1, onnotice: () => {} });
     await waitUntil(async () => (await admin`SELECT 1 FROM pg_stat_replication WHERE sync_state = 'sync'`).length === 1, 30_000);
@@ -37,8 +30,7 @@ describe('failover to a promoted standby (multi-host DATABASE_URL, target_sessio
   after(async () => {
     await app?.stop();
     await cluster?.remove();
-    process.off('uncaughtException', onDefect);
-    for (const handler of runnerHandlers) process.on('uncaughtException', handler);
+    restoreHandlers();
   });
 
   it('answers every request within 1.5 s and never 500 while the primary stops and the standby is promoted; mail keeps its Message-ID', async () => {
