@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { HttpResult } from '../helpers/http.ts';
+import { seen, type HttpResult } from '../helpers/http.ts';
 import { codeIn, type ReceivedMail } from '../helpers/smtp.ts';
 import { createKeyedHashes, deriveKeys } from '../../src/keyed-hashes.ts';
 import { registerAndSignIn, requestCode, signIn, startTestService, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
@@ -41,15 +41,6 @@ async function requestChangeCode(token: string, pwd: string, email: string): Pro
   const from = app.smtp.messages.length;
   assert.equal((await askChange(token, { pwd, email })).status, 204);
   return codeIn(await mailAfter(from, email, codeSubject));
-}
-
-/** What a caller sees of an answer: everything but the headers that differ on every answer. */
-function seen(response: HttpResult): string {
-  const headers = Object.entries(response.headers)
-    .filter(([name]) => name !== 'date' && name !== 'x-request-id')
-    .sort(([a], [b]) => a.localeCompare(b))
-    .map(([name, value]) => `${name}: ${String(value)}`);
-  return [response.status, ...headers, response.text].join('\n');
 }
 
 describe('POST /acc/me/email and POST /acc/email', () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import type { HttpResult } from '../helpers/http.ts';
+import { seen, type HttpResult } from '../helpers/http.ts';
 import { requestCode, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
 
 // Sequences of requests, as a stranger would send them, against three addresses: one with no
@@ -18,15 +18,6 @@ after(async () => {
 });
 
 type Step = { advance: number } | ((email: string) => Promise<HttpResult[]>);
-
-/** What a caller sees of an answer: everything but the headers that differ on every answer. */
-function seen(response: HttpResult): string {
-  const headers = Object.entries(response.headers)
-    .filter(([name]) => name !== 'date' && name !== 'x-request-id')
-    .sort(([a], [b]) => a.localeCompare(b))
-    .map(([name, value]) => `${name}: ${String(value)}`);
-  return [response.status, ...headers, response.text].join('\n');
-}
 
 /** Three addresses in the three states, with quotas as fresh as a never-used address's. */
 async function threeAddresses(): Promise<Record<'none' | 'pending' | 'active', string>> {

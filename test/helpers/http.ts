@@ -32,3 +32,12 @@ export function call(baseUrl: string, method: string, path: string, options: Cal
     req.end();
   });
 }
+
+/** What a caller sees of an answer: everything but the headers that differ on every answer. */
+export function seen(response: HttpResult): string {
+  const headers = Object.entries(response.headers)
+    .filter(([name]) => name !== 'date' && name !== 'x-request-id')
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([name, value]) => `${name}: ${String(value)}`);
+  return [response.status, ...headers, response.text].join('\n');
+}
