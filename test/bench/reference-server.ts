@@ -2,8 +2,14 @@
 // (read and parse the body, the same SQL through the same driver and pool size, or the same
 // scrypt) and nothing else, and answers with the very bytes the service answered. The bench
 // starts it with a plan as JSON in argv; it prints its port as one JSON line.
+//
+// With `httpLayer`, the same handler runs behind the service's own HTTP layer (the compiled
+// src/http/server.ts: request id, routing, headers, the metric and the log line of every
+// request) instead of bare node:http: it shows how much of the gap to bare node:http that
+// layer alone makes.
 import { scrypt } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { openSync, writeSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { disabledWebhooks } from '../../src/webhooks/events.ts';
 import { findCode, hashCode } from '../../src/accounts/one-time-codes.ts';
 import { activateAccount } from '../../src/use-cases/activate-account.ts';
@@ -29,6 +35,8 @@ export type ReferencePlan = {
   /** Read the body, decode it as strict UTF-8 and JSON.parse it, as the service does; otherwise drain it. */
   parseBody: boolean;
   work: ReferenceWork;
+  /** Serve through the service's HTTP layer instead of bare node:http (rejected-body path only). */
+  httpLayer?: boolean;
 };
 
 type Work = (body: Record<string, string>, req: IncomingMessage) => Promise<boolean>;
@@ -37,7 +45,7 @@ const plan = JSON.parse(process.argv[2]!) as ReferencePlan;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 const work = createWork(plan.work);
 
-const server = createServer((req, res) => {
+const server = plan.httpLayer === true ? await httpLayerServer() : createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (chunk: Buffer) => {
     if (plan.parseBody) chunks.push(chunk);
@@ -57,6 +65,43 @@ server.listen(0, '127.0.0.1', () => {
   process.stdout.write(`${JSON.stringify({ port: typeof address === 'object' && address !== null ? address.port : 0 })}\n`);
 });
 process.on('SIGTERM', () => server.close(() => process.exit(0)));
+
+/**
+ * The compiled service's createServer with one route, POST /acc/reg/code, whose handler does
+ * what the bare server does (read, decode and parse the body) and answers the captured reply.
+ * Its log lines are written to /dev/null, buffered as in production: the write calls stay.
+ */
+async function httpLayerServer(): Promise<Server> {
+  const compiled = <T>(path: string) => import(new URL(`../../dist/${path}`, import.meta.url).href) as Promise<T>;
+  const { createServer: createServiceServer } = await compiled<typeof import('../../src/http/server.ts')>('http/server.js');
+  const { routes } = await compiled<typeof import('../../src/routes/index.ts')>('routes/index.js');
+  const { createMetrics } = await compiled<typeof import('../../src/metrics.ts')>('metrics.js');
+  const { createBufferedWriter, createLogger } = await compiled<typeof import('../../src/log.ts')>('log.js');
+  const route = routes.find((candidate) => candidate.method === 'POST' && candidate.path === '/acc/reg/code')!;
+  const headers: Record<string, string> = {};
+  for (let index = 0; index < plan.reply.headers.length; index += 2) {
+    const name = plan.reply.headers[index]!;
+    // The layer writes these itself.
+    if (!['x-request-id', 'cache-control', 'x-content-type-options', 'content-length'].includes(name.toLowerCase())) headers[name] = plan.reply.headers[index + 1]!;
+  }
+  const handler = (ctx: { req: IncomingMessage }) =>
+    new Promise<{ status: number; body: string; headers: Record<string, string> }>((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      ctx.req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      ctx.req.on('end', () => {
+        try {
+          JSON.parse(utf8.decode(Buffer.concat(chunks)));
+          resolve({ status: plan.reply.status, body: plan.reply.body, headers });
+        } catch (error) {
+          reject(error);
+        }
+      });
+    });
+  const devNull = openSync('/dev/null', 'w');
+  const output = createBufferedWriter((chunk) => writeSync(devNull, chunk));
+  const deps = { config: { corsOrigins: [], trustProxy: 0 }, log: createLogger('info', output.write), metrics: createMetrics(), rateLimiter: null, clock: () => new Date() };
+  return createServiceServer(deps as never, [{ ...route, handler } as never]);
+}
 
 /** The captured bytes; a 500 when the work did not do what the service's path does (a used-up token), so that the bench sees it. */
 function answer(res: ServerResponse, done: boolean): void {

@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { format, median, type Bench } from './bench.ts';
 import { compare, comparisonTable, type Comparison, type Workload } from './compare.ts';
+import type { RunningProcess } from './bench.ts';
 import { seedAccounts, seedPendingCodes, seedSessions } from './seed.ts';
 import type { WrkRequest } from './wrk.ts';
 
@@ -92,6 +93,7 @@ export async function throughput(bench: Bench): Promise<void> {
       if (only !== undefined && !only.includes(workload.name)) continue;
       process.stderr.write(`bench: throughput ${workload.name}…\n`);
       comparisons.push(await compare(bench, service, workload));
+      if (workload.name === 'rejected-body' && 'request' in workload) comparisons.push(await httpLayerOnly(bench, service, workload));
     }
     bench.print(`Paths that do not hash: wrk -t1 -c${connections}, ${bench.seconds} s a run, median of 3 alternating rounds`, [
       ...comparisonTable(comparisons),
@@ -100,6 +102,22 @@ export async function throughput(bench: Bench): Promise<void> {
     ]);
   } finally {
     await service.stop();
+  }
+}
+
+/**
+ * The rejected body once more, served by the service's own HTTP layer (server.ts) around a
+ * handler that does only what bare node:http does, against the same bare server: how much of
+ * the service's gap the layer alone makes (request id, routing, headers, metric, log line).
+ */
+async function httpLayerOnly(bench: Bench, service: RunningProcess, workload: Workload & { request: WrkRequest }): Promise<Comparison> {
+  process.stderr.write('bench: throughput rejected-body through the HTTP layer only…\n');
+  const reply = await bench.capture(service.url, workload.request);
+  const layer = await bench.startReference({ reply, parseBody: true, work: { kind: 'none' }, httpLayer: true });
+  try {
+    return await compare(bench, layer, { ...workload, title: "the same, the service's HTTP layer only (bare's handler)", target: null });
+  } finally {
+    await layer.stop();
   }
 }
 
