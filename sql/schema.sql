@@ -641,6 +641,12 @@ CREATE INDEX outbox_due ON public.outbox USING btree (next_attempt_at) WHERE (st
 CREATE INDEX outbox_finished ON public.outbox USING btree (created_at) WHERE (state <> 'pending'::text);
 
 --
+-- Name: outbox_recipient; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX outbox_recipient ON public.outbox USING btree (lower(recipient)) WHERE (recipient IS NOT NULL);
+
+--
 -- Name: refresh_tokens_session; Type: INDEX; Schema: public; Owner: -
 --
 

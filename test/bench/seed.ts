@@ -45,6 +45,18 @@ export async function seedPendingCodes(sql: Sql, count: number, passwordHash: st
   return codes;
 }
 
+/** A live password-reset code for each account id given; returns the codes in the same order. */
+export async function seedResetCodes(sql: Sql, accountIds: string[]): Promise<string[]> {
+  const now = new Date();
+  const expires_at = new Date(now.getTime() + 3600_000);
+  const codes = accountIds.map(() => generateCode());
+  const rows = accountIds.map((account_id, index) => ({ code_hash: hashCode(codes[index]!), purpose: 'reset', account_id, expires_at, created_at: now }));
+  await insertInBatches(rows, async (slice) => {
+    await sql`INSERT INTO one_time_codes ${sql(slice)}`;
+  });
+  return codes;
+}
+
 export type SeededSession = { accountId: string; sessionId: string; refreshToken: string };
 
 /** One live session for each account id given (ids may repeat), as a password sign-in starts it. */
