@@ -51,8 +51,9 @@ export async function compare(bench: Bench, service: RunningProcess, workload: W
   let highestRps = 'guessRps' in workload ? workload.guessRps : 0;
   const requestsFor = async (seconds: number): Promise<{ request: WrkRequest } | { requests: WrkRequest[] }> => {
     if ('request' in workload) return { request: workload.request };
-    // Half as many again as the fastest run so far would use, so that a run never runs out.
-    return { requests: await workload.fresh(Math.ceil(highestRps * seconds * 1.5) + 50) };
+    // Twice what the fastest run so far would use, so that a run never runs out (a round can be
+    // half as fast again as the one before it on this machine).
+    return { requests: await workload.fresh(Math.ceil(highestRps * seconds * 2) + 50) };
   };
   const drive = async (who: string, server: RunningProcess, seconds: number): Promise<Run> => {
     const plan = await requestsFor(seconds);
