@@ -103,10 +103,19 @@ function secondsUntil(until: Date | undefined, now: Date): number {
  * perhaps) must not stay past the budget.
  */
 export async function clearThrottle(tx: Transaction, identifiers: Buffer[]): Promise<void> {
-  await tx`
-    WITH delays AS (DELETE FROM login_delays WHERE identifier_key IN ${tx(identifiers)}),
-      known AS (DELETE FROM login_known_clients WHERE identifier_key IN ${tx(identifiers)})
-    DELETE FROM login_budgets WHERE identifier_key IN ${tx(identifiers)}`;
+  await tx`WITH ${throttleRowsDeleted(tx, identifiers)} SELECT 1`;
+}
+
+/**
+ * The common table expressions that delete every throttle row of these identifiers (delays,
+ * budget, known networks), for a statement that does more in the same round trip, such as the
+ * deletion's: the one list of the throttle's tables.
+ */
+export function throttleRowsDeleted(tx: Transaction, identifiers: Buffer[]) {
+  return tx`
+    delays AS (DELETE FROM login_delays WHERE identifier_key IN ${tx(identifiers)}),
+    budgets AS (DELETE FROM login_budgets WHERE identifier_key IN ${tx(identifiers)}),
+    known AS (DELETE FROM login_known_clients WHERE identifier_key IN ${tx(identifiers)})`;
 }
 
 /**

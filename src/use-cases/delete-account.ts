@@ -1,4 +1,5 @@
 import type { Account } from '../accounts/accounts.ts';
+import { throttleRowsDeleted } from '../accounts/login-throttle.ts';
 import { accountDeletedMail } from '../mail/messages.ts';
 import { sealMail } from '../mail/outbox.ts';
 import { endSessions } from './end-sessions.ts';
@@ -35,9 +36,7 @@ export async function deleteAccount(deps: UseCaseDeps, caller: { account: Accoun
     await tx`
       WITH account AS (DELETE FROM accounts WHERE id = ${account.id}),
         holds AS (DELETE FROM name_holds WHERE address = lower(${account.email})),
-        delays AS (DELETE FROM login_delays WHERE identifier_key IN ${tx(identifiers)}),
-        budgets AS (DELETE FROM login_budgets WHERE identifier_key IN ${tx(identifiers)}),
-        known AS (DELETE FROM login_known_clients WHERE identifier_key IN ${tx(identifiers)}),
+        ${throttleRowsDeleted(tx, identifiers)},
         mail AS (DELETE FROM outbox WHERE lower(recipient) = lower(${account.email}))
       INSERT INTO outbox (message_id, kind, recipient, sealed_content, next_attempt_at, created_at)
       VALUES (${notice.messageId}, ${notice.kind}, ${account.email}, ${notice.sealed}, ${now}, ${now})`;
