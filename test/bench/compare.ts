@@ -53,7 +53,8 @@ export async function compare(bench: Bench, service: RunningProcess, workload: W
     if ('request' in workload) return { request: workload.request };
     // Twice what the fastest run so far would use, so that a run never runs out (a round can be
     // half as fast again as the one before it on this machine).
-    return { requests: await workload.fresh(Math.ceil(highestRps * seconds * 2) + 50) };
+    // wrk runs whole seconds, at least one (wrk.ts): a warm-up of --quick's 0.4 s runs for 1 s.
+    return { requests: await workload.fresh(Math.ceil(highestRps * Math.max(1, Math.round(seconds)) * 2) + 50) };
   };
   const drive = async (who: string, server: RunningProcess, seconds: number): Promise<Run> => {
     const plan = await requestsFor(seconds);

@@ -4,6 +4,7 @@
 // compiles the hot paths then, and resident memory moves by a few MiB in steps while it does.
 // Growth is what the blocks after it add: a leak of even 50 bytes a request adds 5 MiB a block.
 import { spawn } from 'node:child_process';
+import { setTimeout as delay } from 'node:timers/promises';
 import { format, median, residentMiB, type Bench, type RunningService } from './bench.ts';
 import { seedAccounts, seedSessions } from './seed.ts';
 import type { WrkRequest } from './wrk.ts';
@@ -35,11 +36,11 @@ export async function footprint(bench: Bench): Promise<void> {
   await bench.sql`DELETE FROM outbox WHERE state = 'pending'`;
   const service = await bench.startService();
   try {
-    await pause(settleMs);
+    await delay(settleMs);
     const idle = await residentMiB(service.pid);
     await fetch(new URL('/acc/pwd/code', service.url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: `${account!.name}@bench.example` }) });
-    while ((await bench.sql`SELECT count(*)::int AS n FROM outbox WHERE state = 'pending'`)[0]!.n > 0) await pause(100);
-    await pause(settleMs);
+    while ((await bench.sql`SELECT count(*)::int AS n FROM outbox WHERE state = 'pending'`)[0]!.n > 0) await delay(100);
+    await delay(settleMs);
     const idleAfterMail = await residentMiB(service.pid);
     const blocks = await residentAfterBlocks(bench, service, bench.accessToken(account!.publicId, session!.sessionId), bench.quick ? 3 : 6);
     const readyMedian = median(readyMs);
@@ -68,7 +69,7 @@ async function startBareNode(starts: number): Promise<{ readyMs: number; idleMiB
     await new Promise((resolve) => child.stdout.once('data', resolve));
     readyMs.push(performance.now() - started);
     if (start === starts - 1) {
-      await pause(settleMs);
+      await delay(settleMs);
       idleMiB = await residentMiB(child.pid!);
     }
     const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -93,10 +94,9 @@ async function residentAfterBlocks(bench: Bench, service: RunningService, access
   let requests = 0;
   for (let block = 1; block <= blocks; block += 1) {
     while (requests < block * blockRequests) requests += (await bench.wrk({ url: service.url, connections: 50, seconds: 5, requests: mix })).requests;
-    await pause(1_000);
+    await delay(1_000);
     readings.push({ requests, miB: await residentMiB(service.pid) });
   }
   return readings;
 }
 
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -4,7 +4,7 @@
 import { defaultScrypt } from '../../src/config.ts';
 import type { Bench } from './bench.ts';
 import { compare, comparisonTable, type Comparison, type Workload } from './compare.ts';
-import { seedAccounts, seedSessions } from './seed.ts';
+import { seedAccounts, seedSignedIn } from './seed.ts';
 
 export async function hashing(bench: Bench): Promise<void> {
   const service = await bench.startService();
@@ -53,16 +53,13 @@ export async function hashing(bench: Bench): Promise<void> {
         // Two hashes (the old password checked, the new one hashed) against one: its ceiling is 0.5.
         title: 'PUT /acc/me/pwd password change, two hashes (204)',
         target: 0.47,
-        fresh: async (count) => {
-          const accounts = await seedAccounts(bench.sql, 'changer', count, bench.passwordHash);
-          const sessions = await seedSessions(bench.sql, accounts.map((account) => account.id));
-          return accounts.map((account, index) => ({
+        fresh: async (count) =>
+          (await seedSignedIn(bench.sql, 'changer', count, bench.passwordHash)).map(({ account, session }) => ({
             method: 'PUT',
             path: '/acc/me/pwd',
-            headers: { ...json, Authorization: `Bearer ${bench.accessToken(account.publicId, sessions[index]!.sessionId)}` },
+            headers: { ...json, Authorization: `Bearer ${bench.accessToken(account.publicId, session.sessionId)}` },
             body: JSON.stringify({ old_pwd: 'bench-password', new_pwd: 'bench-password-2' }),
-          }));
-        },
+          })),
       },
     ];
     const comparisons: Comparison[] = [];

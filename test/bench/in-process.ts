@@ -12,6 +12,7 @@ import { Duplex } from 'node:stream';
 import { promisify } from 'node:util';
 import type { Bench } from './bench.ts';
 import { format, median } from './bench.ts';
+import { compiledHttpServer } from './compiled-http.ts';
 
 const body = JSON.stringify({ name: 'NOT VALID', email: 'nope', pwd: 1 });
 const request = Buffer.from(`POST /acc/reg/code HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
@@ -100,21 +101,9 @@ async function profile(server: Server, requests: number): Promise<ChildResult['h
   return summarise(taken, requests);
 }
 
-/**
- * The compiled build, as production runs it (npm run bench builds first): tsx would wrap every
- * named closure the service makes in a call that names it, a cost the build does not have.
- */
-async function serviceServer(): Promise<Server> {
-  const compiled = <T>(path: string) => import(new URL(`../../dist/${path}`, import.meta.url).href) as Promise<T>;
-  const { createServer } = await compiled<typeof import('../../src/http/server.ts')>('http/server.js');
-  const { routes } = await compiled<typeof import('../../src/routes/index.ts')>('routes/index.js');
-  const { createMetrics } = await compiled<typeof import('../../src/metrics.ts')>('metrics.js');
-  const { createBufferedWriter, createLogger } = await compiled<typeof import('../../src/log.ts')>('log.js');
-  // The log is buffered as in production, then dropped instead of written.
-  const output = createBufferedWriter(() => {});
-  // Only what the rejected-body path uses: it never reaches the database, the mail or the hasher.
-  const deps = { config: { corsOrigins: [], trustProxy: 0 }, log: createLogger('info', output.write), metrics: createMetrics(), rateLimiter: null, clock: () => new Date() };
-  return createServer(deps as never, routes);
+/** The service's HTTP layer and routes; its log lines are buffered as in production, then dropped instead of written. */
+function serviceServer(): Promise<Server> {
+  return compiledHttpServer(() => {});
 }
 
 /** The service's answer, as the bench's references send it. */

@@ -18,6 +18,8 @@ import { createSealer } from '../../src/sealing.ts';
 import { findSessionAccount, rotateRefreshToken } from '../../src/sessions/sessions.ts';
 import { connectDatabase } from '../../src/storage/db.ts';
 import type { ScryptParams } from '../../src/config.ts';
+import type { Route } from '../../src/http/router.ts';
+import { compiledHttpServer } from './compiled-http.ts';
 
 /** A response as the service sent it, less what node:http adds itself (Date, Connection, Keep-Alive). */
 export type CapturedReply = { status: number; headers: string[]; body: string };
@@ -45,20 +47,18 @@ const plan = JSON.parse(process.argv[2]!) as ReferencePlan;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 const work = createWork(plan.work);
 
-const server = plan.httpLayer === true ? await httpLayerServer() : createServer((req, res) => {
-  const chunks: Buffer[] = [];
-  req.on('data', (chunk: Buffer) => {
-    if (plan.parseBody) chunks.push(chunk);
-  });
-  req.on('end', () => {
-    const body = plan.parseBody ? (JSON.parse(utf8.decode(Buffer.concat(chunks))) as Record<string, string>) : {};
-    if (work === null) return answer(res, true);
-    work(body, req).then(
-      (done) => answer(res, done),
-      () => answer(res, false),
-    );
-  });
-});
+const server =
+  plan.httpLayer === true
+    ? await httpLayerServer()
+    : createServer((req, res) =>
+        onBody(req, (body) => {
+          if (work === null) return answer(res, true);
+          work(body, req).then(
+            (done) => answer(res, done),
+            () => answer(res, false),
+          );
+        }),
+      );
 server.keepAliveTimeout = 5_000;
 server.listen(0, '127.0.0.1', () => {
   const address = server.address();
@@ -67,40 +67,35 @@ server.listen(0, '127.0.0.1', () => {
 process.on('SIGTERM', () => server.close(() => process.exit(0)));
 
 /**
- * The compiled service's createServer with one route, POST /acc/reg/code, whose handler does
- * what the bare server does (read, decode and parse the body) and answers the captured reply.
- * Its log lines are written to /dev/null, buffered as in production: the write calls stay.
+ * The body read as the service reads it (strict UTF-8, then JSON.parse) and handed to `use` at
+ * its end; when the plan does not parse bodies, only drained.
  */
-async function httpLayerServer(): Promise<Server> {
-  const compiled = <T>(path: string) => import(new URL(`../../dist/${path}`, import.meta.url).href) as Promise<T>;
-  const { createServer: createServiceServer } = await compiled<typeof import('../../src/http/server.ts')>('http/server.js');
-  const { routes } = await compiled<typeof import('../../src/routes/index.ts')>('routes/index.js');
-  const { createMetrics } = await compiled<typeof import('../../src/metrics.ts')>('metrics.js');
-  const { createBufferedWriter, createLogger } = await compiled<typeof import('../../src/log.ts')>('log.js');
-  const route = routes.find((candidate) => candidate.method === 'POST' && candidate.path === '/acc/reg/code')!;
+function onBody(req: IncomingMessage, use: (body: Record<string, string>) => void): void {
+  const chunks: Buffer[] = [];
+  req.on('data', (chunk: Buffer) => {
+    if (plan.parseBody) chunks.push(chunk);
+  });
+  req.on('end', () => use(plan.parseBody ? (JSON.parse(utf8.decode(Buffer.concat(chunks))) as Record<string, string>) : {}));
+}
+
+/**
+ * The compiled service's HTTP layer with one route, POST /acc/reg/code, whose handler does what
+ * the bare server does (onBody) and answers the captured reply. Its log lines are written to
+ * /dev/null, buffered as in production: the write calls stay.
+ */
+function httpLayerServer(): Promise<Server> {
   const headers: Record<string, string> = {};
   for (let index = 0; index < plan.reply.headers.length; index += 2) {
     const name = plan.reply.headers[index]!;
     // The layer writes these itself.
     if (!['x-request-id', 'cache-control', 'x-content-type-options', 'content-length'].includes(name.toLowerCase())) headers[name] = plan.reply.headers[index + 1]!;
   }
-  const handler = (ctx: { req: IncomingMessage }) =>
-    new Promise<{ status: number; body: string; headers: Record<string, string> }>((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      ctx.req.on('data', (chunk: Buffer) => chunks.push(chunk));
-      ctx.req.on('end', () => {
-        try {
-          JSON.parse(utf8.decode(Buffer.concat(chunks)));
-          resolve({ status: plan.reply.status, body: plan.reply.body, headers });
-        } catch (error) {
-          reject(error);
-        }
-      });
-    });
+  const handler = (ctx: { req: IncomingMessage }) => new Promise((resolve) => onBody(ctx.req, () => resolve({ status: plan.reply.status, body: plan.reply.body, headers })));
   const devNull = openSync('/dev/null', 'w');
-  const output = createBufferedWriter((chunk) => writeSync(devNull, chunk));
-  const deps = { config: { corsOrigins: [], trustProxy: 0 }, log: createLogger('info', output.write), metrics: createMetrics(), rateLimiter: null, clock: () => new Date() };
-  return createServiceServer(deps as never, [{ ...route, handler } as never]);
+  return compiledHttpServer(
+    (chunk) => writeSync(devNull, chunk),
+    (routes) => [{ ...routes.find((route) => route.method === 'POST' && route.path === '/acc/reg/code')!, handler } as Route],
+  );
 }
 
 /** The captured bytes; a 500 when the work did not do what the service's path does (a used-up token), so that the bench sees it. */

@@ -4,6 +4,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { generateCode, hashCode } from '../../src/accounts/one-time-codes.ts';
 import { hashRefreshToken } from '../../src/sessions/sessions.ts';
 import type { Sql } from '../../src/storage/db.ts';
+import type { WrkRequest } from './wrk.ts';
 
 /** Rows a statement: well under PostgreSQL's 65,535 parameters at seven columns. */
 const batch = 5_000;
@@ -69,4 +70,25 @@ export async function seedSessions(sql: Sql, accountIds: string[]): Promise<Seed
     await sql`INSERT INTO refresh_tokens ${sql(slice.map((session) => ({ token_hash: hashRefreshToken(session.refreshToken), session_id: session.sessionId, created_at: now })))}`;
   });
   return sessions;
+}
+
+/** Accounts as seedAccounts makes them, each signed in with one live session. */
+export async function seedSignedIn(sql: Sql, prefix: string, count: number, passwordHash: string): Promise<Array<{ account: SeededAccount; session: SeededSession }>> {
+  const accounts = await seedAccounts(sql, prefix, count, passwordHash);
+  const sessions = await seedSessions(sql, accounts.map((account) => account.id));
+  return accounts.map((account, index) => ({ account, session: sessions[index]! }));
+}
+
+/**
+ * `count` refresh requests, each with the refresh token of a session of its own account, as
+ * clients are: a refresh locks its account row (the lock order), so refreshes of one account
+ * queue behind each other.
+ */
+export async function seedRefreshRequests(sql: Sql, prefix: string, count: number, passwordHash: string): Promise<WrkRequest[]> {
+  return (await seedSignedIn(sql, prefix, count, passwordHash)).map(({ session }) => ({
+    method: 'POST',
+    path: '/auth/token',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ grant_type: 'refresh_token', refresh_token: session.refreshToken }),
+  }));
 }

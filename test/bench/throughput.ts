@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { format, median, type Bench } from './bench.ts';
 import { compare, comparisonTable, type Comparison, type Workload } from './compare.ts';
 import type { RunningProcess } from './bench.ts';
-import { seedAccounts, seedPendingCodes, seedSessions } from './seed.ts';
+import { seedPendingCodes, seedRefreshRequests, seedSignedIn } from './seed.ts';
 import type { WrkRequest } from './wrk.ts';
 
 const connections = 50;
@@ -17,19 +17,11 @@ export async function throughput(bench: Bench): Promise<void> {
   const only = process.argv.find((arg) => arg.startsWith('--workload='))?.slice('--workload='.length).split(',');
   const service = await bench.startService();
   try {
-    const [reader] = await seedAccounts(bench.sql, 'reader', 1, bench.passwordHash);
-    const [session] = await seedSessions(bench.sql, [reader!.id]);
-    const publicId = reader!.publicId;
+    const [reader] = await seedSignedIn(bench.sql, 'reader', 1, bench.passwordHash);
+    const { publicId } = reader!.account;
+    const { sessionId } = reader!.session;
     const json = { 'Content-Type': 'application/json' };
-    // One session per account, as clients are: a refresh locks its account row (the lock order),
-    // so refreshes of one account queue behind each other.
-    const refreshRequests = async (count: number): Promise<WrkRequest[]> =>
-      (await seedSessions(bench.sql, (await seedAccounts(bench.sql, 'refresher', count, bench.passwordHash)).map((account) => account.id))).map(({ refreshToken }) => ({
-        method: 'POST',
-        path: '/auth/token',
-        headers: json,
-        body: JSON.stringify({ grant_type: 'refresh_token', refresh_token: refreshToken }),
-      }));
+    const refreshRequests = (count: number): Promise<WrkRequest[]> => seedRefreshRequests(bench.sql, 'refresher', count, bench.passwordHash);
     const common = { connections, seconds: bench.seconds };
     const rejectedBody: WrkRequest = { method: 'POST', path: '/acc/reg/code', headers: json, body: JSON.stringify({ name: 'NOT VALID', email: 'nope', pwd: 1 }) };
     const workloads: Array<Workload & { name: string }> = [
@@ -58,8 +50,8 @@ export async function throughput(bench: Bench): Promise<void> {
         title: 'GET /acc/me (200)',
         ...common,
         expected: 200,
-        request: { method: 'GET', path: '/acc/me', headers: { Authorization: `Bearer ${bench.accessToken(publicId, session!.sessionId)}` } },
-        work: { kind: 'account-read', databaseUrl: bench.databaseUrl, publicId, sessionId: session!.sessionId },
+        request: { method: 'GET', path: '/acc/me', headers: { Authorization: `Bearer ${bench.accessToken(publicId, sessionId)}` } },
+        work: { kind: 'account-read', databaseUrl: bench.databaseUrl, publicId, sessionId },
         referenceTitle: 'bare node:http + the account and session read',
         target: 0.9,
       },
