@@ -34,12 +34,28 @@ if (adminUrl === undefined || adminUrl === '') {
 
 const filter = process.argv.slice(2);
 const files = (await findTests(join(root, 'test'))).filter((file) => filter.length === 0 || filter.some((part) => file.includes(part)));
-const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', ...files.map((file) => relative(root, file))], {
+// Bounds, so that a test that hangs fails instead of holding CI until its own limit:
+// - --test-force-exit ends a file's process once its tests are done, even if a failed test left
+//   a server listening or a timer running (one such leak once held CI for 88 minutes);
+// - --test-timeout fails what runs longer than `testTimeoutMs` (a test on Node 24, a whole file
+//   on Node 22; the slowest file takes well under a minute here);
+// - and the whole run is stopped after `suiteTimeoutMs` (a run takes about 4 minutes here).
+const testTimeoutMs = 10 * 60_000;
+const suiteTimeoutMs = 25 * 60_000;
+const args = ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-force-exit', `--test-timeout=${testTimeoutMs}`];
+const child = spawn(process.execPath, [...args, ...files.map((file) => relative(root, file))], {
   cwd: root,
   stdio: 'inherit',
   env: { ...process.env, TEST_ADMIN_DATABASE_URL: adminUrl },
 });
-const code = await new Promise<number>((resolve) => child.on('exit', (exitCode, signal) => resolve(exitCode ?? (signal === null ? 1 : 1))));
+// SIGTERM: the test runner then reports the tests still running and ends the files' processes.
+const watchdog = setTimeout(() => {
+  process.stderr.write(`test/run.ts: the suite ran for ${suiteTimeoutMs / 60_000} minutes; stopping it\n`);
+  child.kill('SIGTERM');
+  setTimeout(() => child.kill('SIGKILL'), 30_000).unref();
+}, suiteTimeoutMs);
+const code = await new Promise<number>((resolve) => child.on('exit', (exitCode) => resolve(exitCode ?? 1)));
+clearTimeout(watchdog);
 await embedded?.stop();
 if (dataDir !== null) await rm(dataDir, { recursive: true, force: true });
 process.exit(code);

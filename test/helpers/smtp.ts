@@ -56,6 +56,7 @@ export async function startTestSmtp(): Promise<TestSmtp> {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.server.address() as AddressInfo;
+  let stopped: Promise<void> | null = null;
   return {
     url: `smtp://127.0.0.1:${port}`,
     messages,
@@ -82,7 +83,8 @@ export async function startTestSmtp(): Promise<TestSmtp> {
         check();
       });
     },
-    stop: () => new Promise((resolve) => server.close(() => resolve())),
+    // Once: a test may stop it itself and again in its t.after.
+    stop: () => (stopped ??= new Promise((resolve) => server.close(() => resolve()))),
   };
 }
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, type TestContext } from 'node:test';
 import { connectDatabase, type Sql } from '../../src/storage/db.ts';
 import { loadMigrations, migrate } from '../../src/storage/migrations.ts';
 import { createLogger } from '../../src/log.ts';
@@ -159,72 +159,75 @@ describe('outbox workers on a queue of their own', () => {
     createOutboxWorker({ sql: queue.sql, transport: createSmtpTransport(smtpUrl), sealer, clock: () => new Date(), log: quiet, from: 'a@b.c', pollMs: 20, ...options });
   const row = async (recipient: string) => (await queue.sql`SELECT * FROM outbox WHERE recipient = ${recipient}`)[0]!;
 
-  it('keeps messages while SMTP is unreachable and delivers them once it is back', async () => {
-    const probe = await startTestSmtp();
-    const port = new URL(probe.url).port;
-    await probe.stop();
+  // Each test stops its workers and servers in t.after, so that a failed assertion leaves no
+  // worker behind to claim the next test's messages, and no listening server that keeps this
+  // file's process alive.
+  const started = <T extends { stop(): Promise<void> }>(t: TestContext, each: T): T => (t.after(() => each.stop()), each);
+
+  it('keeps messages while SMTP is unreachable and delivers them once it is back', async (t) => {
     const recipient = `${uniqueUser().name}@example.com`;
     await enqueue([recipient]);
-    const down = worker(`smtp://127.0.0.1:${port}`, { backoffBaseMs: 20, backoffCapMs: 20 });
+    // Port 1: refused, as no test listens there and the kernel never hands it out for a
+    // listen(0). A port freed by a stopped server could be taken meanwhile by another test
+    // process running beside this one.
+    const down = started(t, worker('smtp://127.0.0.1:1', { backoffBaseMs: 20, backoffCapMs: 20 }));
     down.wake();
     await waitUntil(async () => ((await row(recipient)).attempts as number) >= 2);
     await down.stop();
-    assert.equal((await row(recipient)).state, 'pending');
-    assert.match((await row(recipient)).last_error, /ECONNREFUSED/);
+    // Read while pending: once sent, the row keeps no recipient to be found by.
+    const deferred = await row(recipient);
+    assert.equal(deferred.state, 'pending');
+    assert.match(deferred.last_error, /ECONNREFUSED/);
 
-    const back = await startTestSmtp();
-    const up = worker(back.url);
-    up.wake();
+    const back = started(t, await startTestSmtp());
+    started(t, worker(back.url)).wake();
     const mail = await back.waitFor((message) => message.to === recipient);
-    assert.equal(mail.messageId, (await row(recipient)).message_id);
-    await up.stop();
-    await back.stop();
+    assert.equal(mail.messageId, deferred.message_id, 'the retry keeps the Message-ID');
   });
 
-  it('gives up on an SMTP server that never answers, and retries the message later', async () => {
+  it('gives up on an SMTP server that never answers, and retries the message later', async (t) => {
     const { createServer } = await import('node:net');
     const silent = createServer(() => {});
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    t.after(() => silent.close());
     const port = (silent.address() as { port: number }).port;
     const recipient = `${uniqueUser().name}@example.com`;
     await enqueue([recipient]);
-    const stalled = createOutboxWorker({
-      sql: queue.sql,
-      transport: createSmtpTransport(`smtp://127.0.0.1:${port}`, { connectionTimeout: 200, greetingTimeout: 200, socketTimeout: 200 }),
-      sealer,
-      clock: () => new Date(),
-      log: quiet,
-      from: 'a@b.c',
-      pollMs: 20,
-      backoffBaseMs: 20,
-      backoffCapMs: 20,
-    });
+    const stalled = started(
+      t,
+      createOutboxWorker({
+        sql: queue.sql,
+        transport: createSmtpTransport(`smtp://127.0.0.1:${port}`, { connectionTimeout: 200, greetingTimeout: 200, socketTimeout: 200 }),
+        sealer,
+        clock: () => new Date(),
+        log: quiet,
+        from: 'a@b.c',
+        pollMs: 20,
+        backoffBaseMs: 20,
+        backoffCapMs: 20,
+      }),
+    );
     stalled.wake();
     await waitUntil(async () => ((await row(recipient)).attempts as number) >= 1);
     await stalled.stop();
-    silent.close();
     const deferred = await row(recipient);
     assert.equal(deferred.state, 'pending', 'a slow server is a temporary failure');
     assert.match(deferred.last_error, /ETIMEDOUT|timeout/i);
 
-    const smtp = await startTestSmtp();
-    const healthy = worker(smtp.url);
-    healthy.wake();
+    const smtp = started(t, await startTestSmtp());
+    started(t, worker(smtp.url)).wake();
     await smtp.waitFor((message) => message.to === recipient);
-    await healthy.stop();
-    await smtp.stop();
   });
 
-  it('delivers each message once when several workers share the queue', async () => {
-    const smtp = await startTestSmtp();
+  it('delivers each message once when several workers share the queue', async (t) => {
+    const smtp = started(t, await startTestSmtp());
     const recipients = Array.from({ length: 8 }, () => uniqueUser().email);
     await enqueue(recipients);
-    const workers = Array.from({ length: 3 }, () => worker(smtp.url));
+    const workers = Array.from({ length: 3 }, () => started(t, worker(smtp.url)));
     for (const each of workers) each.wake();
     await Promise.all(recipients.map((recipient) => smtp.waitFor((message) => message.to === recipient)));
     await Promise.all(workers.map((each) => each.stop()));
     for (const recipient of recipients) assert.equal(smtp.messages.filter((message) => message.to === recipient).length, 1);
-    await smtp.stop();
   });
 });
 
