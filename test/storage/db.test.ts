@@ -37,7 +37,8 @@ describe('openDatabase', () => {
     const started = performance.now();
     await assert.rejects(async () => sql`SELECT 1`, (error: { code?: string }) => error.code === 'DATABASE_DOWN' && isDatabaseUnavailable(error));
     await assert.rejects(async () => sql.begin(async () => 1), (error: { code?: string }) => error.code === 'DATABASE_DOWN');
-    assert.ok(performance.now() - started < 100, 'at once, without touching the network');
+    // A liveness bound with a wide margin: touching the network would wait for the 2 s connect timeout.
+    assert.ok(performance.now() - started < 1_000, 'at once, without touching the network');
     const fragment = sql`SELECT 1`;
     void fragment;
     assert.equal(typeof sql.options, 'object', 'other properties still answer');
