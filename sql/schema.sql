@@ -635,6 +635,12 @@ CREATE INDEX one_time_codes_session ON public.one_time_codes USING btree (sessio
 CREATE INDEX outbox_due ON public.outbox USING btree (next_attempt_at) WHERE (state = 'pending'::text);
 
 --
+-- Name: outbox_failed; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX outbox_failed ON public.outbox USING btree (id) WHERE (state = 'failed'::text);
+
+--
 -- Name: outbox_finished; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -657,6 +663,18 @@ CREATE INDEX refresh_tokens_session ON public.refresh_tokens USING btree (sessio
 --
 
 CREATE INDEX refresh_tokens_spent ON public.refresh_tokens USING btree (spent_at) WHERE (spent_at IS NOT NULL);
+
+--
+-- Name: registration_requests_expiry; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX registration_requests_expiry ON public.registration_requests USING btree (expires_at);
+
+--
+-- Name: reset_requests_requested; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX reset_requests_requested ON public.reset_requests USING btree (requested_at);
 
 --
 -- Name: security_events_account; Type: INDEX; Schema: public; Owner: -
@@ -695,10 +713,22 @@ CREATE INDEX sessions_expiry ON public.sessions USING btree (expires_at);
 CREATE INDEX webhook_events_delivered ON public.webhook_events USING btree (delivered_at) WHERE (state = 'delivered'::text);
 
 --
+-- Name: webhook_events_delivered_account; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX webhook_events_delivered_account ON public.webhook_events USING btree (account) WHERE (state = 'delivered'::text);
+
+--
 -- Name: webhook_events_due; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE INDEX webhook_events_due ON public.webhook_events USING btree (next_attempt_at) WHERE (state = 'pending'::text);
+
+--
+-- Name: webhook_events_failed; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX webhook_events_failed ON public.webhook_events USING btree (id) WHERE (state = 'failed'::text);
 
 --
 -- Name: webhook_events_pending; Type: INDEX; Schema: public; Owner: -

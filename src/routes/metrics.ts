@@ -37,17 +37,22 @@ export const getMetrics: Handler = async (ctx, deps) => {
   // Counted by the webhook worker and the sweep, never by a scrape: no query per request.
   const webhooks = deps.webhookCounts();
   if (webhooks !== null) {
-    const samples = (['pending', 'delivered', 'failed'] as const).map((state) => ({ labels: { state }, value: webhooks[state] }));
-    gauges.push({ name: 'webhook_events', help: 'Webhook events by state, as last counted (all instances).', samples });
+    const samples = (['pending', 'failed'] as const).map((state) => ({ labels: { state }, value: webhooks[state] }));
+    gauges.push({ name: 'webhook_events', help: 'Webhook events waiting to be delivered, and those given up on, as last counted (all instances).', samples });
   }
   try {
-    const outbox = await deps.sql`SELECT state, count(*)::int AS n FROM outbox GROUP BY state`;
+    // What waits and what failed, each through its partial index: never the sent mail kept for
+    // the retention week, which a scrape would read whole (sql/016_index_every_lookup.sql).
+    const [outbox] = await deps.sql`
+      SELECT (SELECT count(*) FROM outbox WHERE state = 'pending')::int AS pending,
+             (SELECT count(*) FROM outbox WHERE state = 'failed')::int AS failed`;
     const connections = await deps.sql`
       SELECT coalesce(state, 'unknown') AS state, count(*)::int AS n FROM pg_stat_activity
       WHERE application_name = ${deps.applicationName} GROUP BY 1`;
-    const counts = (rows: typeof outbox, names: string[]) => names.map((name) => ({ labels: { state: name }, value: rows.find((row) => row.state === name)?.n ?? 0 }));
+    const counts = (rows: typeof connections, names: string[]) => names.map((name) => ({ labels: { state: name }, value: rows.find((row) => row.state === name)?.n ?? 0 }));
+    const byState = (row: Record<string, number>, names: string[]) => names.map((name) => ({ labels: { state: name }, value: row[name]! }));
     gauges.push(
-      { name: 'outbox_messages', help: 'E-mail messages in the outbox, by state.', samples: counts(outbox, ['pending', 'sent', 'failed']) },
+      { name: 'outbox_messages', help: 'E-mail messages waiting to be sent, and those given up on (all instances).', samples: byState(outbox!, ['pending', 'failed']) },
       { name: 'sessions_active', help: 'Live sessions of every account (all instances).', samples: [{ value: await countLiveSessions(deps.sql, deps.clock()) }] },
       // By state, it shows the outbox worker's transaction while a message is being sent.
       { name: 'database_pool_connections', help: "This instance's database connections, by state (the scrape's own is active).", samples: counts(connections, ['active', 'idle', 'idle in transaction']) },

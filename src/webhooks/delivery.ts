@@ -5,7 +5,7 @@ import { createPollingWorker, type PollingSettings } from '../polling-worker.ts'
 import { backoffMs } from '../mail/outbox.ts';
 import { webhookHeaders } from './signing.ts';
 
-export type WebhookCounts = { pending: number; delivered: number; failed: number };
+export type WebhookCounts = { pending: number; failed: number };
 
 export type WebhookWorker = {
   /** Looks for due events now, such as right after a commit that queued one. */
@@ -51,9 +51,12 @@ export function createWebhookWorker(options: WebhookDeliveryOptions): WebhookWor
   const inFlight = new AbortController();
 
   const refreshCounts = async () => {
-    const rows = await sql`SELECT state, count(*)::int AS n FROM webhook_events GROUP BY state`;
-    const count = (state: string) => (rows.find((row) => row.state === state)?.n as number | undefined) ?? 0;
-    cached = { pending: count('pending'), delivered: count('delivered'), failed: count('failed') };
+    // Each through its partial index: never the delivered events kept for the retention week,
+    // which this would read whole after every round (sql/016_index_every_lookup.sql).
+    const [row] = await sql`
+      SELECT (SELECT count(*) FROM webhook_events WHERE state = 'pending')::int AS pending,
+             (SELECT count(*) FROM webhook_events WHERE state = 'failed')::int AS failed`;
+    cached = { pending: row!.pending as number, failed: row!.failed as number };
   };
 
   const worker = createPollingWorker({
