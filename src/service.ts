@@ -28,7 +28,7 @@ import { buildOpenApiDocument } from './openapi.ts';
 import { createSealer } from './sealing.ts';
 import { version } from './version.ts';
 import { createTokenService } from './sessions/tokens.ts';
-import { deleteExpiredSessions } from './sessions/sessions.ts';
+import { createLiveSessionCount, deleteExpiredSessions } from './sessions/sessions.ts';
 import { deleteOldEvents, strangerEventRetentionDays } from './accounts/security-events.ts';
 import { createWebhookWorker, deleteDeliveredWebhooks, type WebhookDeliveryOptions } from './webhooks/delivery.ts';
 import { disabledWebhooks, enabledWebhooks } from './webhooks/events.ts';
@@ -108,6 +108,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     // and a longer queue would only make clients wait past any useful timeout (see Performance).
     const unlimitedHasher = options.passwords ?? createPasswordHasher(config.scrypt);
     const passwordLimiter = createLimiter(config.hashConcurrency, config.hashConcurrency * 4, 2_000);
+    const liveSessions = createLiveSessionCount(sql, clock);
     const deps: Deps = {
       sql,
       config,
@@ -121,6 +122,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       addressRequests,
       webhooks: webhookWorker === null ? disabledWebhooks : enabledWebhooks(webhookWorker.wake),
       webhookCounts: () => webhookWorker?.counts() ?? null,
+      liveSessions,
       migrations,
       rateLimiter: config.rateLimit === 0 ? null : createRateLimiter(config.rateLimit),
       accountRateLimiter: config.accountRateLimit === 0 ? null : createRateLimiter(config.accountRateLimit),
@@ -150,7 +152,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         deleteStaleRegistrationRequests(sql, now),
         deleteDeliveredWebhooks(sql, ago(deliveredWebhookRetentionMs)),
       ]);
-      await webhookWorker?.refreshCounts();
+      await Promise.all([webhookWorker?.refreshCounts(), liveSessions.refresh()]);
       log.debug('sweep done', { registrations, codes, throttle, quotas, ...sessions, events, holds, mail, resetRequests, registrationRequests, webhooks });
     };
     const sweepTimer = setInterval(() => void sweep().catch((error: unknown) => log.warn('sweep failed', describeError(error))), sweepIntervalMs);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createMetrics } from '../src/metrics.ts';
 import { waitUntil } from './helpers/wait.ts';
-import { requestCode, startTestService, uniqueUser, type TestService } from './helpers/service.ts';
+import { registerAndSignIn, requestCode, startTestService, uniqueUser, type TestService } from './helpers/service.ts';
 
 describe('createMetrics', () => {
   it('counts requests and fills latency buckets cumulatively', () => {
@@ -61,6 +61,15 @@ describe('GET /metrics', () => {
     assert.match(text, /^database_pool_max 10$/m);
     assert.match(text, /^database_up 1$/m);
     assert.match(text, /^process_resident_memory_bytes \d+$/m);
+  });
+
+  it('counts live sessions at the minutely sweep, not at each scrape', async () => {
+    const scrape = async () => Number(/^sessions_active (\d+)$/m.exec((await app.call('GET', '/metrics', { headers: { authorization: 'Bearer metrics-token-0123456789' } })).text)![1]);
+    const before = await scrape();
+    await registerAndSignIn(app);
+    assert.equal(await scrape(), before, 'as the sweep last counted');
+    await app.service.sweep();
+    assert.equal(await scrape(), before + 1);
   });
 
   it('counts the mail given up on', async () => {

@@ -13,6 +13,8 @@ export type Deps = UseCaseDeps & {
   addressRequests: { wakeLater(): void };
   /** Webhook events by state as last counted (by the worker or the sweep); null when off. */
   webhookCounts(): WebhookCounts | null;
+  /** Live sessions, as the sweep last counted them (sessions.ts createLiveSessionCount). */
+  liveSessions: { current(): Promise<number> };
   migrations: Migration[];
   /** Null when RATE_LIMIT is 0. */
   rateLimiter: RateLimiter | null;

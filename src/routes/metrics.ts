@@ -2,7 +2,6 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { HttpError, problems } from '../http/errors.ts';
 import type { Handler, Reply } from '../http/router.ts';
 import type { Gauge } from '../metrics.ts';
-import { countLiveSessions } from '../sessions/sessions.ts';
 import { bearerToken } from '../http/auth.ts';
 
 /**
@@ -53,7 +52,7 @@ export const getMetrics: Handler = async (ctx, deps) => {
     const byState = (row: Record<string, number>, names: string[]) => names.map((name) => ({ labels: { state: name }, value: row[name]! }));
     gauges.push(
       { name: 'outbox_messages', help: 'E-mail messages waiting to be sent, and those given up on (all instances).', samples: byState(outbox!, ['pending', 'failed']) },
-      { name: 'sessions_active', help: 'Live sessions of every account (all instances).', samples: [{ value: await countLiveSessions(deps.sql, deps.clock()) }] },
+      { name: 'sessions_active', help: 'Live sessions of every account (all instances), as counted by the last minutely sweep.', samples: [{ value: await deps.liveSessions.current() }] },
       // By state, it shows the outbox worker's transaction while a message is being sent.
       { name: 'database_pool_connections', help: "This instance's database connections, by state (the scrape's own is active).", samples: counts(connections, ['active', 'idle', 'idle in transaction']) },
       databaseUp(true),
