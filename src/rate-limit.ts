@@ -11,7 +11,9 @@ type Bucket = { tokens: number; updatedMs: number };
 /**
  * A token bucket per key: `perMinute` requests at once, refilled evenly over a minute.
  * At most `maxKeys` buckets are kept; the least recently used goes first, so memory stays
- * bounded however many addresses call (at the price of forgetting the quietest ones).
+ * bounded however many addresses call (at the price of forgetting the quietest ones). A
+ * bucket untouched for a minute is full again, the same as none: each call also drops the
+ * least recently used bucket if it is, so that the buckets of a burst go with later calls.
  */
 export function createRateLimiter(perMinute: number, maxKeys = 10_000): RateLimiter {
   const buckets = new Map<string, Bucket>();
@@ -23,7 +25,8 @@ export function createRateLimiter(perMinute: number, maxKeys = 10_000): RateLimi
       const tokens = previous === undefined ? perMinute : Math.min(perMinute, previous.tokens + elapsed * refillPerMs);
       // Re-inserting moves the key to the end of the Map's order, which is what makes it LRU.
       buckets.delete(key);
-      if (buckets.size >= maxKeys) buckets.delete(buckets.keys().next().value!);
+      const [oldestKey, oldest] = buckets.entries().next().value ?? [];
+      if (oldestKey !== undefined && (buckets.size >= maxKeys || nowMs - oldest!.updatedMs >= 60_000)) buckets.delete(oldestKey);
       if (tokens >= 1) {
         buckets.set(key, { tokens: tokens - 1, updatedMs: nowMs });
         return 0;

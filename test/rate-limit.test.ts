@@ -31,6 +31,17 @@ describe('createRateLimiter', () => {
     assert.ok(fresh.take('a', 0) > 0, 'a, used recently, is remembered');
     assert.equal(fresh.take('b', 0), 0, 'b, the least recently used, was forgotten');
   });
+
+  it('forgets a bucket once it has refilled, one with each later call', () => {
+    const limiter = createRateLimiter(5);
+    for (let i = 0; i < 1_000; i += 1) limiter.take(`10.0.${i >> 8}.${i & 255}`, 0);
+    assert.equal(limiter.size(), 1_000);
+    limiter.take('late', 59_999);
+    assert.equal(limiter.size(), 1_001, 'not full yet: kept');
+    for (let i = 0; i < 10; i += 1) limiter.take('late', 60_000);
+    assert.equal(limiter.size(), 991, 'each call dropped one full bucket, and "late" stays');
+    assert.ok(limiter.take('late', 60_000) > 0, 'the bucket in use keeps its count');
+  });
 });
 
 describe('clientNetwork', () => {
