@@ -120,6 +120,17 @@ describe('README', () => {
     for (const [name, row] of rows) assert.ok(row.every((cell) => cell !== ''), `${name} has an empty cell`);
   });
 
+  it("accounts for every table of the schema in docs/operations.md's Retention, and names no other", async () => {
+    const operations = await readFile(resolve(root, 'docs/operations.md'), 'utf8');
+    const schema = await readFile(resolve(root, 'sql/schema.sql'), 'utf8');
+    const tables = [...schema.matchAll(/^CREATE TABLE public\.(\w+) \(/gm)].map((match) => match[1]!).sort();
+    // The section: its table, and the paragraph after it that names what needs no rule.
+    const section = operations.slice(operations.indexOf('## Retention'), operations.indexOf('\n## ', operations.indexOf('## Retention') + 1));
+    const ruled = parseTables(section).flatMap((table) => table.rows.flatMap((row) => [...row[0]!.matchAll(/`([a-z_]+)`/g)].map((match) => match[1]!)));
+    assert.deepEqual(tables.filter((table) => !section.includes(`\`${table}\``)), [], 'tables the Retention section does not name');
+    assert.deepEqual([...new Set(ruled)].filter((table) => !tables.includes(table)), [], 'rows for tables the schema does not have');
+  });
+
   it('points at nothing outside the repository, and at no file that is missing (README and docs/)', async () => {
     const documents = ['README.md', ...(await readdir(resolve(root, 'docs'))).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
     assert.ok(documents.length >= 5, `found ${documents}`);
