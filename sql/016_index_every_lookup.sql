@@ -19,3 +19,21 @@ CREATE INDEX webhook_events_failed ON webhook_events (id) WHERE state = 'failed'
 -- The tables are small when the migration runs on a service that sweeps them (the outbox and
 -- the webhook events keep a week); each index is built in the migration's transaction, while
 -- writes to its table wait.
+
+-- A webhook claim (webhooks/delivery.ts) takes the first due event whose account has no
+-- earlier event pending, in the order of next_attempt_at. An event queued behind one that is
+-- being retried was due at once, and stayed due, unclaimable, for as long as the retries of the
+-- one before it lasted (up to 26 hours): every claim read past all of them. With the receiver
+-- down, that is every event of every account but the first, so each claim, one after each
+-- commit that queued an event, read more the longer the outage lasted (100 ms for 20,000).
+-- An event is now never due before the earlier events of its account: queued no earlier than
+-- their next attempt (this trigger), and moved on with the first one when it is deferred
+-- (the worker's deferral does that, in the same statement).
+CREATE FUNCTION webhook_event_behind_its_account() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.next_attempt_at := greatest(NEW.next_attempt_at, (
+    SELECT max(p.next_attempt_at) FROM webhook_events p WHERE p.account = NEW.account AND p.state = 'pending'));
+  RETURN NEW;
+END $$;
+CREATE TRIGGER webhook_events_behind_their_account BEFORE INSERT ON webhook_events
+  FOR EACH ROW EXECUTE FUNCTION webhook_event_behind_its_account();

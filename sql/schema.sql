@@ -62,6 +62,19 @@ BEGIN
 END;
 $$;
 
+--
+-- Name: webhook_event_behind_its_account(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.webhook_event_behind_its_account() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  NEW.next_attempt_at := greatest(NEW.next_attempt_at, (
+    SELECT max(p.next_attempt_at) FROM webhook_events p WHERE p.account = NEW.account AND p.state = 'pending'));
+  RETURN NEW;
+END $$;
+
 SET default_tablespace = '';
 
 SET default_table_access_method = heap;
@@ -735,6 +748,12 @@ CREATE INDEX webhook_events_failed ON public.webhook_events USING btree (id) WHE
 --
 
 CREATE INDEX webhook_events_pending ON public.webhook_events USING btree (account, id) WHERE (state = 'pending'::text);
+
+--
+-- Name: webhook_events webhook_events_behind_their_account; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER webhook_events_behind_their_account BEFORE INSERT ON public.webhook_events FOR EACH ROW EXECUTE FUNCTION public.webhook_event_behind_its_account();
 
 --
 -- Name: one_time_codes one_time_codes_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

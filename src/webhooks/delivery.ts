@@ -104,9 +104,16 @@ async function deliverNext(settings: Settings, signal: AbortSignal): Promise<boo
     return true;
   }
   const next = new Date(clock().getTime() + backoffMs(attempts, settings));
+  // The account's later events, which wait for this one, are not due before it either: a
+  // claim would read past them at every look until it goes (sql/016).
   await sql`
-    UPDATE webhook_events SET attempts = ${attempts}, last_error = ${outcome.reason}, next_attempt_at = ${next}, claimed_until = NULL
-    WHERE id = ${event.id} AND claimed_until = ${event.claimedUntil}`;
+    WITH deferred AS (
+      UPDATE webhook_events SET attempts = ${attempts}, last_error = ${outcome.reason}, next_attempt_at = ${next}, claimed_until = NULL
+      WHERE id = ${event.id} AND claimed_until = ${event.claimedUntil}
+      RETURNING id, account)
+    UPDATE webhook_events later SET next_attempt_at = ${next}
+    FROM deferred
+    WHERE later.account = deferred.account AND later.state = 'pending' AND later.id > deferred.id AND later.next_attempt_at < ${next}`;
   log.warn('webhook deferred', { ...logged, reason: outcome.reason, next_attempt_at: next.toISOString() });
   return true;
 }
@@ -114,7 +121,8 @@ async function deliverNext(settings: Settings, signal: AbortSignal): Promise<boo
 /**
  * The oldest due event whose account has no earlier event pending: events of one account leave
  * in the order they were queued, and a later one waits, unclaimed, while an earlier one is
- * retried. SKIP LOCKED lets instances claim side by side; the lease then keeps the event theirs
+ * retried. It is not due meanwhile either (sql/016, and the deferral above), so that this
+ * reads past few waiting events however long a receiver is down. SKIP LOCKED lets instances claim side by side; the lease then keeps the event theirs
  * without a transaction held open.
  */
 async function claimNext(sql: Sql, now: Date, leaseMs: number): Promise<Claimed | null> {

@@ -56,6 +56,36 @@ describe('the webhook worker', () => {
     }
   });
 
+  it("keeps an account's later events from being due before an earlier one that is retried, so that claims do not read past them", async () => {
+    const account = randomUUID();
+    const other = randomUUID();
+    const events = async (of: string) => sql`SELECT id, attempts, next_attempt_at FROM webhook_events WHERE account = ${of} AND state = 'pending' ORDER BY id`;
+    receiver.mode = 'fail';
+    const worker = createWebhookWorker({ sql, url: receiver.url, keys: [decodeWebhookSecret(secret)!], clock: () => new Date(), log: createLogger('error', () => {}), pollMs: 50, backoffBaseMs: 60_000 });
+    try {
+      for (const type of types.slice(0, 3)) await sql.begin((tx) => queue.enqueue(tx, type, account, new Date()));
+      worker.wake();
+      await waitUntil(async () => (await events(account))[0]!.attempts === 1);
+      const [first, ...later] = await events(account);
+      assert.ok(first!.next_attempt_at.getTime() > Date.now() + 30_000, 'the first is deferred');
+      assert.deepEqual(later.map((event) => event.next_attempt_at.getTime()), [first!.next_attempt_at.getTime(), first!.next_attempt_at.getTime()], 'the later ones moved on with it');
+      // Queued after the deferral: no earlier than the first's next attempt (the worker stopped,
+      // so that it does not try the other account's event meanwhile).
+      await worker.stop();
+      await sql.begin((tx) => queue.enqueue(tx, 'password.reset', account, new Date()));
+      await sql.begin((tx) => queue.enqueue(tx, 'password.reset', other, new Date()));
+      const queued = (await events(account)).at(-1)!;
+      assert.equal(queued.next_attempt_at.getTime(), first!.next_attempt_at.getTime());
+      assert.ok((await events(other))[0]!.next_attempt_at.getTime() <= Date.now(), "another account's event is due at once");
+      const due = await sql`SELECT account FROM webhook_events WHERE state = 'pending' AND next_attempt_at <= now() AND account IN (${account}, ${other})`;
+      assert.deepEqual(due.map((row) => row.account), [other], 'nothing of the waiting account is due');
+    } finally {
+      await worker.stop();
+      receiver.mode = 'ok';
+      await sql`DELETE FROM webhook_events WHERE account IN (${account}, ${other})`;
+    }
+  });
+
   it('sweeps delivered events after their retention, and keeps pending and failed ones', async () => {
     const account = randomUUID();
     await sql.begin((tx) => queue.enqueue(tx, 'password.changed', account, new Date()));
