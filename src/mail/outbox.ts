@@ -138,6 +138,20 @@ async function settle(sql: Sql, claimed: Claimed, outcome: Outcome, now: Date): 
   return rows.count === 1;
 }
 
+export type QueueCounts = { pending: number; failed: number };
+
+/**
+ * The rows of a queue (the outbox, or the webhook events) waiting to go and given up on, each
+ * counted through its partial index: never the sent or delivered rows kept for the retention
+ * week, which a count by state would read whole (sql/016_index_every_lookup.sql).
+ */
+export async function countWaitingAndFailed(sql: Sql, table: 'outbox' | 'webhook_events'): Promise<QueueCounts> {
+  const [row] = await sql`
+    SELECT (SELECT count(*) FROM ${sql(table)} WHERE state = 'pending')::int AS pending,
+           (SELECT count(*) FROM ${sql(table)} WHERE state = 'failed')::int AS failed`;
+  return { pending: row!.pending as number, failed: row!.failed as number };
+}
+
 /** Exponential backoff: base, 2×base, 4×base … up to the cap. */
 export function backoffMs(attempts: number, options: Pick<OutboxOptions, 'backoffBaseMs' | 'backoffCapMs'>): number {
   const base = options.backoffBaseMs ?? 5_000;

@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { HttpError, problems } from '../http/errors.ts';
 import type { Handler, Reply } from '../http/router.ts';
+import { countWaitingAndFailed, type QueueCounts } from '../mail/outbox.ts';
 import type { Gauge } from '../metrics.ts';
 import { bearerToken } from '../http/auth.ts';
 
@@ -36,22 +37,16 @@ export const getMetrics: Handler = async (ctx, deps) => {
   // Counted by the webhook worker and the sweep, never by a scrape: no query per request.
   const webhooks = deps.webhookCounts();
   if (webhooks !== null) {
-    const samples = (['pending', 'failed'] as const).map((state) => ({ labels: { state }, value: webhooks[state] }));
-    gauges.push({ name: 'webhook_events', help: 'Webhook events waiting to be delivered, and those given up on, as last counted (all instances).', samples });
+    gauges.push({ name: 'webhook_events', help: 'Webhook events waiting to be delivered, and those given up on, as last counted (all instances).', samples: queueSamples(webhooks) });
   }
   try {
-    // What waits and what failed, each through its partial index: never the sent mail kept for
-    // the retention week, which a scrape would read whole (sql/016_index_every_lookup.sql).
-    const [outbox] = await deps.sql`
-      SELECT (SELECT count(*) FROM outbox WHERE state = 'pending')::int AS pending,
-             (SELECT count(*) FROM outbox WHERE state = 'failed')::int AS failed`;
+    const outbox = await countWaitingAndFailed(deps.sql, 'outbox');
     const connections = await deps.sql`
       SELECT coalesce(state, 'unknown') AS state, count(*)::int AS n FROM pg_stat_activity
       WHERE application_name = ${deps.applicationName} GROUP BY 1`;
     const counts = (rows: typeof connections, names: string[]) => names.map((name) => ({ labels: { state: name }, value: rows.find((row) => row.state === name)?.n ?? 0 }));
-    const byState = (row: Record<string, number>, names: string[]) => names.map((name) => ({ labels: { state: name }, value: row[name]! }));
     gauges.push(
-      { name: 'outbox_messages', help: 'E-mail messages waiting to be sent, and those given up on (all instances).', samples: byState(outbox!, ['pending', 'failed']) },
+      { name: 'outbox_messages', help: 'E-mail messages waiting to be sent, and those given up on (all instances).', samples: queueSamples(outbox) },
       { name: 'sessions_active', help: 'Live sessions of every account (all instances), as counted by the last minutely sweep.', samples: [{ value: await deps.liveSessions.current() }] },
       // By state, it shows the outbox worker's transaction while a message is being sent.
       { name: 'database_pool_connections', help: "This instance's database connections, by state (the scrape's own is active).", samples: counts(connections, ['active', 'idle', 'idle in transaction']) },
@@ -62,6 +57,11 @@ export const getMetrics: Handler = async (ctx, deps) => {
   }
   return reply(deps.metrics.render(gauges, { latencies: true }));
 };
+
+/** A queue's gauge samples, by state (countWaitingAndFailed). */
+function queueSamples(counts: QueueCounts): Gauge['samples'] {
+  return (['pending', 'failed'] as const).map((state) => ({ labels: { state }, value: counts[state] }));
+}
 
 function reply(body: string): Reply {
   return { status: 200, body, headers: { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8' } };

@@ -2,10 +2,10 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Sql } from '../storage/db.ts';
 import { createPollingWorker, type PollingSettings } from '../polling-worker.ts';
-import { backoffMs } from '../mail/outbox.ts';
+import { backoffMs, countWaitingAndFailed, type QueueCounts } from '../mail/outbox.ts';
 import { webhookHeaders } from './signing.ts';
 
-export type WebhookCounts = { pending: number; failed: number };
+export type WebhookCounts = QueueCounts;
 
 export type WebhookWorker = {
   /** Looks for due events now, such as right after a commit that queued one. */
@@ -51,12 +51,7 @@ export function createWebhookWorker(options: WebhookDeliveryOptions): WebhookWor
   const inFlight = new AbortController();
 
   const refreshCounts = async () => {
-    // Each through its partial index: never the delivered events kept for the retention week,
-    // which this would read whole after every round (sql/016_index_every_lookup.sql).
-    const [row] = await sql`
-      SELECT (SELECT count(*) FROM webhook_events WHERE state = 'pending')::int AS pending,
-             (SELECT count(*) FROM webhook_events WHERE state = 'failed')::int AS failed`;
-    cached = { pending: row!.pending as number, failed: row!.failed as number };
+    cached = await countWaitingAndFailed(sql, 'webhook_events');
   };
 
   const worker = createPollingWorker({
@@ -122,8 +117,8 @@ async function deliverNext(settings: Settings, signal: AbortSignal): Promise<boo
  * The oldest due event whose account has no earlier event pending: events of one account leave
  * in the order they were queued, and a later one waits, unclaimed, while an earlier one is
  * retried. It is not due meanwhile either (sql/016, and the deferral above), so that this
- * reads past few waiting events however long a receiver is down. SKIP LOCKED lets instances claim side by side; the lease then keeps the event theirs
- * without a transaction held open.
+ * reads past few waiting events however long a receiver is down. SKIP LOCKED lets instances
+ * claim side by side; the lease then keeps the event theirs without a transaction held open.
  */
 async function claimNext(sql: Sql, now: Date, leaseMs: number): Promise<Claimed | null> {
   const claimedUntil = new Date(now.getTime() + leaseMs);
