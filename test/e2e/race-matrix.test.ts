@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { hashCode } from '../../src/accounts/one-time-codes.ts';
 import { createPasswordHasher } from '../../src/accounts/passwords.ts';
-import type { HttpResult } from '../helpers/http.ts';
+import { form, type HttpResult } from '../helpers/http.ts';
 import { startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
 
 // Every pair of writers on one account, in parallel over real HTTP, with jitter: password change,
@@ -24,7 +24,6 @@ type Session = { id: string; access: string; refresh: string };
 type Round = { accountId: string; name: string; email: string; code: string; a: Session; b: Session; c: Session; signedIn: string[] };
 type Writer = { kind: string; allowed: number[]; send(round: Round, second: boolean): Promise<HttpResult> };
 
-const form = (body: Record<string, string>) => ({ body: new URLSearchParams(body).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
 const sessionOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).sid as string;
 
 async function signIn(round: Pick<Round, 'name'>, password = oldPassword): Promise<HttpResult> {

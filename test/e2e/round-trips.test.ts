@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { HttpResult } from '../helpers/http.ts';
+import { form, type HttpResult } from '../helpers/http.ts';
 import { roundTripBudgets } from '../helpers/round-trip-budgets.ts';
 import { codeIn } from '../helpers/smtp.ts';
 import { startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
@@ -55,7 +55,6 @@ async function count(send: () => Promise<HttpResult>): Promise<{ response: HttpR
   return { response, statements };
 }
 
-const form = (body: Record<string, string>) => ({ body: new URLSearchParams(body).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
 const measured: Record<string, number> = {};
 
 describe('round trips per path', () => {

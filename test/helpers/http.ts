@@ -3,6 +3,11 @@ import { request, type IncomingHttpHeaders } from 'node:http';
 export type HttpResult = { status: number; headers: IncomingHttpHeaders; text: string; json: any };
 export type CallOptions = { json?: unknown; body?: string | Buffer; headers?: Record<string, string>; token?: string };
 
+/** Call options for a form-encoded body (the token endpoint's OAuth form). */
+export function form(fields: Record<string, string>): CallOptions {
+  return { body: new URLSearchParams(fields).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } };
+}
+
 /** One HTTP request over a real socket; `json` sends a JSON body with its content type. */
 export function call(baseUrl: string, method: string, path: string, options: CallOptions = {}): Promise<HttpResult> {
   const body = options.json !== undefined ? JSON.stringify(options.json) : options.body;

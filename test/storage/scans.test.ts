@@ -4,6 +4,7 @@ import postgres from 'postgres';
 import { connectDatabase } from '../../src/storage/db.ts';
 import { loadMigrations, migrate } from '../../src/storage/migrations.ts';
 import { createTestDatabase } from '../helpers/database.ts';
+import { form } from '../helpers/http.ts';
 import { codeIn } from '../helpers/smtp.ts';
 import { referenceTotp } from '../helpers/totp.ts';
 import { requestCode, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
@@ -56,7 +57,6 @@ async function scansOnceReported(): Promise<Record<string, number>> {
 }
 let baseline: Record<string, number>;
 
-const form = (body: Record<string, string>) => ({ body: new URLSearchParams(body).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
 const mailTo = (to: string, subject: RegExp) => app.smtp.waitFor((message) => message.to === to && subject.test(message.subject));
 
 describe('table scans', () => {
