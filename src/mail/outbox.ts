@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Sql, Transaction } from '../storage/db.ts';
 import { createPollingWorker, type PollingSettings, type PollingWorker } from '../polling-worker.ts';
+import { backoffMs, type Backoff } from '../queue.ts';
 import type { Sealer } from '../sealing.ts';
 import type { MailContent, OutgoingMail, UnaddressedMail } from './messages.ts';
 import { isPermanentFailure, type MailTransport } from './transport.ts';
@@ -8,15 +9,13 @@ import { isPermanentFailure, type MailTransport } from './transport.ts';
 /** wake() right after a commit that queued mail; wakeLater() for mail whose sending must not be timed (PollingWorker). */
 export type OutboxWorker = PollingWorker;
 
-export type OutboxOptions = PollingSettings & {
+export type OutboxOptions = PollingSettings & Backoff & {
   sql: Sql;
   transport: MailTransport;
   sealer: Sealer;
   clock: () => Date;
   from: string;
   maxAttempts?: number;
-  backoffBaseMs?: number;
-  backoffCapMs?: number;
   /** How long a claimed message stays this worker's before it is due again (defaultLeaseMs). */
   leaseMs?: number;
 };
@@ -136,27 +135,6 @@ async function settle(sql: Sql, claimed: Claimed, outcome: Outcome, now: Date): 
     rows = await sql`UPDATE outbox SET lease = NULL, last_error = ${outcome.reason}, next_attempt_at = ${outcome.retryAt} WHERE id = ${id} AND lease = ${lease}`;
   }
   return rows.count === 1;
-}
-
-export type QueueCounts = { pending: number; failed: number };
-
-/**
- * The rows of a queue (the outbox, or the webhook events) waiting to go and given up on, each
- * counted through its partial index: never the sent or delivered rows kept for the retention
- * week, which a count by state would read whole (sql/016_index_every_lookup.sql).
- */
-export async function countWaitingAndFailed(sql: Sql, table: 'outbox' | 'webhook_events'): Promise<QueueCounts> {
-  const [row] = await sql`
-    SELECT (SELECT count(*) FROM ${sql(table)} WHERE state = 'pending')::int AS pending,
-           (SELECT count(*) FROM ${sql(table)} WHERE state = 'failed')::int AS failed`;
-  return { pending: row!.pending as number, failed: row!.failed as number };
-}
-
-/** Exponential backoff: base, 2×base, 4×base … up to the cap. */
-export function backoffMs(attempts: number, options: Pick<OutboxOptions, 'backoffBaseMs' | 'backoffCapMs'>): number {
-  const base = options.backoffBaseMs ?? 5_000;
-  const cap = options.backoffCapMs ?? 3_600_000;
-  return Math.min(cap, base * 2 ** (attempts - 1));
 }
 
 /** How long a sent or failed message stays, counted from when it was queued: an operator's week to look into a failure. */

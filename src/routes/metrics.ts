@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { HttpError, problems } from '../http/errors.ts';
 import type { Handler, Reply } from '../http/router.ts';
-import { countWaitingAndFailed, type QueueCounts } from '../mail/outbox.ts';
+import { countWaitingAndFailed, type QueueCounts } from '../queue.ts';
 import type { Gauge } from '../metrics.ts';
 import { bearerToken } from '../http/auth.ts';
 

@@ -2,7 +2,7 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Sql } from '../storage/db.ts';
 import { createPollingWorker, type PollingSettings } from '../polling-worker.ts';
-import { backoffMs, countWaitingAndFailed, type QueueCounts } from '../mail/outbox.ts';
+import { backoffMs, countWaitingAndFailed, type Backoff, type QueueCounts } from '../queue.ts';
 import { webhookHeaders } from './signing.ts';
 
 export type WebhookCounts = QueueCounts;
@@ -18,7 +18,7 @@ export type WebhookWorker = {
   stop(): Promise<void>;
 };
 
-export type WebhookDeliveryOptions = PollingSettings & {
+export type WebhookDeliveryOptions = PollingSettings & Backoff & {
   sql: Sql;
   url: string;
   keys: Buffer[];
@@ -26,8 +26,6 @@ export type WebhookDeliveryOptions = PollingSettings & {
   /** The whole attempt, connecting to the end of the answer's headers. */
   timeoutMs?: number;
   maxAttempts?: number;
-  backoffBaseMs?: number;
-  backoffCapMs?: number;
 };
 
 /** 5 s doubling to a cap of 4 h: 18 attempts, the last about 25.7 h after the first. */
