@@ -1,7 +1,6 @@
 import { BlockList, isIP } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
 import { resolve } from 'node:path';
-import { decodeWebhookSecret } from './webhooks/signing.ts';
 
 export type ScryptParams = { ln: number; r: number; p: number };
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -299,6 +298,20 @@ function parseWebhook(env: NodeJS.ProcessEnv, host: string, port: number): Confi
     throw new ConfigError(`WEBHOOK_URL points at this service itself (port ${port}); it must name the application's receiver`);
   }
   return { url, keys };
+}
+
+/** A Standard Webhooks secret: the spec asks for at least 24 random bytes; its libraries take up to 64. */
+const minSecretBytes = 24;
+const maxSecretBytes = 64;
+
+/** The key a `whsec_<base64>` secret encodes, or null when it is not one of 24 to 64 bytes. */
+export function decodeWebhookSecret(value: string): Buffer | null {
+  const match = /^whsec_([A-Za-z0-9+/]+={0,2})$/.exec(value);
+  if (match === null) return null;
+  const key = Buffer.from(match[1]!, 'base64');
+  // Node's decoder skips what it cannot read; only a clean round trip is the secret as written.
+  if (key.toString('base64') !== match[1] || key.length < minSecretBytes || key.length > maxSecretBytes) return null;
+  return key;
 }
 
 const loopback = new BlockList();

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { ConfigError, defaultScrypt, formatScryptParams, lookalikeWarnings, parseConfig, parseDatabaseUrl, parseScryptParams } from '../src/config.ts';
+import { ConfigError, decodeWebhookSecret, defaultScrypt, formatScryptParams, lookalikeWarnings, parseConfig, parseDatabaseUrl, parseScryptParams } from '../src/config.ts';
 
 const secret = 's'.repeat(32);
 
@@ -268,5 +269,25 @@ describe('WEBHOOK_URL and WEBHOOK_SECRET', () => {
     assert.notEqual(parseConfig({ WEBHOOK_URL: 'http://127.0.0.1:9000/hooks', WEBHOOK_SECRET: whsec }).webhook, null);
     assert.notEqual(parseConfig({ WEBHOOK_URL: 'http://app.example.com:8080/hooks', WEBHOOK_SECRET: whsec }).webhook, null);
     assert.notEqual(parseConfig({ WEBHOOK_URL: 'http://10.9.8.7:8080/hooks', WEBHOOK_SECRET: whsec }).webhook, null, 'not an address of this machine (HOST is 127.0.0.1)');
+  });
+});
+
+describe('decodeWebhookSecret', () => {
+  const secretOf = (bytes: Buffer) => `whsec_${bytes.toString('base64')}`;
+  it('takes whsec_ and the base64 of 24 to 64 bytes', () => {
+    const key = randomBytes(32);
+    assert.deepEqual(decodeWebhookSecret(secretOf(key)), key);
+    assert.equal(decodeWebhookSecret(secretOf(randomBytes(24)))?.length, 24);
+    assert.equal(decodeWebhookSecret(secretOf(randomBytes(64)))?.length, 64);
+  });
+
+  it('refuses anything else', () => {
+    assert.equal(decodeWebhookSecret(randomBytes(32).toString('base64')), null, 'no prefix');
+    assert.equal(decodeWebhookSecret(secretOf(randomBytes(23))), null, 'too short');
+    assert.equal(decodeWebhookSecret(secretOf(randomBytes(65))), null, 'too long');
+    assert.equal(decodeWebhookSecret('whsec_'), null, 'empty');
+    assert.equal(decodeWebhookSecret(`whsec_${randomBytes(32).toString('base64url').replace(/[-_]/g, '')}!`), null, 'not base64');
+    assert.equal(decodeWebhookSecret(`whsec_${'A'.repeat(42)}B=`), null, 'unused bits set: not the canonical encoding');
+    assert.equal(decodeWebhookSecret(`whsk_${randomBytes(32).toString('base64')}`), null, 'an asymmetric key');
   });
 });

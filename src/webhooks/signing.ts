@@ -6,20 +6,6 @@ import { createHmac, randomBytes } from 'node:crypto';
  * Standard Webhooks libraries, so nothing here is of our own invention.
  */
 
-/** The spec asks for at least 24 random bytes; its libraries take up to 64. */
-const minSecretBytes = 24;
-const maxSecretBytes = 64;
-
-/** The key a `whsec_<base64>` secret encodes, or null when it is not one of 24 to 64 bytes. */
-export function decodeWebhookSecret(value: string): Buffer | null {
-  const match = /^whsec_([A-Za-z0-9+/]+={0,2})$/.exec(value);
-  if (match === null) return null;
-  const key = Buffer.from(match[1]!, 'base64');
-  // Node's decoder skips what it cannot read; only a clean round trip is the secret as written.
-  if (key.toString('base64') !== match[1] || key.length < minSecretBytes || key.length > maxSecretBytes) return null;
-  return key;
-}
-
 /**
  * The `webhook-signature` header: one `v1,` signature per key, space-separated, so that a
  * receiver that knows either the old or the new secret accepts the event during a rotation.

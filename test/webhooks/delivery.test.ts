@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { decodeWebhookSecret } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { connectDatabase, type Sql } from '../../src/storage/db.ts';
 import { loadMigrations, migrate } from '../../src/storage/migrations.ts';
 import { createWebhookWorker, deleteDeliveredWebhooks } from '../../src/webhooks/delivery.ts';
 import { enabledWebhooks, type WebhookEventType } from '../../src/webhooks/events.ts';
-import { decodeWebhookSecret } from '../../src/webhooks/signing.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { acceptedEvents, startReceiver, type Receiver } from '../helpers/webhook-receiver.ts';
