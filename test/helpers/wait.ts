@@ -1,8 +1,31 @@
-/** Polls `check` until it holds, failing after `timeoutMs`. */
+import { setTimeout as pause } from 'node:timers/promises';
+import type postgres from 'postgres';
+
+/**
+ * Polls `check` until it holds, failing after `timeoutMs`. The deadline is kept on the monotonic
+ * clock, so that a test that stops `Date.now` (clock.ts) still fails here rather than hanging.
+ */
 export async function waitUntil(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await new Promise((resolve) => setTimeout(resolve, 25));
+    if (performance.now() > deadline) throw new Error('condition not reached in time');
+    await pause(25);
   }
+}
+
+/**
+ * The barrier before counting mail: waits until every recorded registration and reset request
+ * is resolved and no message waits in the outbox. A request's resolution deletes its row and
+ * queues its mail in one transaction, and the outbox marks a message sent only once the SMTP
+ * server accepted it (the test server stores it before it accepts), so from then on every
+ * message that what came before causes has arrived: a count taken now is final, until the next
+ * request. One statement reads the three tables, in one snapshot.
+ */
+export async function untilQueuesDrained(sql: postgres.Sql, timeoutMs = 10_000): Promise<void> {
+  await waitUntil(async () => {
+    const [row] = await sql`
+      SELECT (SELECT count(*) FROM registration_requests) + (SELECT count(*) FROM reset_requests)
+        + (SELECT count(*) FROM outbox WHERE state = 'pending') AS waiting`;
+    return Number(row!.waiting) === 0;
+  }, timeoutMs);
 }
