@@ -1,5 +1,3 @@
-import type { InvalidParam } from './http/errors.ts';
-
 /**
  * The spec's regexes, used as written (JavaScript, no `u` flag), except the password:
  * the spec says "6 to 32 characters", so `u` makes `.` count code points, not UTF-16 units.
@@ -67,6 +65,9 @@ export const passwordChangeSchema = {
   old_pwd: field(patterns.password),
   new_pwd: field(patterns.password),
 } satisfies Schema;
+
+/** A field that failed validation, as RFC 9457 `invalid-params` lists it. */
+export type InvalidParam = { name: string; reason: string };
 
 export type Valid<S extends Schema> = { [K in keyof S]: S[K]['nullable'] extends true ? string | null : string };
 

@@ -1,8 +1,6 @@
 import type { QuotaRefusal } from '../accounts/address-quotas.ts';
 import { formatCount } from '../count.ts';
-
-/** A field that failed validation, as RFC 9457 `invalid-params` lists it. */
-export type InvalidParam = { name: string; reason: string };
+import type { InvalidParam } from '../validation.ts';
 
 /**
  * Every problem type the service answers with. The URIs are stable identifiers that
