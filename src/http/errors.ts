@@ -1,5 +1,5 @@
 import type { QuotaRefusal } from '../accounts/address-quotas.ts';
-import { formatCount } from '../count.ts';
+import { formatCount } from '../format.ts';
 import type { InvalidParam } from '../validation.ts';
 
 /**

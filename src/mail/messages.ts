@@ -1,5 +1,5 @@
 import { fewRecoveryCodesLeft } from '../accounts/recovery-codes.ts';
-import { formatCount } from '../count.ts';
+import { formatCount, isoUtc } from '../format.ts';
 
 /** What the outbox stores and the transport sends; never logged, as it may hold a code. */
 export type MailContent = { subject: string; text: string; html: string };
@@ -189,12 +189,6 @@ export function maskAddress(email: string): string {
 /** Whole minutes left, at least one, rounded down so that the mail never promises more than is left. */
 function minutesUntil(expiresAt: Date, now: Date): number {
   return Math.max(1, Math.floor((expiresAt.getTime() - now.getTime()) / 60_000));
-}
-
-/** ISO 8601 in UTC without fractions, such as 2026-11-21T10:30:00Z. */
-export function isoUtc(date: Date): string {
-  // toISOString always ends in `.sssZ`; cutting it off costs a tenth of a regex replace.
-  return `${date.toISOString().slice(0, -5)}Z`;
 }
 
 function compose(kind: MailKind, subject: string, paragraphs: string[]): UnaddressedMail {

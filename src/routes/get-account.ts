@@ -1,6 +1,6 @@
 import { authenticate } from '../http/auth.ts';
 import type { Handler } from '../http/router.ts';
-import { isoUtc } from '../mail/messages.ts';
+import { isoUtc } from '../format.ts';
 import { hasActiveFactor } from '../use-cases/second-factor.ts';
 
 /**

@@ -1,6 +1,6 @@
 import { authenticate } from '../http/auth.ts';
 import type { Handler } from '../http/router.ts';
-import { isoUtc } from '../mail/messages.ts';
+import { isoUtc } from '../format.ts';
 import { listEvents } from '../accounts/security-events.ts';
 
 /** GET /acc/me/events: the account's latest security events, newest first. */

@@ -1,7 +1,7 @@
 import { authenticate, takeAccountAllowance } from '../http/auth.ts';
 import { accountRateLimited } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
-import { isoUtc } from '../mail/messages.ts';
+import { isoUtc } from '../format.ts';
 import { listSessions } from '../sessions/sessions.ts';
 
 /** GET /acc/me/sessions: where the account is signed in, the caller's own session marked. */
