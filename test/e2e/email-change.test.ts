@@ -5,6 +5,7 @@ import { codeIn, type ReceivedMail } from '../helpers/smtp.ts';
 import { createKeyedHashes, deriveKeys } from '../../src/keyed-hashes.ts';
 import { registerAndSignIn, requestCode, signIn, startTestService, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
 import { acceptedEvents, startReceiver } from '../helpers/webhook-receiver.ts';
+import { untilQueuesDrained } from '../helpers/wait.ts';
 
 let app: TestService;
 before(async () => {
@@ -22,7 +23,8 @@ const attemptSubject = 'Someone tried to use your address';
 const askChange = (token: string, json: unknown) => app.call('POST', '/acc/me/email', { token, json });
 const confirm = (code: string) => app.call('POST', '/acc/email', { json: { code } });
 const tokenRequest = (username: string, password: string) => app.call('POST', '/auth/token', { json: { grant_type: 'password', username, password } });
-const settle = () => new Promise((resolve) => setTimeout(resolve, 600));
+/** Every request resolved and every message it caused delivered: counts of mail are final (wait.ts). */
+const settled = () => untilQueuesDrained(app.service.sql);
 
 /** The first message after `from` (an index into the received mail) that matches. */
 function mailAfter(from: number, to: string, subject: string): Promise<ReceivedMail> {
@@ -91,8 +93,7 @@ describe('POST /acc/me/email and POST /acc/email', () => {
     const beforeReset = app.smtp.messages.length;
     assert.equal((await app.call('POST', '/acc/pwd/code', { json: { email: user.email } })).status, 204);
     assert.equal((await app.call('POST', '/acc/pwd/code', { json: { email: newEmail } })).status, 204);
-    await mailAfter(beforeReset, newEmail, 'Your password reset code');
-    await settle();
+    await settled();
     assert.deepEqual(app.smtp.messages.slice(beforeReset).map((mail) => mail.to.toLowerCase()), [newEmail.toLowerCase()], 'nothing to the old address');
     const dump = JSON.stringify(await app.service.sql`SELECT * FROM one_time_codes`) + JSON.stringify(await app.service.sql`SELECT * FROM outbox`);
     assert.equal(dump.toUpperCase().includes(codeIn(codeMail)), false, 'the code never rests in plain text');
@@ -126,8 +127,7 @@ describe('POST /acc/me/email and POST /acc/email', () => {
     const toPending = await mailAfter(from, pending.email, attemptSubject);
     assert.match(toPending.text, /a registration of the account .* that waits for its code/);
     assert.match(toActive.raw, /^Auto-Submitted: auto-generated\r?$/m);
-    for (const { user } of callers) await mailAfter(from, user.email, requestedSubject);
-    await settle();
+    await settled();
     const received = app.smtp.messages.slice(from);
     for (const email of [targets.active, targets.pending]) {
       assert.deepEqual(received.filter((mail) => mail.to === email).map((mail) => mail.subject), [attemptSubject], `${email}: one notice an hour, and no code`);
@@ -189,7 +189,7 @@ describe('POST /acc/me/email and POST /acc/email', () => {
     assert.equal(blocked.status, 429);
     assert.equal(blocked.json.type, 'urn:account-service:problem:throttled');
     assert.ok(Number(blocked.headers['retry-after']) >= 1);
-    await settle();
+    await settled();
     assert.deepEqual(app.smtp.messages.slice(from).map((mail) => mail.subject), []);
     const events = (await app.call('GET', '/acc/me/events', { token })).json.events.map((event: { type: string }) => event.type);
     assert.equal(events.filter((type: string) => type === 'sign-in-failed').length, 5);
@@ -294,9 +294,7 @@ describe('POST /acc/me/email and POST /acc/email', () => {
     const capped = await ask(uniqueUser('bound').email);
     assert.equal(capped.status, 429);
     assert.equal(capped.json.type, 'urn:account-service:problem:daily-limit');
-    await settle();
-    await app.smtp.waitFor(() => notices() === 10);
-    await settle();
+    await settled();
     assert.equal(notices(), 10, 'one notice to the current address per accepted request');
     const [row] = await app.service.sql`
       SELECT count(*)::int AS n FROM security_events e JOIN accounts a ON a.id = e.account_id
