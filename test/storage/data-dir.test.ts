@@ -67,7 +67,10 @@ describe('lockDataDir', () => {
     for (const content of [`${process.pid}\n`, 'not a pid\n', '']) {
       await writeFile(join(lockDir, 'service.pid'), content);
       const lock = await lockDataDir(lockDir);
+      assert.equal(await readFile(join(lockDir, 'service.pid'), 'utf8'), `${process.pid}\n`, `taken over from ${JSON.stringify(content)}`);
       await lock.release();
+      // Released as its own: a leftover that the lock had only tolerated would still be there.
+      assert.equal(existsSync(join(lockDir, 'service.pid')), false, `released after ${JSON.stringify(content)}`);
     }
   });
 
@@ -76,8 +79,12 @@ describe('lockDataDir', () => {
     const sleeper = await startProcess('sleep', ['60']);
     await writeFile(join(lockDir, 'service.pid'), `${sleeper.pid}\n`);
     try {
+      // The pid is alive, so only its command line (not Node.js) tells it is no instance.
+      assert.equal(sleeper.exitCode === null && sleeper.signalCode === null, true, 'the other program runs');
       const lock = await lockDataDir(lockDir);
+      assert.equal(await readFile(join(lockDir, 'service.pid'), 'utf8'), `${process.pid}\n`, 'the pid file now names this process');
       await lock.release();
+      assert.equal(existsSync(join(lockDir, 'service.pid')), false);
     } finally {
       await stopProcess(sleeper);
     }
