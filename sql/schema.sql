@@ -135,6 +135,12 @@ CREATE TABLE public.keyed_hash_keys (
 );
 
 --
+-- Name: TABLE keyed_hash_keys; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.keyed_hash_keys IS 'The random keys of the keyed hashes of the throttle and quota tables (src/keyed-hashes.ts), sealed under ENCRYPTION_KEYS.';
+
+--
 -- Name: login_budgets; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -225,6 +231,12 @@ CREATE TABLE public.outbox (
     CONSTRAINT sent_messages_have_no_recipient CHECK (((state <> 'sent'::text) OR (recipient IS NULL))),
     CONSTRAINT unsent_messages_have_a_recipient CHECK (((state = 'sent'::text) OR (recipient IS NOT NULL)))
 );
+
+--
+-- Name: COLUMN outbox.sealed_content; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.outbox.sealed_content IS 'The message, sealed under ENCRYPTION_KEYS and bound to message_id; erased once sent.';
 
 --
 -- Name: outbox_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -343,6 +355,12 @@ CREATE TABLE public.second_factors (
 );
 
 --
+-- Name: COLUMN second_factors.sealed_secret; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.second_factors.sealed_secret IS 'The TOTP secret, sealed under ENCRYPTION_KEYS and bound to account_id (src/sealing.ts).';
+
+--
 -- Name: security_events; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -385,6 +403,29 @@ CREATE TABLE public.sessions (
     CONSTRAINT sessions_client_address_check CHECK ((length(client_address) <= 64)),
     CONSTRAINT sessions_user_agent_check CHECK ((length(user_agent) <= 200))
 );
+
+--
+-- Name: signing_keys; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.signing_keys (
+    kid text NOT NULL,
+    sealed_private_key bytea NOT NULL,
+    public_jwk jsonb NOT NULL,
+    created_at timestamp with time zone NOT NULL
+);
+
+--
+-- Name: TABLE signing_keys; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.signing_keys IS 'ES256 token signing keys (TOKEN_ALG=ES256); kid is the RFC 7638 thumbprint of public_jwk.';
+
+--
+-- Name: COLUMN signing_keys.sealed_private_key; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.signing_keys.sealed_private_key IS 'PKCS #8 private key, sealed under ENCRYPTION_KEYS and bound to kid.';
 
 --
 -- Name: webhook_events; Type: TABLE; Schema: public; Owner: -
@@ -548,6 +589,13 @@ ALTER TABLE ONLY public.security_events
 
 ALTER TABLE ONLY public.sessions
     ADD CONSTRAINT sessions_pkey PRIMARY KEY (id);
+
+--
+-- Name: signing_keys signing_keys_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.signing_keys
+    ADD CONSTRAINT signing_keys_pkey PRIMARY KEY (kid);
 
 --
 -- Name: webhook_events webhook_events_pkey; Type: CONSTRAINT; Schema: public; Owner: -

@@ -1,6 +1,7 @@
 import { BlockList, isIP } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
 import { resolve } from 'node:path';
+import type { EncryptionKey } from './sealing.ts';
 
 export type ScryptParams = { ln: number; r: number; p: number };
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -14,8 +15,12 @@ export type Config = {
   dataDir: string;
   smtpUrl: string | null;
   mailFrom: string;
-  /** First signs, all verify. Null only in embedded mode, where main.ts supplies one. */
+  /** HS256 (TOKEN_SECRET) or ES256 (signing keys kept sealed in the database, published as a JWKS). */
+  tokenAlg: 'HS256' | 'ES256';
+  /** HS256 keys, first signs, all verify. Null only in embedded mode, where main.ts supplies one, and with ES256. */
   tokenSecrets: Buffer[] | null;
+  /** Seal data at rest; first seals, all open. Null only in embedded mode, where main.ts supplies one. */
+  encryptionKeys: EncryptionKey[] | null;
   tokenTtlSeconds: number;
   refreshTtlSeconds: number;
   tokenIssuer: string;
@@ -75,9 +80,14 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
     },
   });
   const databaseUrl = parseDatabaseUrl(env.DATABASE_URL);
+  const tokenAlg = oneOf(env, 'TOKEN_ALG', ['HS256', 'ES256'], 'HS256');
   const tokenSecrets = parseTokenSecrets(env.TOKEN_SECRET);
-  if (databaseUrl !== null && tokenSecrets === null) {
-    throw new ConfigError('TOKEN_SECRET is required when DATABASE_URL is set (one or more comma-separated secrets of at least 32 bytes)');
+  if (databaseUrl !== null && tokenSecrets === null && tokenAlg === 'HS256') {
+    throw new ConfigError('TOKEN_SECRET is required when DATABASE_URL is set and TOKEN_ALG is HS256 (one or more comma-separated secrets of at least 32 bytes)');
+  }
+  const encryptionKeys = parseEncryptionKeys(env.ENCRYPTION_KEYS, tokenSecrets ?? []);
+  if (databaseUrl !== null && encryptionKeys === null) {
+    throw new ConfigError(`ENCRYPTION_KEYS is required when DATABASE_URL is set (${encryptionKeysForm})`);
   }
   const scrypt = parseScryptParams(env.SCRYPT_PARAMS);
   if (scryptMemoryBytes(scrypt) > maxScryptMemoryBytes) {
@@ -106,7 +116,9 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
     dataDir: resolve(env.DATA_DIR || '.data'),
     smtpUrl,
     mailFrom: parseMailFrom(env),
+    tokenAlg,
     tokenSecrets,
+    encryptionKeys,
     tokenTtlSeconds: integer(env, 'TOKEN_TTL', 900, 60, 7 * 24 * 3600),
     refreshTtlSeconds: integer(env, 'REFRESH_TTL', 30 * 24 * 3600, 300, 365 * 24 * 3600),
     tokenIssuer: claimString(env, 'TOKEN_ISSUER') ?? 'account-service',
@@ -351,6 +363,27 @@ function parseTokenSecrets(raw: string | undefined): Buffer[] | null {
     }
   });
   return secrets;
+}
+
+const encryptionKeysForm = 'comma-separated id:key pairs, each key the base64 of 32 random bytes: k1:$(openssl rand -base64 32)';
+
+/** `id:key,…`: ids of letters, digits, `-` and `_`; keys of 32 bytes, none a TOKEN_SECRET (one key, one purpose). */
+export function parseEncryptionKeys(raw: string | undefined, tokenSecrets: readonly Buffer[]): EncryptionKey[] | null {
+  if (raw === undefined || raw.trim() === '') return null;
+  const keys = raw.split(',').map((entry, index) => {
+    const match = /^\s*([A-Za-z0-9_-]{1,32}):([A-Za-z0-9+/]{43}=)\s*$/.exec(entry);
+    // Say which entry is wrong, never what it holds.
+    if (match === null) throw new ConfigError(`ENCRYPTION_KEYS entry ${index + 1} is not id:key (${encryptionKeysForm})`);
+    const key = Buffer.from(match[2]!, 'base64');
+    if (tokenSecrets.some((secret) => secret.equals(Buffer.from(match[2]!)) || secret.equals(key))) {
+      throw new ConfigError(`ENCRYPTION_KEYS entry ${index + 1} is also a TOKEN_SECRET; each key has one purpose, so generate another`);
+    }
+    return { id: match[1]!, key };
+  });
+  const ids = keys.map((entry) => entry.id);
+  const repeated = ids.find((id, index) => ids.indexOf(id) !== index);
+  if (repeated !== undefined) throw new ConfigError(`ENCRYPTION_KEYS names the key id ${repeated} twice`);
+  return keys;
 }
 
 /** `ln=15,r=8,p=3`, as SCRYPT_PARAMS and the PHC strings of stored hashes write it. */

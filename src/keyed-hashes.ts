@@ -1,4 +1,4 @@
-import { createHmac, hkdfSync } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import type { Sealer } from './sealing.ts';
 import type { Sql } from './storage/db.ts';
 
@@ -17,48 +17,40 @@ export type KeyedHashes = {
   client(address: string): Buffer;
 };
 
-const purposes = { address: 'address quota v1', loginIdentifier: 'login identifier v1', client: 'login client v1' } as const;
-type Purpose = keyof typeof purposes;
+export const keyedHashPurposes = ['address', 'loginIdentifier', 'client'] as const;
+type Purpose = (typeof keyedHashPurposes)[number];
 
-export type KeyedHashKeys = Record<Purpose, Buffer>;
-
-/** The keys as derived from one secret with HKDF: what every version before sql/008 used, from the first TOKEN_SECRET. */
-export function deriveKeys(secret: Buffer): KeyedHashKeys {
-  const derive = (purpose: Purpose) => Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), `account-service ${purposes[purpose]}`, 32));
-  return { address: derive('address'), loginIdentifier: derive('loginIdentifier'), client: derive('client') };
-}
-
-export function createKeyedHashes(keys: KeyedHashKeys): KeyedHashes {
+export function createKeyedHashes(keys: Record<Purpose, Buffer>): KeyedHashes {
   const hasher = (key: Buffer) => (value: string) => createHmac('sha256', key).update(value.toLowerCase()).digest();
   return { address: hasher(keys.address), loginIdentifier: hasher(keys.loginIdentifier), client: hasher(keys.client) };
 }
 
 /**
- * The keys of the keyed hashes, stored once in keyed_hash_keys (sql/008) so that a TOKEN_SECRET
- * rotation does not reset every throttle, cooldown and daily cap. Stored only sealed under the
- * token secrets (sealing.ts): a dump of the database alone cannot recompute a keyed hash.
- *
- * The first start after the migration stores the keys derived from the first TOKEN_SECRET, as
- * they were derived before, so that today's counters keep counting. Each start re-seals them
- * under the first secret, so that an old secret can be dropped after a rotation (the README's
- * procedure: `new,old` for a while, then `new`). Keys that no configured secret opens (the old
- * secret dropped before an instance ran with `new,old`) stop the start with a KeyedHashError.
+ * The keys of the keyed hashes: random, made by the first start and stored in keyed_hash_keys,
+ * sealed under ENCRYPTION_KEYS (sealing.ts), so that a copy of the database alone cannot
+ * recompute a keyed hash, and no key rotation resets a throttle, cooldown or daily cap. Each
+ * start seals again those under an old encryption key. Keys that no configured encryption key
+ * opens stop the start with a KeyedHashError.
  */
-export async function loadKeyedHashes(sql: Sql, sealer: Sealer, firstSecret: Buffer): Promise<KeyedHashes> {
-  const initial = deriveKeys(firstSecret);
-  const names = Object.keys(purposes) as Purpose[];
-  const seal = (key: Buffer) => sealer.seal(key.toString('base64'));
+export async function loadKeyedHashes(sql: Sql, sealer: Sealer): Promise<KeyedHashes> {
+  const seal = (purpose: Purpose, key: Buffer) => sealer.seal(key, 'keyed-hash-key', purpose);
   // Concurrent first starts: the first insert wins, the others read what it stored.
   await sql`
-    INSERT INTO keyed_hash_keys ${sql(names.map((purpose) => ({ purpose, sealed_key: seal(initial[purpose]) })))}
+    INSERT INTO keyed_hash_keys ${sql(keyedHashPurposes.map((purpose) => ({ purpose, sealed_key: seal(purpose, randomBytes(32)) })))}
     ON CONFLICT (purpose) DO NOTHING`;
-  const rows = await sql`SELECT purpose, sealed_key FROM keyed_hash_keys WHERE purpose IN ${sql(names)}`;
-  const opened = new Map(rows.map((row) => [row.purpose as Purpose, sealer.open(row.sealed_key as Buffer)]));
-  if (names.some((purpose) => typeof opened.get(purpose) !== 'string')) {
-    throw new KeyedHashError('the keys of the sign-in throttle and code quotas (keyed_hash_keys) open with no TOKEN_SECRET; add the previous secret after the new one (TOKEN_SECRET=new,old), or delete the table\'s rows to start every counter afresh');
+  const rows = await sql<{ purpose: Purpose; sealed_key: Buffer }[]>`
+    SELECT purpose, sealed_key FROM keyed_hash_keys WHERE purpose IN ${sql(keyedHashPurposes)}`;
+  const keys = {} as Record<Purpose, Buffer>;
+  for (const row of rows) {
+    const opened = sealer.open(row.sealed_key, 'keyed-hash-key', row.purpose);
+    if (opened === null) {
+      throw new KeyedHashError('the keys of the sign-in throttle and code quotas (keyed_hash_keys) open with no key of ENCRYPTION_KEYS; add the previous key after the new one (ENCRYPTION_KEYS=new,old), or delete the table\'s rows to start every counter afresh');
+    }
+    keys[row.purpose] = opened.plaintext;
+    if (!opened.current) {
+      await sql`UPDATE keyed_hash_keys SET sealed_key = ${seal(row.purpose, opened.plaintext)} WHERE purpose = ${row.purpose} AND sealed_key = ${row.sealed_key}`;
+    }
   }
-  const keys = Object.fromEntries(names.map((purpose) => [purpose, Buffer.from(opened.get(purpose)!, 'base64')])) as KeyedHashKeys;
-  for (const purpose of names) await sql`UPDATE keyed_hash_keys SET sealed_key = ${seal(keys[purpose])} WHERE purpose = ${purpose}`;
   return createKeyedHashes(keys);
 }
 

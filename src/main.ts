@@ -1,4 +1,6 @@
-import { ConfigError, parseConfig } from './config.ts';
+import { randomBytes } from 'node:crypto';
+import { commandNames, commandUsage, runCommand } from './commands.ts';
+import { ConfigError, parseConfig, parseEncryptionKeys } from './config.ts';
 import { lockDataDir, prepareDataDir, type DataDirLock } from './storage/data-dir.ts';
 import { connectDatabase, isDatabaseUnavailable, isDriverWriteDefect, poolerHint } from './storage/db.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './storage/embedded-db.ts';
@@ -18,7 +20,7 @@ function exit(code: number): never {
   process.exit(code);
 }
 
-const usage = `Usage: account-service [--migrate | --help | --version]
+const usage = `Usage: account-service [--migrate | --help | --version | COMMAND]
 
 Serves the account API over HTTP. Configuration comes from environment variables only
 (PORT, HOST, DATABASE_URL, DATABASE_STATEMENT_TIMEOUT, DATABASE_LOCK_TIMEOUT,
@@ -26,13 +28,19 @@ DATABASE_QUEUE_TIMEOUT, DATA_DIR, SMTP_URL, MAIL_FROM, TOKEN_SECRET, TOKEN_TTL,
 REFRESH_TTL, TOKEN_ISSUER, TOKEN_AUDIENCE, REG_CODE_TTL, RESET_CODE_TTL, EMAIL_CODE_TTL,
 SCRYPT_PARAMS, HASH_CONCURRENCY, LOGIN_FAILURES_PER_HOUR, EVENT_RETENTION_DAYS, RATE_LIMIT,
 ACCOUNT_RATE_LIMIT, SESSIONS_PER_ACCOUNT, TRUST_PROXY, CORS_ORIGINS, METRICS_TOKEN,
-LOG_LEVEL, WEBHOOK_URL, WEBHOOK_SECRET); see README.md. To read them from a file, after
+LOG_LEVEL, WEBHOOK_URL, WEBHOOK_SECRET, ENCRYPTION_KEYS, TOKEN_ALG); see README.md. To read them from a file, after
 npm run build: node --env-file=FILE dist/main.js.
 
   --migrate   apply the database migrations and exit
   --help      print this text and exit
   --version   print the version and exit
-`;
+
+${commandUsage}`;
+
+/** An ENCRYPTION_KEYS value of one random key, for the embedded mode. */
+function newEncryptionKey(): string {
+  return `local:${randomBytes(32).toString('base64')}`;
+}
 
 /** The only place with process-wide effects: environment, signals, exit codes. */
 async function main(argv: string[]): Promise<void> {
@@ -44,7 +52,8 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`${version}\n`);
     return;
   }
-  const unknown = argv.filter((arg) => arg !== '--migrate');
+  const command = commandNames.includes(argv[0] ?? '') ? argv : null;
+  const unknown = command === null ? argv.filter((arg) => arg !== '--migrate') : [];
   if (unknown.length > 0) {
     process.stderr.write(`account-service: unknown argument ${unknown[0]}\n${usage}`);
     process.exit(2);
@@ -57,7 +66,8 @@ async function main(argv: string[]): Promise<void> {
     process.stderr.write(`account-service: ${error.message}\n`);
     process.exit(2);
   }
-  output = createBufferedWriter((chunk) => process.stdout.write(chunk));
+  // A command prints its result on stdout, and logs on stderr.
+  output = createBufferedWriter((chunk) => (command === null ? process.stdout : process.stderr).write(chunk));
   const log = createLogger(config.logLevel, output.write);
   for (const warning of config.warnings) log.warn(warning);
 
@@ -67,14 +77,21 @@ async function main(argv: string[]): Promise<void> {
     // Everything that can be refused is checked before the database starts or migrations run.
     if (config.databaseUrl === null || config.smtpUrl === null) await prepareDataDir(config.dataDir);
     if (config.databaseUrl === null) lock = await lockDataDir(config.dataDir);
-    if (!argv.includes('--migrate')) await checkListenAddress(config.host, config.port);
+    if (!argv.includes('--migrate') && command === null) await checkListenAddress(config.host, config.port);
     if (config.databaseUrl === null) embedded = await startEmbeddedDatabase(config.dataDir, log);
     const settled: ServiceConfig = {
       ...config,
       databaseUrl: config.databaseUrl ?? embedded!.url,
-      // Embedded (development) mode keeps a generated secret in DATA_DIR; production must pass TOKEN_SECRET.
+      // Embedded (development) mode keeps generated keys in DATA_DIR; production must pass them.
       tokenSecrets: config.tokenSecrets ?? [Buffer.from(await loadOrCreateSecret(config.dataDir, 'token-secret'))],
+      encryptionKeys: config.encryptionKeys ?? parseEncryptionKeys(await loadOrCreateSecret(config.dataDir, 'encryption-keys', newEncryptionKey), [])!,
     };
+    if (command !== null) {
+      const code = await runCommand(command, settled, log, (line) => process.stdout.write(`${line}\n`));
+      await embedded?.stop();
+      await lock?.release();
+      exit(code);
+    }
     if (argv.includes('--migrate')) {
       const sql = connectDatabase(settled.databaseUrl);
       const applied = await migrate(sql, await loadMigrations()).finally(() => sql.end());

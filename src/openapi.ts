@@ -94,7 +94,7 @@ const responseSchemas: Record<string, JsonObject> = {
       }),
     },
   }),
-  AuthorizationServerMetadata: objectOf({
+  AuthorizationServerMetadata: withOptional(objectOf({
     issuer: { type: 'string', format: 'uri', description: 'TOKEN_ISSUER, the iss of every token.' },
     token_endpoint: { type: 'string', format: 'uri' },
     revocation_endpoint: { type: 'string', format: 'uri' },
@@ -102,6 +102,21 @@ const responseSchemas: Record<string, JsonObject> = {
     token_endpoint_auth_methods_supported: { type: 'array', items: { type: 'string' } },
     revocation_endpoint_auth_methods_supported: { type: 'array', items: { type: 'string' } },
     response_types_supported: { type: 'array', items: { type: 'string' }, description: 'Empty: there is no authorization endpoint.' },
+    jwks_uri: { type: 'string', format: 'uri', description: 'With TOKEN_ALG=ES256 only: where the public keys are.' },
+  }), ['jwks_uri']),
+  JsonWebKeySet: objectOf({
+    keys: {
+      type: 'array',
+      items: objectOf({
+        kty: { const: 'EC' },
+        crv: { const: 'P-256' },
+        x: { type: 'string' },
+        y: { type: 'string' },
+        kid: { type: 'string', description: 'The RFC 7638 thumbprint of the key; the kid of the tokens it signs.' },
+        alg: { const: 'ES256' },
+        use: { const: 'sig' },
+      }),
+    },
   }),
   Empty: { type: 'object', additionalProperties: false, description: 'An empty JSON object.' },
   Problem: {
@@ -246,6 +261,10 @@ function headerRefs(...names: string[]): JsonObject {
 /** An object whose every property is required: the list is made from the properties, so that the two cannot drift apart. */
 function objectOf(properties: Record<string, JsonObject>): JsonObject {
   return { type: 'object', required: Object.keys(properties), properties };
+}
+
+function withOptional(schema: JsonObject, optional: string[]): JsonObject {
+  return { ...schema, required: (schema.required as string[]).filter((name) => !optional.includes(name)) };
 }
 
 /** A JSON Schema for a validation schema: the spec's patterns, required fields, no others. */

@@ -25,16 +25,18 @@ import { wrapOutdatedHashes } from './accounts/hash-wrapping.ts';
 import { routes } from './routes/index.ts';
 import { createMetrics } from './metrics.ts';
 import { buildOpenApiDocument } from './openapi.ts';
-import { createSealer } from './sealing.ts';
+import { createSealer, type EncryptionKey, type Sealer } from './sealing.ts';
+import { hasLegacySeals, resealAll } from './reseal.ts';
 import { version } from './version.ts';
-import { createTokenService } from './sessions/tokens.ts';
+import { createTokenService, ecTokenKeys, hmacTokenKeys } from './sessions/tokens.ts';
+import { createSigningKeyRing, deleteRetiredSigningKeys } from './sessions/signing-keys.ts';
 import { createLiveSessionCount, deleteExpiredSessions } from './sessions/sessions.ts';
 import { deleteOldEvents, strangerEventRetentionDays } from './accounts/security-events.ts';
 import { createWebhookWorker, deleteDeliveredWebhooks, type WebhookDeliveryOptions } from './webhooks/delivery.ts';
 import { disabledWebhooks, enabledWebhooks } from './webhooks/events.ts';
 
 /** Configuration once main.ts has settled the database and the token secrets. */
-export type ServiceConfig = Config & { databaseUrl: string; tokenSecrets: Buffer[] };
+export type ServiceConfig = Config & { databaseUrl: string; tokenSecrets: Buffer[]; encryptionKeys: EncryptionKey[] };
 
 export type ServiceOptions = {
   config: ServiceConfig;
@@ -90,7 +92,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     if (applied.length > 0) log.info('migrations applied', { applied });
 
     const transport = options.transport ?? createTransport(config, log);
-    const sealer = createSealer(config.tokenSecrets);
+    const sealer = createSealer(config.encryptionKeys);
+    await finishSealUpgrade(sql, sealer, config.tokenSecrets, log);
+    const signingKeys = config.tokenAlg === 'ES256' ? await createSigningKeyRing(sql, sealer, clock, config.tokenTtlSeconds) : null;
+    const tokenKeys = signingKeys === null ? hmacTokenKeys(config.tokenSecrets) : ecTokenKeys(signingKeys.current);
     const outbox = createOutboxWorker({ ...options.outbox, sql, transport, sealer, clock, log, from: config.mailFrom, onError: database.noteFailure });
     const addressRequests = createRequestResolver({
       sql,
@@ -115,9 +120,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       clock,
       log,
       passwords: limitPasswordHasher(unlimitedHasher, passwordLimiter),
-      tokens: createTokenService({ secrets: config.tokenSecrets, ttlSeconds: config.tokenTtlSeconds, issuer: config.tokenIssuer, audience: config.tokenAudience }),
+      tokens: createTokenService({ keys: tokenKeys, ttlSeconds: config.tokenTtlSeconds, issuer: config.tokenIssuer, audience: config.tokenAudience }),
+      signingKeys,
       sealer,
-      keys: await loadKeyedHashes(sql, sealer, config.tokenSecrets[0]!),
+      keys: await loadKeyedHashes(sql, sealer),
       outbox,
       addressRequests,
       webhooks: webhookWorker === null ? disabledWebhooks : enabledWebhooks(webhookWorker.wake),
@@ -152,8 +158,9 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         deleteStaleRegistrationRequests(sql, now),
         deleteDeliveredWebhooks(sql, ago(deliveredWebhookRetentionMs)),
       ]);
-      await Promise.all([webhookWorker?.refreshCounts(), liveSessions.refresh()]);
-      log.debug('sweep done', { registrations, codes, throttle, quotas, ...sessions, events, holds, mail, resetRequests, registrationRequests, webhooks });
+      await Promise.all([webhookWorker?.refreshCounts(), liveSessions.refresh(), signingKeys?.refresh()]);
+      const signingKeysRetired = signingKeys === null ? 0 : await deleteRetiredSigningKeys(sql, now, config.tokenTtlSeconds);
+      log.debug('sweep done', { registrations, codes, throttle, quotas, ...sessions, events, holds, mail, resetRequests, registrationRequests, webhooks, signingKeysRetired });
     };
     const sweepTimer = setInterval(() => void sweep().catch((error: unknown) => log.warn('sweep failed', describeError(error))), sweepIntervalMs);
     sweepTimer.unref();
@@ -200,6 +207,21 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     await database.end();
     throw error;
   }
+}
+
+/**
+ * The first start after sql/017 moves the values sealed under TOKEN_SECRET to ENCRYPTION_KEYS
+ * (reseal.ts); a start that stopped half-way is finished by the next.
+ */
+async function finishSealUpgrade(sql: Sql, sealer: Sealer, tokenSecrets: Buffer[], log: Logger): Promise<void> {
+  if (!(await hasLegacySeals(sql))) return;
+  const report = await resealAll(sql, sealer, tokenSecrets);
+  const lost = Object.entries(report.unopenable);
+  if ((report.unopenable.keyed_hash_keys ?? 0) > 0) {
+    throw new Error('values sealed before ENCRYPTION_KEYS open with no TOKEN_SECRET; start this version once with the TOKEN_SECRET the previous version ran with');
+  }
+  log.info('sealed values moved from TOKEN_SECRET to ENCRYPTION_KEYS', { resealed: report.resealed });
+  if (lost.length > 0) log.warn('sealed values that no TOKEN_SECRET opens were left as they were', report.unopenable);
 }
 
 function createTransport(config: ServiceConfig, log: Logger): MailTransport {

@@ -11,7 +11,7 @@ import { call } from './helpers/http.ts';
 import { fromSource, runMain, runNode, runNpmStart, type Running } from './helpers/process.ts';
 import { codeBlocks } from './helpers/markdown.ts';
 import { codeIn, startTestSmtp, type TestSmtp } from './helpers/smtp.ts';
-import { testSecret } from './helpers/service.ts';
+import { testEncryptionKeys, testSecret } from './helpers/service.ts';
 import { waitUntil } from './helpers/wait.ts';
 
 /** A fresh DATA_DIR that PostgreSQL, run as its own user when the tests run as root, can enter. */
@@ -125,7 +125,7 @@ describe('main', () => {
   });
 
   it('fails clearly when the database cannot be reached', async () => {
-    const running = runMain({ DATABASE_URL: 'postgres://u:hunter2@127.0.0.1:1/x', TOKEN_SECRET: testSecret, PORT: '0' });
+    const running = runMain({ DATABASE_URL: 'postgres://u:hunter2@127.0.0.1:1/x', TOKEN_SECRET: testSecret, ENCRYPTION_KEYS: testEncryptionKeys, PORT: '0' });
     assert.equal(await running.exit, 1);
     assert.match(running.stderr(), /^account-service: .*ECONNREFUSED.*Check DATABASE_URL/);
     assert.equal(running.stderr().includes('hunter2'), false);
@@ -136,7 +136,7 @@ describe('main', () => {
     const wrongDatabase = new URL(database.url);
     await database.drop();
     wrongDatabase.pathname = '/no_such_database_here';
-    const running = runMain({ DATABASE_URL: wrongDatabase.href, TOKEN_SECRET: testSecret, PORT: '0' });
+    const running = runMain({ DATABASE_URL: wrongDatabase.href, TOKEN_SECRET: testSecret, ENCRYPTION_KEYS: testEncryptionKeys, PORT: '0' });
     assert.equal(await running.exit, 1);
     assert.match(running.stderr(), /^account-service: .*no_such_database_here.*Check DATABASE_URL/);
   });
@@ -145,7 +145,7 @@ describe('main', () => {
   async function serveExternally(entry: string[], prefix: string): Promise<Running> {
     const database = await createTestDatabase();
     try {
-      const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, SMTP_URL: smtp.url, PORT: '0', SCRYPT_PARAMS: 'ln=4,r=8,p=1' }, [], entry);
+      const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, ENCRYPTION_KEYS: testEncryptionKeys, SMTP_URL: smtp.url, PORT: '0', SCRYPT_PARAMS: 'ln=4,r=8,p=1' }, [], entry);
       const { url } = (await running.waitFor(/"msg":"listening"/)) as { url: string };
       assert.equal((await call(url, 'GET', '/readyz')).status, 200);
       const email = `${prefix}-${process.pid}@example.com`;
@@ -169,7 +169,7 @@ describe('main', () => {
   it('runs the migrations alone with --migrate', async () => {
     const database = await createTestDatabase();
     try {
-      const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret }, ['--migrate']);
+      const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, ENCRYPTION_KEYS: testEncryptionKeys }, ['--migrate']);
       assert.equal(await running.exit, 0);
       const names = (await loadMigrations()).map((migration) => migration.name);
       assert.ok(names.length >= 3);

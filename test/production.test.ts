@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { createTestDatabase } from './helpers/database.ts';
 import { call } from './helpers/http.ts';
 import { runMain, runMainAs } from './helpers/process.ts';
-import { testSecret } from './helpers/service.ts';
+import { testEncryptionKeys, testSecret } from './helpers/service.ts';
 import { codeIn, startTestSmtp, type TestSmtp } from './helpers/smtp.ts';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -36,7 +36,7 @@ describe('the production install (what the image runs)', () => {
   it('serves a registration end to end with node dist/main.js', async () => {
     const database = await createTestDatabase();
     try {
-      const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, SMTP_URL: smtp.url, PORT: '0', HOST: '0.0.0.0' }, [], ['dist/main.js'], dir);
+      const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, ENCRYPTION_KEYS: testEncryptionKeys, SMTP_URL: smtp.url, PORT: '0', HOST: '0.0.0.0' }, [], ['dist/main.js'], dir);
       const { url } = (await running.waitFor(/"msg":"listening"/)) as { url: string };
       const local = url.replace('0.0.0.0', '127.0.0.1');
       assert.equal((await call(local, 'GET', '/readyz')).status, 200);
@@ -55,7 +55,7 @@ describe('the production install (what the image runs)', () => {
     const database = await createTestDatabase();
     try {
       // Production scrypt parameters (32 MiB a hash) and the default HASH_CONCURRENCY of 4.
-      const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, SMTP_URL: smtp.url, PORT: '0', RATE_LIMIT: '0' }, [], ['dist/main.js'], dir);
+      const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, ENCRYPTION_KEYS: testEncryptionKeys, SMTP_URL: smtp.url, PORT: '0', RATE_LIMIT: '0' }, [], ['dist/main.js'], dir);
       const { url } = (await running.waitFor(/"msg":"listening"/)) as { url: string };
       const flood = Array.from({ length: 300 }, (_, index) =>
         call(url, 'POST', '/acc/reg/code', { json: { name: `flood-${index}`, email: `flood-${index}@example.com`, pwd: 'secret-1' } }).then((response) => response.status),
@@ -78,7 +78,7 @@ describe('the production install (what the image runs)', () => {
     const database = await createTestDatabase();
     try {
       // Production scrypt cost, two hashing slots: the bulk lane may hold one, sign-ins keep the other.
-      const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, SMTP_URL: smtp.url, PORT: '0', RATE_LIMIT: '0', HASH_CONCURRENCY: '2' }, [], ['dist/main.js'], dir);
+      const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, ENCRYPTION_KEYS: testEncryptionKeys, SMTP_URL: smtp.url, PORT: '0', RATE_LIMIT: '0', HASH_CONCURRENCY: '2' }, [], ['dist/main.js'], dir);
       const { url } = (await running.waitFor(/"msg":"listening"/)) as { url: string };
       const owner = { name: `owner-${process.pid}`, email: `owner-${process.pid}@example.com`, pwd: 'owner-secret-1' };
       const started = performance.now();
@@ -138,7 +138,7 @@ describe('the production install (what the image runs)', () => {
     await rm(join(dir, '.data'), { recursive: true, force: true });
     const database = await createTestDatabase();
     try {
-      const env = { DATABASE_URL: database.url, TOKEN_SECRET: testSecret, PORT: '0' };
+      const env = { DATABASE_URL: database.url, TOKEN_SECRET: testSecret, ENCRYPTION_KEYS: testEncryptionKeys, PORT: '0' };
       const refused = runMainAs(nobody, env, ['dist/main.js'], dir);
       assert.equal(await refused.exit, 2);
       assert.match(refused.stderr(), /^account-service: DATA_DIR .*\.data cannot be created or written \(permission denied\); set DATA_DIR/);

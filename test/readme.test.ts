@@ -10,7 +10,7 @@ import { routes } from '../src/routes/index.ts';
 import { createTestDatabase } from './helpers/database.ts';
 import { codeBlocks } from './helpers/markdown.ts';
 import { runMain, runToEnd } from './helpers/process.ts';
-import { testSecret } from './helpers/service.ts';
+import { testEncryptionKeys, testSecret } from './helpers/service.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8');
@@ -171,7 +171,7 @@ describe('the walk-through', () => {
     await chmod(temp, 0o755);
     const database = await createTestDatabase();
     // As npm start runs it, with mail as files in DATA_DIR/mail; only the database is the test's.
-    const service = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, DATA_DIR: dataDir, PORT: '0', SCRYPT_PARAMS: 'ln=4,r=8,p=1' });
+    const service = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, ENCRYPTION_KEYS: testEncryptionKeys, DATA_DIR: dataDir, PORT: '0', SCRYPT_PARAMS: 'ln=4,r=8,p=1' });
     try {
       const { url } = (await service.waitFor(/"msg":"listening"/)) as { url: string };
       const run = await runToEnd('bash', ['-e', '-c', script], cwd, { BASE: url, MAIL_DIR: join(dataDir, 'mail'), TMPDIR: scratch, HOME: temp });

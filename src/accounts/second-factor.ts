@@ -24,6 +24,15 @@ export async function startEnrollment(tx: Transaction, accountId: string, sealed
 }
 
 /**
+ * Replaces a sealed secret with the same secret sealed under the current key, unless it changed
+ * meanwhile (a new enrollment, a removal): the re-seal never brings back a secret.
+ */
+export async function resealFactor(sql: Sql | Transaction, accountId: string, old: Buffer, resealed: Buffer): Promise<boolean> {
+  const rows = await sql`UPDATE second_factors SET sealed_secret = ${resealed} WHERE account_id = ${accountId} AND sealed_secret = ${old}`;
+  return rows.count === 1;
+}
+
+/**
  * Activates the pending enrollment whose secret is `sealedSecret` (the one the code was checked
  * against), with `step` as its first used step; false when it was replaced or activated meanwhile.
  * Its recovery codes replace any left from an earlier factor.

@@ -3,12 +3,15 @@ import type { Limiter } from '../concurrency.ts';
 import type { Migration } from '../storage/migrations.ts';
 import type { RateLimiter } from '../rate-limit.ts';
 import type { TokenService } from '../sessions/tokens.ts';
+import type { SigningKeyRing } from '../sessions/signing-keys.ts';
 import type { UseCaseDeps } from '../use-cases/transaction.ts';
 import type { WebhookCounts } from '../webhooks/delivery.ts';
 
 /** Everything a handler may use, handed in so that tests can supply their own clock or database. */
 export type Deps = UseCaseDeps & {
   tokens: TokenService;
+  /** The ES256 signing keys, for the JWKS; null with TOKEN_ALG=HS256. */
+  signingKeys: SigningKeyRing | null;
   /** The worker that resolves recorded registration and reset requests (request-resolver.ts). */
   addressRequests: { wakeLater(): void };
   /** Webhook events by state as last counted (by the worker or the sweep); null when off. */

@@ -24,8 +24,9 @@ export type OutboxOptions = PollingSettings & Backoff & {
 export type SealedMail = { messageId: string; kind: string; sealed: Buffer };
 
 export function sealMail(mail: UnaddressedMail, sealer: Sealer): SealedMail {
-  // The content may hold a code, so it is stored only encrypted.
-  return { messageId: `<${randomUUID()}@account-service>`, kind: mail.kind, sealed: sealer.seal(JSON.stringify(mail.content)) };
+  const messageId = `<${randomUUID()}@account-service>`;
+  // The content may hold a code, so it is stored only encrypted, bound to its Message-ID.
+  return { messageId, kind: mail.kind, sealed: sealer.seal(Buffer.from(JSON.stringify(mail.content)), 'mail', messageId) };
 }
 
 /** Queues a message in the caller's transaction, so it exists exactly when the change that causes it does. */
@@ -66,13 +67,13 @@ async function deliverNext(options: OutboxOptions): Promise<boolean> {
   const claimed = await claimNext(sql, clock(), options.leaseMs ?? defaultLeaseMs);
   if (claimed === null) return false;
   const { id, kind, attempts } = claimed;
-  const opened = sealer.open(claimed.sealed);
+  const opened = sealer.open(claimed.sealed, 'mail', claimed.messageId);
   if (opened === null) {
-    await settle(sql, claimed, { sent: false, reason: 'content cannot be decrypted with the configured TOKEN_SECRET', retryAt: null }, clock());
+    await settle(sql, claimed, { sent: false, reason: 'content cannot be decrypted with the configured ENCRYPTION_KEYS', retryAt: null }, clock());
     log.error('outbox message failed', { id, kind, reason: 'undecryptable' });
     return true;
   }
-  const content = JSON.parse(opened) as MailContent;
+  const content = JSON.parse(opened.plaintext.toString('utf8')) as MailContent;
   let outcome: Outcome;
   try {
     await transport.send({ ...content, messageId: claimed.messageId, from, to: claimed.recipient });

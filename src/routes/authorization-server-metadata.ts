@@ -28,6 +28,8 @@ export const getAuthorizationServerMetadata: Handler = async (_ctx, deps) => {
       revocation_endpoint_auth_methods_supported: ['none'],
       // Required by RFC 8414 §2; empty, because there is no authorization endpoint to send a response_type to.
       response_types_supported: [],
+      // Only where there are public keys to verify with (TOKEN_ALG=ES256).
+      ...(deps.signingKeys === null ? {} : { jwks_uri: new URL('/.well-known/jwks.json', base).href }),
     },
   };
 };

@@ -1,6 +1,7 @@
 import type { Route } from '../http/router.ts';
 import { activateAccountRoute } from './activate-account.ts';
 import { getAuthorizationServerMetadata } from './authorization-server-metadata.ts';
+import { getJwks } from './jwks.ts';
 import { changePasswordRoute } from './change-password.ts';
 import { getAccount } from './get-account.ts';
 import { checkHealth, checkReadiness } from './health.ts';
@@ -164,6 +165,12 @@ export const routes: readonly Route[] = [
       success: { status: 200, schema: 'AuthorizationServerMetadata' },
       errors: [404, 500],
     },
+  },
+  {
+    method: 'GET',
+    path: '/.well-known/jwks.json',
+    handler: getJwks,
+    doc: { summary: 'The public keys that verify access tokens (RFC 7517), when TOKEN_ALG is ES256', success: { status: 200, schema: 'JsonWebKeySet' }, errors: [404, 500] },
   },
   { method: 'GET', path: '/openapi.json', handler: getApiDocument, doc: { summary: 'This document', success: { status: 200, schema: 'any' }, errors: [500] } },
   {

@@ -1,4 +1,4 @@
-import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomUUID, sign, timingSafeEqual, verify, type KeyObject } from 'node:crypto';
 import { isUuid } from '../validation.ts';
 
 /** Claims of an access token. `sub` is the account's public id, `sid` its session. */
@@ -11,68 +11,87 @@ export type TokenService = {
   verifyToken(token: string, now: Date): TokenClaims | null;
 };
 
-export type TokenOptions = { secrets: Buffer[]; ttlSeconds: number; issuer: string; audience: string | null };
+/**
+ * How tokens are signed and checked. Each key has one header, written by this service and
+ * compared byte for byte, so that a token cannot choose its algorithm or key.
+ */
+export type TokenKeys = {
+  /** The header and signature of a new token, under the current key. */
+  signer(): { header: string; sign(signingInput: string): string };
+  /** Whether `signature` is right for `signingInput` under the key whose header is `header`. */
+  verify(header: string, signingInput: string, signature: string): boolean;
+};
 
-/** The one header accepted, byte for byte: HS256 only, so an attacker cannot choose how a token is checked. */
-const header = encodeJson({ alg: 'HS256', typ: 'JWT' });
+export type TokenOptions = { keys: TokenKeys; ttlSeconds: number; issuer: string; audience: string | null };
+
 const segment = /^[A-Za-z0-9_-]+$/;
 /** Tolerated clock difference between instances for `iat`. */
 const clockSkewSeconds = 5;
-/** Verified tokens remembered (about half a KiB each). */
-const maxVerified = 1_000;
 
-/**
- * JWT (RFC 7519) signed with HMAC-SHA256. The first secret signs; every secret verifies, for
- * rotation. A pure signer and verifier: whether the session still lives is sessions.ts's part.
- */
-export function createTokenService({ secrets, ttlSeconds, issuer, audience }: TokenOptions): TokenService {
-  const [signingSecret] = secrets;
-  if (signingSecret === undefined) throw new Error('at least one token secret is required');
-  // Tokens that passed the checks of checkSignedClaims, with their claims. A client presents the
-  // same token on every request until it expires, and checking one (an HMAC, two JSON passes,
-  // base64 both ways) cost more than the rest of GET /acc/me's own work. Only tokens that passed
-  // get in, so nobody can plant one; oldest out first past maxVerified.
-  const verified = new Map<string, Readonly<TokenClaims>>();
+/** JWT (RFC 7519). A pure signer and verifier: whether the session still lives is sessions.ts's part. */
+export function createTokenService({ keys, ttlSeconds, issuer, audience }: TokenOptions): TokenService {
   return {
     issueToken(accountPublicId, sessionId, now) {
       const iat = Math.floor(now.getTime() / 1000);
       const claims: TokenClaims = { iss: issuer, ...(audience === null ? {} : { aud: audience }), sub: accountPublicId, sid: sessionId, jti: randomUUID(), iat, exp: iat + ttlSeconds };
-      const payload = encodeJson(claims);
-      return { token: `${header}.${payload}.${sign(signingSecret, `${header}.${payload}`)}`, expiresIn: ttlSeconds };
+      const signer = keys.signer();
+      const signingInput = `${signer.header}.${encodeJson(claims)}`;
+      return { token: `${signingInput}.${signer.sign(signingInput)}`, expiresIn: ttlSeconds };
     },
     verifyToken(token, now) {
-      let claims = verified.get(token);
-      if (claims === undefined) {
-        const checked = checkSignedClaims(token);
-        if (checked === null) return null;
-        if (verified.size >= maxVerified) verified.delete(verified.keys().next().value!);
-        verified.set(token, (claims = Object.freeze(checked)));
-      }
-      // The clock is checked on every use, cached or not.
+      const parts = token.split('.');
+      if (parts.length !== 3 || !parts.every((part) => segment.test(part))) return null;
+      const [header, payload, signature] = parts as [string, string, string];
+      if (!keys.verify(header, `${header}.${payload}`, signature)) return null;
+      const claims = decodeJson(payload);
+      if (!isClaims(claims) || claims.iss !== issuer || claims.aud !== (audience ?? undefined)) return null;
+      // Only the canonical form this service writes: no extra, reordered or re-encoded claims.
+      const canonical = { iss: claims.iss, ...(claims.aud === undefined ? {} : { aud: claims.aud }), sub: claims.sub, sid: claims.sid, jti: claims.jti, iat: claims.iat, exp: claims.exp };
+      if (encodeJson(canonical) !== payload) return null;
       const nowSeconds = Math.floor(now.getTime() / 1000);
       if (claims.iat > nowSeconds + clockSkewSeconds || claims.exp <= nowSeconds) return null;
       return claims;
     },
   };
-
-  /** The claims of a well-formed token signed with one of the secrets, for this issuer and audience, in the form this service writes; else null. */
-  function checkSignedClaims(token: string): TokenClaims | null {
-    const parts = token.split('.');
-    if (parts.length !== 3 || !parts.every((part) => segment.test(part))) return null;
-    const [encodedHeader, encodedPayload, signature] = parts as [string, string, string];
-    if (encodedHeader !== header) return null;
-    const signed = `${encodedHeader}.${encodedPayload}`;
-    if (!secrets.some((secret) => equalInConstantTime(sign(secret, signed), signature))) return null;
-    const claims = decodeJson(encodedPayload);
-    if (!isClaims(claims) || claims.iss !== issuer || claims.aud !== (audience ?? undefined)) return null;
-    // Only the canonical form this service writes: no extra, reordered or re-encoded claims.
-    if (encodeJson({ iss: claims.iss, ...(claims.aud === undefined ? {} : { aud: claims.aud }), sub: claims.sub, sid: claims.sid, jti: claims.jti, iat: claims.iat, exp: claims.exp }) !== encodedPayload) return null;
-    return claims;
-  }
 }
 
-function sign(secret: Buffer, data: string): string {
-  return createHmac('sha256', secret).update(data).digest('base64url');
+/** HS256 under TOKEN_SECRET: the first secret signs, every one verifies. Whoever verifies can also sign. */
+export function hmacTokenKeys(secrets: readonly Buffer[]): TokenKeys {
+  const [current] = secrets;
+  if (current === undefined) throw new Error('at least one token secret is required');
+  const header = encodeJson({ alg: 'HS256', typ: 'JWT' });
+  const mac = (secret: Buffer, data: string) => createHmac('sha256', secret).update(data).digest('base64url');
+  return {
+    signer: () => ({ header, sign: (data) => mac(current, data) }),
+    // Every secret is tried, in constant time, so the time taken tells nothing of a forged signature.
+    verify: (given, data, signature) => given === header && secrets.some((secret) => equalInConstantTime(mac(secret, data), signature)),
+  };
+}
+
+/** An ES256 key pair with its key id; the private key is absent where the key only verifies. */
+export type SigningKey = { kid: string; publicKey: KeyObject; privateKey: KeyObject | null };
+
+/**
+ * ES256 (ECDSA P-256, SHA-256) under the signing keys of `current()`: the first signs, every one
+ * verifies. Resource servers verify with the public keys alone (the JWKS).
+ */
+export function ecTokenKeys(current: () => readonly SigningKey[]): TokenKeys {
+  const header = (kid: string) => encodeJson({ alg: 'ES256', typ: 'JWT', kid });
+  return {
+    signer() {
+      const key = current()[0];
+      if (key?.privateKey === undefined || key.privateKey === null) throw new Error('no signing key');
+      const privateKey = key.privateKey;
+      return { header: header(key.kid), sign: (data) => sign('sha256', Buffer.from(data), { key: privateKey, dsaEncoding: 'ieee-p1363' }).toString('base64url') };
+    },
+    verify(given, data, signature) {
+      const key = current().find((candidate) => header(candidate.kid) === given);
+      const bytes = Buffer.from(signature, 'base64url');
+      // Only the canonical encoding of a 64-byte signature: r and s, 32 bytes each.
+      if (key === undefined || bytes.length !== 64 || bytes.toString('base64url') !== signature) return false;
+      return verify('sha256', Buffer.from(data), { key: key.publicKey, dsaEncoding: 'ieee-p1363' }, bytes);
+    },
+  };
 }
 
 /** Constant-time comparison, so the time taken does not reveal how much of a forged signature is right. */

@@ -6,7 +6,7 @@ import { join } from 'node:path';
  * A random secret kept in `dir/name` (mode 0600), made on first use. Only for the embedded
  * development mode: production passes its secrets in the environment.
  */
-export async function loadOrCreateSecret(dir: string, name: string): Promise<string> {
+export async function loadOrCreateSecret(dir: string, name: string, make = () => randomBytes(48).toString('base64url')): Promise<string> {
   const path = join(dir, name);
   await mkdir(dir, { recursive: true, mode: 0o755 });
   try {
@@ -14,7 +14,7 @@ export async function loadOrCreateSecret(dir: string, name: string): Promise<str
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
-  const secret = randomBytes(48).toString('base64url');
+  const secret = make();
   // `wx` fails if another process created the file first; its value then wins. No newline after
   // the value: a tool that reads the file as the secret (docs/design.md's jose recipe) gets it as is.
   try {

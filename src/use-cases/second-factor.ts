@@ -1,11 +1,10 @@
 import type { Account } from '../accounts/accounts.ts';
 import { generateRecoveryCode, hashRecoveryCode, recoveryCodeCount } from '../accounts/recovery-codes.ts';
-import { activateFactor, findSecondFactor, removeFactor, startEnrollment, useRecoveryCode, useTimeStep } from '../accounts/second-factor.ts';
+import { activateFactor, findSecondFactor, removeFactor, resealFactor, startEnrollment, useRecoveryCode, useTimeStep } from '../accounts/second-factor.ts';
 import { recordEvent } from '../accounts/security-events.ts';
 import { base32Encode, generateSecret, matchingStep, otpauthUri, totpCodePattern } from '../accounts/totp.ts';
 import { recoveryCodeUsedMail, totpDisabledMail, totpEnabledMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
-import type { Sealer } from '../sealing.ts';
 import type { Sql } from '../storage/db.ts';
 import { checkCallerPassword, checkGuess, signedInIdentifier, type CallerFactorRefusal, type CallerRefusal } from './password-check.ts';
 import { inTransaction, lockAccount, lockCaller, wakeWorkers, type Client, type UseCaseDeps } from './transaction.ts';
@@ -33,7 +32,7 @@ export async function enrollTotp(deps: UseCaseDeps, caller: Caller, password: st
   const check = await checkCallerPassword(deps, caller, password, client);
   if (check.outcome !== 'valid') return check;
   const secret = generateSecret();
-  const sealed = deps.sealer.seal(secret.toString('base64'));
+  const sealed = deps.sealer.seal(secret, 'totp-secret', account.id);
   const now = deps.clock();
   const started = await inTransaction(deps.sql, async (tx) => ((await lockCaller(tx, caller)) ? startEnrollment(tx, account.id, sealed, now) : null));
   if (started === null) return { outcome: 'session-ended' };
@@ -62,8 +61,8 @@ async function activateWithCode(deps: UseCaseDeps, { account, sessionId }: Calle
   if (factor === null) return { outcome: 'not-pending' };
   if (factor.active) return { outcome: 'active' };
   const now = deps.clock();
-  const secret = openSecret(deps.sealer, factor.sealedSecret);
-  const step = secret === null ? null : matchingStep(secret, code, now);
+  const secret = deps.sealer.open(factor.sealedSecret, 'totp-secret', account.id)?.plaintext;
+  const step = secret === undefined ? null : matchingStep(secret, code, now);
   if (step === null) return { outcome: 'wrong' };
   const recoveryCodes = Array.from({ length: recoveryCodeCount }, generateRecoveryCode);
   const activated = await inTransaction(deps.sql, async (tx): Promise<Confirmation['outcome']> => {
@@ -120,7 +119,7 @@ export async function checkSecondFactor(deps: UseCaseDeps, account: Who, otp: st
   if (factor === null || !factor.active) return 'none';
   if (otp === undefined) return 'missing';
   if (totpCodePattern.test(otp)) {
-    const secret = openSecret(deps.sealer, factor.sealedSecret);
+    const secret = await openActiveSecret(deps, account.id, factor.sealedSecret);
     const step = secret === null ? null : matchingStep(secret, otp, now);
     return step !== null && (await useTimeStep(deps.sql, account.id, step)) ? 'passed' : 'wrong';
   }
@@ -175,8 +174,13 @@ export async function hasActiveFactor(sql: Sql, account: Who): Promise<boolean> 
   return (await findSecondFactor(sql, account.id))?.active ?? false;
 }
 
-/** The secret of a sealed factor; null if no configured key opens it (a TOKEN_SECRET that sealed it was removed). */
-function openSecret(sealer: Sealer, sealed: Buffer): Buffer | null {
-  const opened = sealer.open(sealed);
-  return opened === null ? null : Buffer.from(opened, 'base64');
+/**
+ * The secret of an active factor; null if no configured key opens it (its encryption key was
+ * removed before the re-seal). One sealed under an old key is sealed again under the current one.
+ */
+async function openActiveSecret(deps: UseCaseDeps, accountId: string, sealed: Buffer): Promise<Buffer | null> {
+  const opened = deps.sealer.open(sealed, 'totp-secret', accountId);
+  if (opened === null) return null;
+  if (!opened.current) await resealFactor(deps.sql, accountId, sealed, deps.sealer.seal(opened.plaintext, 'totp-secret', accountId));
+  return opened.plaintext;
 }

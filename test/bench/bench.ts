@@ -13,7 +13,7 @@ import { SMTPServer } from 'smtp-server';
 import { createPasswordHasher } from '../../src/accounts/passwords.ts';
 import { defaultScrypt } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
-import { createTokenService } from '../../src/sessions/tokens.ts';
+import { createTokenService, hmacTokenKeys } from '../../src/sessions/tokens.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../src/storage/embedded-db.ts';
 import { loadMigrations, migrate } from '../../src/storage/migrations.ts';
 import type { Sql } from '../../src/storage/db.ts';
@@ -85,7 +85,7 @@ export async function openBench(argv: string[]): Promise<Bench> {
 
   const secret = randomBytes(32).toString('base64url');
   const hashConcurrency = 4;
-  const tokens = createTokenService({ secrets: [Buffer.from(secret)], ttlSeconds: 3600, issuer: 'account-service', audience: null });
+  const tokens = createTokenService({ keys: hmacTokenKeys([Buffer.from(secret)]), ttlSeconds: 3600, issuer: 'account-service', audience: null });
   const children = new Set<ChildProcess>();
   let logCounter = 0;
 
@@ -109,7 +109,7 @@ export async function openBench(argv: string[]): Promise<Bench> {
       // The compiled build, as production runs it (npm run bench builds first).
       const child = spawn(process.execPath, ['dist/main.js'], {
         cwd: root,
-        env: { PATH: process.env.PATH, DATABASE_URL: databaseUrl, TOKEN_SECRET: secret, SMTP_URL: smtpUrl, PORT: '0', RATE_LIMIT: '0', ACCOUNT_RATE_LIMIT: '0', HASH_CONCURRENCY: String(hashConcurrency), ...env },
+        env: { PATH: process.env.PATH, DATABASE_URL: databaseUrl, TOKEN_SECRET: secret, ENCRYPTION_KEYS: `bench:${randomBytes(32).toString('base64')}`, SMTP_URL: smtpUrl, PORT: '0', RATE_LIMIT: '0', ACCOUNT_RATE_LIMIT: '0', HASH_CONCURRENCY: String(hashConcurrency), ...env },
         stdio: ['ignore', log, 'inherit'],
       });
       closeSync(log);

@@ -24,7 +24,7 @@ export async function runOutage(outageSeconds = 10, clients = 20): Promise<Outag
   const port = Number(new URL(database.url).port);
   const service = spawn(process.execPath, ['dist/main.js'], {
     cwd: root,
-    env: { PATH: process.env.PATH, DATABASE_URL: database.url, TOKEN_SECRET: randomBytes(32).toString('hex'), PORT: '0', RATE_LIMIT: '0', ACCOUNT_RATE_LIMIT: '0', DATA_DIR: work },
+    env: { PATH: process.env.PATH, DATABASE_URL: database.url, TOKEN_SECRET: randomBytes(32).toString('hex'), ENCRYPTION_KEYS: `bench:${randomBytes(32).toString('base64')}`, PORT: '0', RATE_LIMIT: '0', ACCOUNT_RATE_LIMIT: '0', DATA_DIR: work },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   try {

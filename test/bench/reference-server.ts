@@ -7,7 +7,7 @@
 // src/http/server.ts: request id, routing, headers, the metric and the log line of every
 // request) instead of bare node:http: it shows how much of the gap to bare node:http that
 // layer alone makes.
-import { scrypt } from 'node:crypto';
+import { createHash, scrypt } from 'node:crypto';
 import { openSync, writeSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { disabledWebhooks } from '../../src/webhooks/events.ts';
@@ -134,7 +134,7 @@ function createWork(spec: ReferenceWork): Work | null {
     case 'activation': {
       // The statements of POST /acc/reg (activate-account.ts), in the same order.
       const sql = connectDatabase(spec.databaseUrl);
-      const sealer = createSealer([Buffer.from(spec.secret)]);
+      const sealer = createSealer([{ id: 'bench', key: createHash('sha256').update(spec.secret).digest() }]);
       const deps = { sql, clock: () => new Date(), sealer, outbox: { wake() {}, wakeLater() {} }, webhooks: disabledWebhooks } as unknown as UseCaseDeps;
       return async (body) => {
         const codeHash = hashCode(body.code!);

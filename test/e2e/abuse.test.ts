@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createPasswordHasher, type PasswordHasher } from '../../src/accounts/passwords.ts';
-import { createKeyedHashes, deriveKeys } from '../../src/keyed-hashes.ts';
 import { codeIn } from '../helpers/smtp.ts';
-import { registerAndSignIn, startTestService, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
+import { registerAndSignIn, keyedHashesOf, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
 
 describe('sign-in throttle', () => {
   let app: TestService;
@@ -142,7 +141,7 @@ describe('sign-in throttle', () => {
     assert.equal((await app.call('POST', '/acc/pwd/code', { json: { email: user.email } })).status, 204);
     const mail = await app.smtp.waitFor((message) => message.subject === 'Your password reset code' && app.smtp.messages.indexOf(message) >= before);
     assert.equal((await app.call('POST', '/acc/pwd', { json: { code: codeIn(mail), new_pwd: 'after-reset-1' } })).status, 204);
-    const keys = createKeyedHashes(deriveKeys(Buffer.from(testSecret)));
+    const keys = await keyedHashesOf(app);
     const identifiers = [user.name, user.email].map((identifier) => keys.loginIdentifier(identifier));
     const [row] = await app.service.sql`SELECT count(*)::int AS n FROM login_known_clients WHERE identifier_key IN ${app.service.sql(identifiers)}`;
     assert.equal(row!.n, 0);

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createKeyedHashes, deriveKeys } from '../../src/keyed-hashes.ts';
 import { codeIn } from '../helpers/smtp.ts';
 import { waitUntil } from '../helpers/wait.ts';
-import { registerAndSignIn, requestCode, startTestService, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
+import { registerAndSignIn, requestCode, keyedHashesOf, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
 
 let app: TestService;
 before(async () => {
@@ -72,7 +71,7 @@ describe('DELETE /acc/me', () => {
 
     await waitUntil(async () => (await app.service.sql`SELECT count(*)::int AS n FROM outbox WHERE state = 'pending'`)[0]!.n === 0);
     const dump = await dumpTables();
-    const keys = createKeyedHashes(deriveKeys(Buffer.from(testSecret)));
+    const keys = await keyedHashesOf(app);
     const hex = (bytes: Buffer) => `\\\\x${bytes.toString('hex')}`;
     for (const trace of [user.name, user.email, user.email.toLowerCase(), row!.public_id as string, `"account_id":"${row!.id}"`, hex(keys.loginIdentifier(user.name)), hex(keys.loginIdentifier(user.email))]) {
       assert.equal(dump.includes(trace), false, `a trace of the account: ${trace}`);

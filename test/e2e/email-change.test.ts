@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { seen, type HttpResult } from '../helpers/http.ts';
 import { codeIn, type ReceivedMail } from '../helpers/smtp.ts';
-import { createKeyedHashes, deriveKeys } from '../../src/keyed-hashes.ts';
-import { registerAndSignIn, requestCode, signIn, startTestService, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
+import { registerAndSignIn, requestCode, signIn, keyedHashesOf, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
 import { acceptedEvents, startReceiver } from '../helpers/webhook-receiver.ts';
 import { untilQueuesDrained } from '../helpers/wait.ts';
 
@@ -312,7 +311,7 @@ describe('POST /acc/me/email and POST /acc/email', () => {
   it('forgets the networks that signed in with the old address, so that they do not vouch for its next holder', async () => {
     const { user, token } = await newAccount();
     assert.equal((await tokenRequest(user.email, user.pwd)).status, 200);
-    const keys = createKeyedHashes(deriveKeys(Buffer.from(testSecret)));
+    const keys = await keyedHashesOf(app);
     const known = async () => (await app.service.sql`SELECT count(*)::int AS n FROM login_known_clients WHERE identifier_key = ${keys.loginIdentifier(user.email)}`)[0]!.n as number;
     assert.equal(await known(), 1);
     const code = await requestChangeCode(token, user.pwd, uniqueUser('moved').email);

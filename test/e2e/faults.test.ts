@@ -8,7 +8,7 @@ import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../src/storage/
 import { createLogger } from '../../src/log.ts';
 import { call } from '../helpers/http.ts';
 import { runMain, type Running } from '../helpers/process.ts';
-import { startTestService, testSecret, type TestService } from '../helpers/service.ts';
+import { startTestService, testEncryptionKeys, testSecret, type TestService } from '../helpers/service.ts';
 import { codeIn, startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
 import { waitUntil } from '../helpers/wait.ts';
 
@@ -80,7 +80,7 @@ describe('database faults, in the service process as deployed', () => {
     await chmod(dataDir, 0o755);
     database = await startEmbeddedDatabase(dataDir, log);
     smtp = await startTestSmtp();
-    running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, SMTP_URL: smtp.url, PORT: '0', SCRYPT_PARAMS: 'ln=4,r=8,p=1', RATE_LIMIT: '0', ACCOUNT_RATE_LIMIT: '0' });
+    running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, ENCRYPTION_KEYS: testEncryptionKeys, SMTP_URL: smtp.url, PORT: '0', SCRYPT_PARAMS: 'ln=4,r=8,p=1', RATE_LIMIT: '0', ACCOUNT_RATE_LIMIT: '0' });
     url = ((await running.waitFor(/"msg":"listening"/)) as { url: string }).url;
   });
   after(async () => {

@@ -4,7 +4,7 @@ import postgres from 'postgres';
 import { createTestDatabase } from '../helpers/database.ts';
 import { call } from '../helpers/http.ts';
 import { runMain, type Running } from '../helpers/process.ts';
-import { testSecret } from '../helpers/service.ts';
+import { testEncryptionKeys, testSecret } from '../helpers/service.ts';
 import { codeIn, startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
 import { waitUntil } from '../helpers/wait.ts';
 
@@ -13,7 +13,7 @@ describe('several instances on one database', () => {
   let smtp: TestSmtp;
   let sql: postgres.Sql;
   const running: Running[] = [];
-  const env = () => ({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, SMTP_URL: smtp.url, PORT: '0', SCRYPT_PARAMS: 'ln=4,r=8,p=1', RATE_LIMIT: '0' });
+  const env = () => ({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, ENCRYPTION_KEYS: testEncryptionKeys, SMTP_URL: smtp.url, PORT: '0', SCRYPT_PARAMS: 'ln=4,r=8,p=1', RATE_LIMIT: '0' });
   const start = async () => {
     const instance = runMain(env());
     running.push(instance);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createKeyedHashes, deriveKeys } from '../../src/keyed-hashes.ts';
-import { registerAndSignIn, requestCode, startTestService, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
+import type { KeyedHashes } from '../../src/keyed-hashes.ts';
+import { registerAndSignIn, requestCode, keyedHashesOf, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
 import { waitUntil } from '../helpers/wait.ts';
 
 // One test for each row of the retention table in docs/operations.md ("Retention"): each kind
@@ -10,11 +10,12 @@ import { waitUntil } from '../helpers/wait.ts';
 let app: TestService;
 /** Its workers wait, so that only the sweep can remove what a stopped worker would leave. */
 let paused: TestService;
-const keys = createKeyedHashes(deriveKeys(Buffer.from(testSecret)));
+let keys: KeyedHashes;
 const hour = 3600;
 const day = 24 * hour;
 before(async () => {
   app = await startTestService();
+  keys = await keyedHashesOf(app);
   paused = await startTestService({ outbox: { pollMs: 600_000, wakeJitterMs: 600_000 } });
 });
 after(async () => {

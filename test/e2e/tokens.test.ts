@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { createPasswordHasher } from '../../src/accounts/passwords.ts';
-import { createTokenService } from '../../src/sessions/tokens.ts';
+import { createTokenService, hmacTokenKeys } from '../../src/sessions/tokens.ts';
 import { registerAndSignIn, startTestService, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
 
 let app: TestService;
@@ -198,9 +198,9 @@ describe('bearer tokens on GET /acc/me', () => {
       const { token } = await registerAndSignIn(rotated);
       const options = { ttlSeconds: 900, issuer: 'account-service', audience: null };
       const { sub, sid } = claimsOf(token);
-      const oldToken = createTokenService({ ...options, secrets: [Buffer.from(testSecret)] }).issueToken(sub, sid, new Date()).token;
+      const oldToken = createTokenService({ ...options, keys: hmacTokenKeys([Buffer.from(testSecret)]) }).issueToken(sub, sid, new Date()).token;
       assert.equal((await rotated.call('GET', '/acc/me', { token: oldToken })).status, 200, 'a token signed with the old secret verifies');
-      assert.equal(createTokenService({ ...options, secrets: [Buffer.from(newSecret)] }).verifyToken(token, new Date())?.sub, sub, 'new tokens are signed with the first secret');
+      assert.equal(createTokenService({ ...options, keys: hmacTokenKeys([Buffer.from(newSecret)]) }).verifyToken(token, new Date())?.sub, sub, 'new tokens are signed with the first secret');
     } finally {
       await rotated.stop();
     }

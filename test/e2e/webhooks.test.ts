@@ -12,7 +12,7 @@ import { call } from '../helpers/http.ts';
 import { runMain } from '../helpers/process.ts';
 import { codeIn } from '../helpers/smtp.ts';
 import { referenceTotp } from '../helpers/totp.ts';
-import { registerAndSignIn, signIn, startTestService, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
+import { registerAndSignIn, signIn, startTestService, testEncryptionKeys, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { acceptedEvents, failureAnswer, startReceiver, type Receiver } from '../helpers/webhook-receiver.ts';
 
@@ -252,7 +252,7 @@ describe('webhooks across a kill -9', () => {
       const { user } = await registerAndSignIn(setup);
       await setup.stop();
 
-      const env = { DATABASE_URL: database.url, TOKEN_SECRET: testSecret, SCRYPT_PARAMS: 'ln=4,r=8,p=1', PORT: '0', DATA_DIR: dataDir, RATE_LIMIT: '0', WEBHOOK_URL: receiver.url, WEBHOOK_SECRET: secret };
+      const env = { DATABASE_URL: database.url, TOKEN_SECRET: testSecret, ENCRYPTION_KEYS: testEncryptionKeys, SCRYPT_PARAMS: 'ln=4,r=8,p=1', PORT: '0', DATA_DIR: dataDir, RATE_LIMIT: '0', WEBHOOK_URL: receiver.url, WEBHOOK_SECRET: secret };
       const first = runMain(env);
       const { url } = (await first.waitFor(/"msg":"listening"/)) as { url: string };
       receiver.mode = 'hang';

@@ -1,11 +1,20 @@
 import { parseConfig } from '../../src/config.ts';
+import { loadKeyedHashes, type KeyedHashes } from '../../src/keyed-hashes.ts';
 import { createLogger } from '../../src/log.ts';
+import { createSealer } from '../../src/sealing.ts';
 import { startService, type Service, type ServiceOptions } from '../../src/service.ts';
 import { createTestDatabase } from './database.ts';
 import { call, type CallOptions, type HttpResult } from './http.ts';
 import { codeIn, startTestSmtp, type TestSmtp } from './smtp.ts';
 
 export const testSecret = 'test-secret-that-is-long-enough-0123456789';
+/** ENCRYPTION_KEYS of every test service: the id `test` and 32 bytes. */
+export const testEncryptionKeys = `test:${Buffer.alloc(32, 7).toString('base64')}`;
+
+/** The keyed hashes a service uses, as its tables hold them (for tests that read those tables). */
+export function keyedHashesOf(app: { service: Service }, encryptionKeys = testEncryptionKeys): Promise<KeyedHashes> {
+  return loadKeyedHashes(app.service.sql, createSealer(parseConfig({ ENCRYPTION_KEYS: encryptionKeys }).encryptionKeys!));
+}
 
 /** Real time plus an offset that a test can move forward. */
 export type TestClock = { now(): Date; advance(seconds: number): void };
@@ -54,6 +63,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   const config = parseConfig({
     DATABASE_URL: database.url,
     TOKEN_SECRET: testSecret,
+    ENCRYPTION_KEYS: testEncryptionKeys,
     SMTP_URL: smtp.url,
     SCRYPT_PARAMS: 'ln=4,r=8,p=1',
     PORT: '0',
@@ -62,7 +72,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     ACCOUNT_RATE_LIMIT: '0',
     ...options.env,
   });
-  const settled = { ...config, databaseUrl: database.url, tokenSecrets: config.tokenSecrets! };
+  const settled = { ...config, databaseUrl: database.url, tokenSecrets: config.tokenSecrets ?? [], encryptionKeys: config.encryptionKeys! };
   const start = () => startService({ config: settled, log, clock: clock.now, outbox: { pollMs: 200, wakeJitterMs: 20, backoffBaseMs: 100, ...options.outbox }, webhooks: options.webhooks, passwords: options.passwords, httpTimeouts: options.httpTimeouts, onQuery: options.onQuery });
   let service = await start().catch(async (error: unknown) => {
     await smtp.stop();

@@ -14,7 +14,8 @@ import { createSealer } from '../../src/sealing.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { codeIn, startTestSmtp } from '../helpers/smtp.ts';
-import { requestCode, startTestService, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
+import { requestCode, startTestService, testEncryptionKeys, uniqueUser, type TestService } from '../helpers/service.ts';
+import { parseConfig } from '../../src/config.ts';
 
 let app: TestService;
 before(async () => {
@@ -85,7 +86,7 @@ describe('the outbox', () => {
   it('sends a message again after its lease runs out, with the same Message-ID, and lets only the lease holder settle it', async () => {
     const recipient = `${uniqueUser().name}@example.com`;
     // A worker that claimed the message and then died: a lease that has run out.
-    await app.service.sql.begin((tx) => enqueueMail(tx, accountActiveMail(recipient, 'x'), createSealer([Buffer.from(testSecret)]), new Date()));
+    await app.service.sql.begin((tx) => enqueueMail(tx, accountActiveMail(recipient, 'x'), createSealer(parseConfig({ ENCRYPTION_KEYS: testEncryptionKeys }).encryptionKeys!), new Date()));
     const [claimed] = await app.service.sql`
       UPDATE outbox SET lease = gen_random_uuid(), attempts = 1, next_attempt_at = now() - interval '1 second'
       WHERE recipient = ${recipient} RETURNING id, message_id`;
@@ -118,7 +119,7 @@ describe('the outbox', () => {
 
   it('marks a message it cannot decrypt as failed instead of retrying it forever', async () => {
     const recipient = `${uniqueUser().name}@example.com`;
-    const foreign = createSealer([Buffer.from('another-key-another-key-another-key')]);
+    const foreign = createSealer([{ id: 'test', key: Buffer.alloc(32, 9) }]);
     await app.service.sql.begin((tx) => enqueueMail(tx, accountActiveMail(recipient, 'x'), foreign, new Date()));
     await waitUntil(async () => (await outboxRow(recipient)).state !== 'pending');
     assert.equal((await outboxRow(recipient)).state, 'failed');
@@ -140,7 +141,7 @@ describe('the outbox', () => {
 });
 
 describe('outbox workers on a queue of their own', () => {
-  const sealer = createSealer([Buffer.from('x'.repeat(32))]);
+  const sealer = createSealer([{ id: 'queue', key: Buffer.alloc(32, 3) }]);
   const quiet = createLogger('error', () => {});
   let queue: { sql: Sql; drop(): Promise<void> };
   before(async () => {
