@@ -1,7 +1,9 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Account } from '../accounts/accounts.ts';
 import type { Sql, Transaction } from '../storage/db.ts';
-import type { Client } from '../use-cases/transaction.ts';
+
+/** Who acted: the client address and user agent a request came from, as a session records them. */
+export type Client = { address: string; userAgent: string };
 
 /**
  * Whether the session still exists. Read after the account row is locked (use-cases/transaction.ts

@@ -4,7 +4,7 @@ import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
 import type { PasswordHasher } from '../accounts/passwords.ts';
 import type { Sealer } from '../sealing.ts';
-import { isSessionLive } from '../sessions/sessions.ts';
+import { isSessionLive, type Client } from '../sessions/sessions.ts';
 import type { Sql, Transaction } from '../storage/db.ts';
 import type { Webhooks } from '../webhooks/events.ts';
 
@@ -55,8 +55,8 @@ export type UseCaseDeps = {
   metrics: Metrics;
 };
 
-/** Who acted: the client address and user agent a request came from. */
-export type Client = { address: string; userAgent: string };
+/** Defined with the sessions that record it (sessions.ts), and named here for the use cases. */
+export type { Client };
 
 /** Deadlock and serialization failure: the database chose this transaction to fail; it may run again. */
 const retryableCodes = new Set(['40P01', '40001']);
