@@ -12,8 +12,6 @@ export type Deps = UseCaseDeps & {
   tokens: TokenService;
   /** The ES256 signing keys, for the JWKS; null with TOKEN_ALG=HS256. */
   signingKeys: SigningKeyRing | null;
-  /** The worker that resolves recorded registration and reset requests (request-resolver.ts). */
-  addressRequests: { wakeLater(): void };
   /** Webhook events by state as last counted (by the worker or the sweep); null when off. */
   webhookCounts(): WebhookCounts | null;
   /** Live sessions, as the sweep last counted them (sessions.ts createLiveSessionCount). */

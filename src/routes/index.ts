@@ -8,8 +8,8 @@ import { checkHealth, checkReadiness } from './health.ts';
 import { issueToken } from './issue-token.ts';
 import { getMetrics } from './metrics.ts';
 import { getApiDocument } from './openapi.ts';
-import { requestRegistrationCode } from './request-registration-code.ts';
-import { requestResetCode } from './request-reset-code.ts';
+import { requestRegistrationCodeRoute } from './request-registration-code.ts';
+import { requestResetCodeRoute } from './request-reset-code.ts';
 import { revokeTokenRoute } from './revoke-token.ts';
 import { getSessions } from './list-sessions.ts';
 import { getEvents } from './list-events.ts';
@@ -28,7 +28,7 @@ export const routes: readonly Route[] = [
   {
     method: 'POST',
     path: '/acc/reg/code',
-    handler: requestRegistrationCode,
+    handler: requestRegistrationCodeRoute,
     rateLimited: true,
     doc: { summary: 'Request a registration code by e-mail', request: 'RegistrationRequest', success: { status: 204 }, errors: [400, 409, 413, 415, 429, 500, 503] },
   },
@@ -42,7 +42,7 @@ export const routes: readonly Route[] = [
   {
     method: 'POST',
     path: '/acc/pwd/code',
-    handler: requestResetCode,
+    handler: requestResetCodeRoute,
     rateLimited: true,
     doc: { summary: 'Request a password reset code by e-mail', request: 'ResetCodeRequest', success: { status: 204 }, errors: [400, 413, 415, 429, 500, 503] },
   },

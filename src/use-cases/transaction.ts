@@ -50,6 +50,8 @@ export type UseCaseDeps = {
   /** Keyed hashes of addresses, names and client addresses, for the tables that count per key. */
   keys: KeyedHashes;
   outbox: { wake(): void; wakeLater(): void };
+  /** The worker that resolves recorded registration and reset requests (request-resolver.ts). */
+  addressRequests: { wakeLater(): void };
   /** Events for the application (src/webhooks/); made and queued only while WEBHOOK_URL is set. */
   webhooks: Webhooks;
   metrics: Metrics;
@@ -77,9 +79,32 @@ export async function retryOnce<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-/** One transaction, retried once (retryOnce). Everything it writes commits together or not at all. */
-export function inTransaction<T>(sql: Sql, work: (tx: Transaction) => Promise<T>): Promise<T> {
-  return retryOnce(() => sql.begin(work) as Promise<T>);
+/**
+ * One transaction, retried once (retryOnce). Everything it writes commits together or not at all.
+ * `work` may end it with `rollBack(outcome)`: nothing it wrote commits, and `outcome` is returned.
+ */
+export async function inTransaction<T>(
+  sql: Sql,
+  work: (tx: Transaction, rollBack: (outcome: T) => never) => Promise<T>,
+): Promise<T> {
+  const rollBack = (outcome: T): never => {
+    throw new RolledBack(outcome);
+  };
+  try {
+    return await retryOnce(() => sql.begin((tx) => work(tx, rollBack)) as Promise<T>);
+  } catch (error) {
+    if (error instanceof RolledBack) return error.outcome as T;
+    throw error;
+  }
+}
+
+/** Thrown through sql.begin, which rolls back on any error, to carry the outcome out. */
+class RolledBack extends Error {
+  readonly outcome: unknown;
+  constructor(outcome: unknown) {
+    super('rolled back');
+    this.outcome = outcome;
+  }
 }
 
 /** After a commit that queued mail and webhook events: their workers look now, not at their next poll. */
