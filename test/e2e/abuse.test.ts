@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createPasswordHasher, type PasswordHasher } from '../../src/accounts/passwords.ts';
+import { stopWallClock } from '../helpers/clock.ts';
 import { codeIn } from '../helpers/smtp.ts';
+import { waitUntil } from '../helpers/wait.ts';
 import { registerAndSignIn, keyedHashesOf, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
 
 describe('sign-in throttle', () => {
@@ -19,8 +21,12 @@ describe('sign-in throttle', () => {
   const signIn = (username: string, password: string, from = '198.51.100.1') =>
     app.call('POST', '/auth/token', { json: { grant_type: 'password', username, password }, headers: { 'x-forwarded-for': from } });
   const seen = (response: { status: number; text: string; headers: Record<string, unknown> }) => `${response.status} ${String(response.headers['retry-after'] ?? '')} ${response.text}`;
+  // The tests that count seconds (Retry-After, and the blocks that end after them) stop the wall
+  // clock (clock.ts): the service's time then moves only by app.clock.advance, not by how long a
+  // busy machine takes between two requests.
 
-  it('makes every attempt after five failures wait a doubling delay, before checking the password', async () => {
+  it('makes every attempt after five failures wait a doubling delay, before checking the password', async (t) => {
+    t.after(stopWallClock());
     const { user } = await registerAndSignIn(app);
     for (let i = 0; i < 5; i += 1) assert.equal((await signIn(user.name, 'wrong-password')).status, 400);
     checks = 0;
@@ -87,7 +93,8 @@ describe('sign-in throttle', () => {
     assert.equal((await signIn(user.name, user.pwd, '203.0.113.8')).status, 200, 'the budget refills');
   });
 
-  it('answers an unknown name exactly like a known one, over every sequence', async () => {
+  it('answers an unknown name exactly like a known one, over every sequence', async (t) => {
+    t.after(stopWallClock());
     const { user } = await registerAndSignIn(app);
     const unknown = { name: `nobody-${user.name}`, email: `nobody-${user.email}` };
     const run = async (who: { name: string; email: string }, from: string) => {
@@ -101,7 +108,8 @@ describe('sign-in throttle', () => {
     assert.deepEqual(await run(user, '192.0.2.50'), await run(unknown, '192.0.2.51'));
   });
 
-  it('counts a wrong old password on PUT /acc/me/pwd', async () => {
+  it('counts a wrong old password on PUT /acc/me/pwd', async (t) => {
+    t.after(stopWallClock());
     const { user, token } = await registerAndSignIn(app);
     const change = (old_pwd: string) => app.call('PUT', '/acc/me/pwd', { token, json: { old_pwd, new_pwd: 'new-password-1' }, headers: { 'x-forwarded-for': '198.51.100.9' } });
     for (let i = 0; i < 5; i += 1) assert.equal((await change('wrong-password')).status, 403);
@@ -112,7 +120,8 @@ describe('sign-in throttle', () => {
     assert.equal((await signIn(user.name, user.pwd, '198.51.100.9')).status, 200, 'a count of its own: the token holder\'s guesses do not lock sign-in');
   });
 
-  it('lets the owner sign in from a network it signed in from before, when strangers spent both budgets', async () => {
+  it('lets the owner sign in from a network it signed in from before, when strangers spent both budgets', async (t) => {
+    t.after(stopWallClock());
     // An outside tester who knew the name and the address spent both budgets from 42
     // addresses and kept the owner from signing in, a reset notwithstanding.
     const { user } = await registerAndSignIn(app);
@@ -176,7 +185,8 @@ describe('per-address rate limit', () => {
     await app.stop();
   });
 
-  it('answers 429 with Retry-After past RATE_LIMIT requests a minute on each unauthenticated POST', async () => {
+  it('answers 429 with Retry-After past RATE_LIMIT requests a minute on each unauthenticated POST', async (t) => {
+    t.after(stopWallClock());
     const from = { 'x-forwarded-for': '192.0.2.1' };
     for (let i = 0; i < 3; i += 1) assert.equal((await app.call('POST', '/acc/reg', { json: { code: 'ABCD-EFGH-IJKL-MNOP' }, headers: from })).status, 404);
     const limited = await app.call('POST', '/acc/reg/code', { json: uniqueUser(), headers: from });
@@ -220,8 +230,11 @@ describe('load shedding for password hashing', () => {
   });
 
   it('queues HASH_CONCURRENCY × 4 hashes, answers 503 past that, and keeps serving cheap requests', async () => {
-    const flood = Array.from({ length: 14 }, () => app.call('POST', '/acc/reg/code', { json: uniqueUser('flood') }));
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    let answered = 0;
+    const flood = Array.from({ length: 14 }, () => app.call('POST', '/acc/reg/code', { json: uniqueUser('flood') }).finally(() => (answered += 1)));
+    // No hash ends before release(): the answers that come are refusals, and once nine have come,
+    // the other five requests are all in the hashing slot and its queue.
+    await waitUntil(async () => answered >= 9);
     const health = await app.call('GET', '/healthz');
     assert.equal(health.status, 200, 'the event loop is free while hashes wait');
     release();
@@ -236,6 +249,13 @@ describe('load shedding for password hashing', () => {
     assert.equal(shed.status, 204, 'service resumes once the queue drains');
   });
 });
+
+/** The password hashing gauges of /metrics: scrypt computations running, and waiting for a slot. */
+async function hashing(service: TestService): Promise<{ running: number; queued: number }> {
+  const { text } = await service.call('GET', '/metrics');
+  const gauge = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1]);
+  return { running: gauge('password_hash_running'), queued: gauge('password_hash_queued') };
+}
 
 describe('overload is never charged to the owner', () => {
   let app: TestService;
@@ -257,7 +277,9 @@ describe('overload is never charged to the owner', () => {
   it('answers 503 to the owner while strangers fill the queue, and signs the owner in after it drains', { timeout: 30_000 }, async () => {
     const { user } = await registerAndSignIn(app);
     const flood = Array.from({ length: 5 }, (_, index) => signIn(`stranger-${index}`, 'guess'));
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The strangers hold the one slot and fill the queue of four.
+    await waitUntil(async () => (await hashing(app)).queued === 4);
+    assert.deepEqual(await hashing(app), { running: 1, queued: 4 });
     const during: number[] = [];
     for (let i = 0; i < 8; i += 1) during.push((await signIn(user.name, user.pwd)).status);
     assert.deepEqual(during, [503, 503, 503, 503, 503, 503, 503, 503], 'the queue is full');
@@ -276,7 +298,7 @@ describe('overload is never charged to the owner', () => {
       const { user } = await registerAndSignIn(single);
       gate = new Promise<void>((resolve) => (hold = resolve));
       const registration = single.call('POST', '/acc/reg/code', { json: uniqueUser('slot') });
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await waitUntil(async () => (await hashing(single)).running === 1);
       assert.equal((await single.call('POST', '/auth/token', { json: { grant_type: 'password', username: user.name, password: user.pwd } })).status, 200, 'while the registration holds the only slot');
       hold();
       assert.equal((await registration).status, 204);
