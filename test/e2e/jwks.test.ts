@@ -1,0 +1,132 @@
+import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { createRemoteJWKSet, jwtVerify } from 'jose';
+import * as client from 'openid-client';
+import { addSigningKey, removeSigningKey } from '../../src/sessions/signing-keys.ts';
+import { createSealer } from '../../src/sealing.ts';
+import { parseConfig } from '../../src/config.ts';
+import { createTestDatabase } from '../helpers/database.ts';
+import { registerAndSignIn, startTestService, testEncryptionKeys, type TestService } from '../helpers/service.ts';
+
+// TOKEN_ALG=ES256: resource servers verify with the published public keys, holding no secret.
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+let database: Awaited<ReturnType<typeof createTestDatabase>>;
+let app: TestService;
+let issuer: string;
+before(async () => {
+  database = await createTestDatabase();
+  const port = await freePort();
+  issuer = `http://127.0.0.1:${port}`;
+  app = await startTestService({ databaseUrl: database.url, env: { PORT: String(port), TOKEN_ISSUER: issuer, TOKEN_ALG: 'ES256', TOKEN_SECRET: '' } });
+});
+after(async () => {
+  await app.stop();
+  await database.drop();
+});
+
+const headerOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()) as { alg: string; kid: string };
+const kids = async () => ((await app.call('GET', '/.well-known/jwks.json')).json.keys as { kid: string }[]).map((key) => key.kid);
+const sealer = createSealer(parseConfig({ ENCRYPTION_KEYS: testEncryptionKeys }).encryptionKeys!);
+
+describe('TOKEN_ALG=ES256', () => {
+  it('publishes jwks_uri, and a token verifies with jose createRemoteJWKSet as docs/design.md writes it', async () => {
+    const metadata = (await app.call('GET', '/.well-known/oauth-authorization-server')).json;
+    assert.equal(metadata.jwks_uri, `${issuer}/.well-known/jwks.json`);
+    const { token } = await registerAndSignIn(app);
+    assert.equal(headerOf(token).alg, 'ES256');
+    // The recipe of docs/design.md ("Verifying a token in another service"), unchanged.
+    const jwks = createRemoteJWKSet(new URL(metadata.jwks_uri));
+    const { payload, protectedHeader } = await jwtVerify(token, jwks, { issuer, algorithms: ['ES256'] });
+    assert.equal(protectedHeader.kid, headerOf(token).kid);
+    assert.equal((await app.call('GET', '/acc/me', { token })).json.id, payload.sub);
+    const set = (await app.call('GET', '/.well-known/jwks.json')).json;
+    assert.deepEqual(Object.keys(set.keys[0]).sort(), ['alg', 'crv', 'kid', 'kty', 'use', 'x', 'y'], 'public members only');
+  });
+
+  it('lets openid-client discover the service and sign in, refresh and revoke', async () => {
+    const { user } = await registerAndSignIn(app);
+    const config = await client.discovery(new URL(issuer), 'any-client', undefined, client.None(), { algorithm: 'oauth2', execute: [client.allowInsecureRequests] });
+    assert.equal(config.serverMetadata().jwks_uri, `${issuer}/.well-known/jwks.json`);
+    const signedIn = await client.genericGrantRequest(config, 'password', { username: user.name, password: user.pwd });
+    const refreshed = await client.refreshTokenGrant(config, signedIn.refresh_token!);
+    assert.equal((await app.call('GET', '/acc/me', { token: refreshed.access_token })).status, 200);
+    await client.tokenRevocation(config, refreshed.refresh_token!);
+    assert.equal((await app.call('GET', '/acc/me', { token: refreshed.access_token })).status, 401);
+  });
+
+  it('keeps the private key only sealed, and shares the keys with every instance', async () => {
+    const [row] = await app.service.sql<{ sealed: Buffer; jwk: Record<string, string> }[]>`SELECT sealed_private_key AS sealed, public_jwk AS jwk FROM signing_keys`;
+    assert.equal(row!.sealed[0], 2, 'a sealed value');
+    assert.equal('d' in row!.jwk, false, 'no private member in the public key');
+    const second = await startTestService({ databaseUrl: database.url, env: { TOKEN_ALG: 'ES256', TOKEN_SECRET: '', TOKEN_ISSUER: issuer } });
+    try {
+      const { token } = await registerAndSignIn(second);
+      assert.equal((await app.call('GET', '/acc/me', { token })).status, 200, 'a token of one instance verifies at the other');
+      assert.equal(headerOf(token).kid, (await kids())[0]);
+    } finally {
+      await second.stop();
+    }
+  });
+
+  it('rotates: the new key is published first, then signs; the old one verifies until its tokens expire, then is gone', async () => {
+    const { token: before } = await registerAndSignIn(app);
+    const oldKid = headerOf(before).kid;
+    const newKid = await addSigningKey(app.service.sql, sealer, app.clock.now());
+    await app.service.sweep();
+    assert.deepEqual(new Set(await kids()), new Set([oldKid, newKid]), 'published before it signs');
+    assert.equal(headerOf((await registerAndSignIn(app)).token).kid, oldKid, 'the old key still signs during the lead');
+    app.clock.advance(121);
+    await app.service.sweep();
+    const { token: after } = await registerAndSignIn(app);
+    assert.equal(headerOf(after).kid, newKid, 'the new key signs after the lead');
+    assert.equal((await app.call('GET', '/acc/me', { token: before })).status, 200, 'tokens of the old key still verify');
+    app.clock.advance(900 + 10);
+    await app.service.sweep();
+    assert.deepEqual(await kids(), [newKid], 'the old key is retired once its tokens have expired');
+    assert.equal((await app.service.sql`SELECT 1 FROM signing_keys WHERE kid = ${oldKid}`).length, 0, 'and deleted');
+  });
+
+  it('refuses, at the service and with jose, a token whose key was removed', async () => {
+    const { token } = await registerAndSignIn(app);
+    const oldKid = headerOf(token).kid;
+    await addSigningKey(app.service.sql, sealer, app.clock.now());
+    app.clock.advance(121);
+    assert.equal(await removeSigningKey(app.service.sql, oldKid), true);
+    await app.service.sweep();
+    assert.equal((await app.call('GET', '/acc/me', { token })).status, 401, 'refused once the instance has read the table');
+    const jwks = createRemoteJWKSet(new URL(`${issuer}/.well-known/jwks.json`));
+    await assert.rejects(jwtVerify(token, jwks, { issuer, algorithms: ['ES256'] }), { code: 'ERR_JWKS_NO_MATCHING_KEY' });
+  });
+
+  it('refuses an HS256 token signed with the public key or any secret, whatever its header', async () => {
+    const { token } = await registerAndSignIn(app);
+    const [header, payload] = token.split('.');
+    const forged = `${Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT' })).toString('base64url')}.${payload}.AAAA`;
+    assert.equal((await app.call('GET', '/acc/me', { token: forged })).status, 401);
+    const none = `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url')}.${payload}.`;
+    assert.equal((await app.call('GET', '/acc/me', { token: none })).status, 401);
+    assert.equal((await app.call('GET', '/acc/me', { token: `${header}.${payload}.${'A'.repeat(86)}` })).status, 401);
+  });
+});
+
+describe('TOKEN_ALG=HS256', () => {
+  it('publishes no key set and no jwks_uri', async () => {
+    const hs = await startTestService();
+    try {
+      const response = await hs.call('GET', '/.well-known/jwks.json');
+      assert.equal(response.status, 404);
+      assert.match(response.json.detail, /TOKEN_ALG/);
+    } finally {
+      await hs.stop();
+    }
+  });
+});
