@@ -70,13 +70,17 @@ async function reserveDelay(sql: Sql, { identifier, client }: ThrottleKeys, now:
  * address). Such a check takes no token (the budget stays empty for everyone else, and nothing
  * is given back for it), and level 1 still bounds it: someone on the owner's network guesses
  * at its pace. One statement either way.
+ *
+ * Instances share the budget but each reads its own clock. `updated_at` only moves forward, so
+ * refills count time once: an instance whose clock is behind refills nothing until it catches
+ * up, and alternating between skewed instances gains no guesses (test/e2e/clock-skew.test.ts).
  */
 async function reserveBudget(sql: Sql, { identifier, client }: ThrottleKeys, perHour: number, now: Date): Promise<Reservation> {
   const refilled = sql`least(${perHour}, b.tokens + greatest(0, extract(epoch FROM ${now}::timestamptz - b.updated_at)) * ${perHour / 3600})`;
   const [reserved] = await sql`
     WITH taken AS (
       INSERT INTO login_budgets AS b (identifier_key, tokens, updated_at) VALUES (${identifier}, ${perHour - 1}, ${now})
-      ON CONFLICT (identifier_key) DO UPDATE SET tokens = ${refilled} - 1, updated_at = ${now}
+      ON CONFLICT (identifier_key) DO UPDATE SET tokens = ${refilled} - 1, updated_at = greatest(b.updated_at, ${now})
       WHERE ${refilled} >= 1
       RETURNING 1)
     SELECT EXISTS (SELECT 1 FROM taken) AS taken, EXISTS (
