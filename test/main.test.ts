@@ -40,6 +40,16 @@ async function docsRecipe(document: string, marker: string): Promise<string> {
   return blocks[0]!.code;
 }
 
+/** Sends `signal` to `pid`; false if no such process runs. */
+function signalled(pid: number, signal: NodeJS.Signals): boolean {
+  try {
+    process.kill(pid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 describe('main', () => {
   let smtp: TestSmtp;
   before(async () => {
@@ -195,7 +205,12 @@ describe('main', () => {
       assert.doesNotMatch(second.stderr(), /another running instance/, 'the killed run holds DATA_DIR no more');
       process.kill(Number(holder), 'SIGINT');
     } finally {
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      // The PostgreSQL that the killed run left (stopped above, or here if the test failed first)
+      // removes its pid file as the last step of its shutdown: only then may its directory go.
+      const pidFile = join(dataDir, 'pg', 'postmaster.pid');
+      const left = Number((await readFile(pidFile, 'utf8').catch(() => '')).split('\n')[0]);
+      const stopping = left > 0 && signalled(left, 'SIGINT');
+      if (stopping) await waitUntil(async () => !existsSync(pidFile), 30_000);
       await rm(dataDir, { recursive: true, force: true });
     }
   });

@@ -4,13 +4,14 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import postgres from 'postgres';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../src/storage/embedded-db.ts';
 import { createLogger } from '../../src/log.ts';
 import { call } from '../helpers/http.ts';
 import { runMain, type Running } from '../helpers/process.ts';
 import { startTestService, testEncryptionKeys, testSecret, type TestService } from '../helpers/service.ts';
 import { codeIn, startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
-import { waitUntil } from '../helpers/wait.ts';
+import { untilQueuesDrained, waitUntil } from '../helpers/wait.ts';
 
 /** Opens a raw connection and resolves when the server closes it, with what it answered. */
 function rawConnection(url: string): { socket: Socket; closed: Promise<string> } {
@@ -103,10 +104,16 @@ describe('database faults, in the service process as deployed', () => {
   it('fails fast with 503 while the database is away, and recovers by itself when it returns', async () => {
     const token = await register('before-outage');
     const port = Number(new URL(database.url).port);
-    // The outbox worker sends inside a transaction: the database goes away in the middle of it.
-    smtp.delayNext(1_000);
-    assert.equal((await call(url, 'POST', '/acc/reg/code', { json: { name: 'mid-send', email: 'mid-send@example.com', pwd: 'secret-1' } })).status, 204);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The database goes away while a message is being sent: claimed under its lease, not yet settled.
+    const probe = postgres(database.url, { max: 1, onnotice: () => {} });
+    try {
+      await untilQueuesDrained(probe);
+      smtp.delayNext(1_000);
+      assert.equal((await call(url, 'POST', '/acc/reg/code', { json: { name: 'mid-send', email: 'mid-send@example.com', pwd: 'secret-1' } })).status, 204);
+      await waitUntil(async () => (await probe`SELECT count(*)::int AS n FROM outbox WHERE recipient = 'mid-send@example.com' AND lease IS NOT NULL`)[0]!.n === 1);
+    } finally {
+      await probe.end();
+    }
     await database.stop();
 
     const registration = await call(url, 'POST', '/acc/reg/code', { json: { name: 'during-outage', email: 'during@example.com', pwd: 'secret-1' } });

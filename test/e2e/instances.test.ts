@@ -6,7 +6,7 @@ import { call } from '../helpers/http.ts';
 import { runMain, type Running } from '../helpers/process.ts';
 import { testEncryptionKeys, testSecret } from '../helpers/service.ts';
 import { codeIn, startTestSmtp, type TestSmtp } from '../helpers/smtp.ts';
-import { waitUntil } from '../helpers/wait.ts';
+import { untilQueuesDrained, waitUntil } from '../helpers/wait.ts';
 
 describe('several instances on one database', () => {
   let database: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -57,8 +57,7 @@ describe('several instances on one database', () => {
     assert.deepEqual(changes.map((change) => change.status).sort(), [204, 401, 401]);
 
     const expected = winners.length * 2 + 1;
-    await waitUntil(async () => smtp.messages.length >= expected);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await untilQueuesDrained(sql);
     const ids = smtp.messages.map((message) => message.messageId);
     assert.equal(ids.length, expected, 'no message twice, none missing');
     assert.equal(new Set(ids).size, ids.length);

@@ -4,6 +4,7 @@ import { form, type HttpResult } from '../helpers/http.ts';
 import { roundTripBudgets } from '../helpers/round-trip-budgets.ts';
 import { codeIn } from '../helpers/smtp.ts';
 import { startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
+import { untilQueuesDrained } from '../helpers/wait.ts';
 
 // The round trips each path sends to PostgreSQL, BEGIN and COMMIT included, counted through the
 // driver's query hook, against the budgets of test/helpers/round-trip-budgets.ts.
@@ -20,7 +21,8 @@ after(async () => {
 
 /** The statements of the request alone: the outbox worker's transactions (on their own connection) are left out. */
 async function count(send: () => Promise<HttpResult>): Promise<{ response: HttpResult; statements: string[] }> {
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  // The work that earlier requests left to the workers first, so that none of it falls in the window.
+  await untilQueuesDrained(app.service.sql);
   seen.length = 0;
   const response = await send();
   assert.ok(response.status < 300, `${response.status} ${response.text}`);
