@@ -3,7 +3,7 @@ import { createServer as createHttpServer, STATUS_CODES, type IncomingMessage, t
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { OverloadedError } from '../concurrency.ts';
-import { busyReason, isDatabaseUnavailable, poolerHint } from '../storage/db.ts';
+import { busyReason, isDatabaseUnavailable, poolerHint } from '../database-errors.ts';
 import { describeError } from '../log.ts';
 import { clientAddress } from './client-address.ts';
 import { clientNetwork } from '../rate-limit.ts';

@@ -3,7 +3,7 @@ import { forgetKnownClients } from '../accounts/login-throttle.ts';
 import { consumeCodes, deleteCodes, findEmailChange } from '../accounts/one-time-codes.ts';
 import { emailChangedMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
-import { isUniqueViolation } from '../storage/db.ts';
+import { isUniqueViolation } from '../database-errors.ts';
 import { endSessions } from './end-sessions.ts';
 import { inTransaction, lockAccount, wakeWorkers, type Client, type UseCaseDeps } from './transaction.ts';
 

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
-import { isDatabaseUnavailable, isDriverWriteDefect, isPoolBroken, isUniqueViolation, openDatabase, type Database } from '../../src/storage/db.ts';
+import { isDatabaseUnavailable, isUniqueViolation } from '../../src/database-errors.ts';
+import { isDriverWriteDefect, isPoolBroken, openDatabase, type Database } from '../../src/storage/db.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { waitUntil } from '../helpers/wait.ts';
 
