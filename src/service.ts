@@ -9,7 +9,7 @@ import { createServer, type ServerTimeouts } from './http/server.ts';
 import { describeError, type Logger } from './log.ts';
 import { createOutboxWorker, deleteFinishedMail, finishedMailRetentionMs, type OutboxOptions } from './mail/outbox.ts';
 import { createFileTransport, createSmtpTransport, type MailTransport } from './mail/transport.ts';
-import { loadMigrations, migrate } from './storage/migrations.ts';
+import { isSchemaCurrent, loadMigrations, migrate } from './storage/migrations.ts';
 import { createLimiter } from './concurrency.ts';
 import { createPasswordHasher, limitPasswordHasher, type PasswordHasher } from './accounts/passwords.ts';
 import { createRateLimiter } from './rate-limit.ts';
@@ -129,7 +129,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       webhooks: webhookWorker === null ? disabledWebhooks : enabledWebhooks(webhookWorker.wake),
       webhookCounts: () => webhookWorker?.counts() ?? null,
       liveSessions,
-      migrations,
+      schemaCurrent: () => isSchemaCurrent(sql, migrations),
       rateLimiter: config.rateLimit === 0 ? null : createRateLimiter(config.rateLimit),
       accountRateLimiter: config.accountRateLimit === 0 ? null : createRateLimiter(config.accountRateLimit),
       noteDatabaseFailure: database.noteFailure,

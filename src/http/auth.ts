@@ -1,6 +1,6 @@
 import type { Account } from '../accounts/accounts.ts';
-import { findSessionAccount } from '../sessions/sessions.ts';
 import type { CallerFactorRefusal } from '../use-cases/password-check.ts';
+import { findCaller } from '../use-cases/reads.ts';
 import type { Client } from '../use-cases/transaction.ts';
 import { HttpError, problems, throttled } from './errors.ts';
 import type { Deps, RequestContext } from './router.ts';
@@ -31,7 +31,7 @@ export async function authenticate(ctx: RequestContext, deps: Deps): Promise<Cal
   const token = headers.length === 1 ? bearerToken(headers[0]) : null;
   const now = deps.clock();
   const claims = token === null ? null : deps.tokens.verifyToken(token, now);
-  const account = claims === null ? null : await findSessionAccount(deps.sql, claims.sub, claims.sid, now);
+  const account = claims === null ? null : await findCaller(deps, claims.sub, claims.sid, now);
   if (account === null) throw invalidToken();
   return { account, sessionId: claims!.sid };
 }

@@ -1,17 +1,12 @@
-import { findCode, hashCode, type CodePurpose, type FoundCode } from '../accounts/one-time-codes.ts';
+import type { CodePurpose } from '../accounts/one-time-codes.ts';
+import { findLiveCode, type LiveCode } from '../use-cases/reads.ts';
 import { HttpError, problems } from './errors.ts';
 import type { Deps } from './router.ts';
 
-/**
- * A code that exists for `purpose` and has not expired, with its hash, else 404 or 410. Unknown
- * and expired codes, the usual result of guessing, are answered from one read with no
- * transaction. Looked up by hash: only hashes are stored, and an index lookup on a SHA-256
- * value reveals nothing about which codes exist.
- */
-export async function checkCode(deps: Deps, purpose: CodePurpose, code: string): Promise<FoundCode & { codeHash: Buffer }> {
-  const codeHash = hashCode(code);
-  const found = await findCode(deps.sql, purpose, codeHash);
-  if (found === null) throw new HttpError(problems.unknownCode);
-  if (found.expiresAt <= deps.clock()) throw new HttpError(problems.codeExpired, { detail: 'Request a new code.' });
-  return { ...found, codeHash };
+/** A code that exists for `purpose` and has not expired, with its hash (use-cases/reads.ts), else 404 or 410. */
+export async function checkCode(deps: Deps, purpose: CodePurpose, code: string): Promise<LiveCode> {
+  const found = await findLiveCode(deps, purpose, code);
+  if (found.outcome === 'unknown') throw new HttpError(problems.unknownCode);
+  if (found.outcome === 'expired') throw new HttpError(problems.codeExpired, { detail: 'Request a new code.' });
+  return found.code;
 }

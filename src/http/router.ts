@@ -1,6 +1,5 @@
 import type { IncomingMessage } from 'node:http';
 import type { Limiter } from '../concurrency.ts';
-import type { Migration } from '../storage/migrations.ts';
 import type { RateLimiter } from '../rate-limit.ts';
 import type { TokenService } from '../sessions/tokens.ts';
 import type { SigningKeyRing } from '../sessions/signing-keys.ts';
@@ -16,7 +15,8 @@ export type Deps = UseCaseDeps & {
   webhookCounts(): WebhookCounts | null;
   /** Live sessions, as the sweep last counted them (sessions.ts createLiveSessionCount). */
   liveSessions: { current(): Promise<number> };
-  migrations: Migration[];
+  /** Whether the database holds every migration of this build (storage/migrations.ts isSchemaCurrent). */
+  schemaCurrent(): Promise<boolean>;
   /** Null when RATE_LIMIT is 0. */
   rateLimiter: RateLimiter | null;
   /** Per account (its row id): sign-ins, refreshes and session listings. Null when ACCOUNT_RATE_LIMIT is 0. */

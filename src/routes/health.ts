@@ -1,6 +1,5 @@
 import { HttpError, problems } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
-import { isSchemaCurrent } from '../storage/migrations.ts';
 
 const readinessTimeoutMs = 2_000;
 
@@ -13,7 +12,8 @@ export const checkReadiness: Handler = async (_ctx, deps) => {
   const timeout = new Promise<boolean>((resolve) => {
     timer = setTimeout(() => resolve(false), readinessTimeoutMs);
   });
-  const ready = await Promise.race([isSchemaCurrent(deps.sql, deps.migrations).catch(() => false), timeout]).finally(() => clearTimeout(timer));
+  const current = deps.schemaCurrent().catch(() => false);
+  const ready = await Promise.race([current, timeout]).finally(() => clearTimeout(timer));
   if (!ready) {
     throw new HttpError(problems.unavailable, { detail: 'The database is unreachable or not migrated.', headers: { 'Retry-After': '5' } });
   }

@@ -1,6 +1,5 @@
 import { accountRateLimited, OAuthError, throttled } from '../http/errors.ts';
 import { clientOf, takeAccountAllowance } from '../http/auth.ts';
-import { findSessionOwner } from '../sessions/sessions.ts';
 import { readOAuthParameters, stringParameter } from '../http/oauth.ts';
 import type { Deps, Handler, Reply, RequestContext } from '../http/router.ts';
 import { refreshSession } from '../use-cases/refresh-session.ts';
@@ -46,15 +45,9 @@ async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<str
 
 async function refreshGrant(ctx: RequestContext, deps: Deps, params: Record<string, unknown>): Promise<Reply> {
   const presented = stringParameter(params, 'refresh_token', maxRefreshTokenLength);
-  // Counted before the rotation writes anything: each leaves a spent token behind for a day, so
-  // the account's allowance is what bounds how many a client's refresh loop makes the database
-  // hold. Finding the account costs one more round trip, only while the limit is on.
-  if (deps.accountRateLimiter !== null) {
-    const owner = await findSessionOwner(deps.sql, { refreshToken: presented });
-    const wait = owner === null ? 0 : takeAccountAllowance(deps, owner.accountId);
-    if (wait > 0) throw accountRateLimited(wait);
-  }
-  const result = await refreshSession(deps, presented, clientOf(ctx));
+  const admit = deps.accountRateLimiter === null ? null : (accountId: string) => takeAccountAllowance(deps, accountId);
+  const result = await refreshSession(deps, presented, clientOf(ctx), admit);
+  if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
   if (result.outcome === 'refused') throw new OAuthError('invalid_grant', 'The refresh token is invalid, expired, revoked or already used.');
   return tokenReply(deps, result.accountPublicId, result.sessionId, result.refreshToken);
 }

@@ -2,14 +2,14 @@ import { authenticate, takeAccountAllowance } from '../http/auth.ts';
 import { accountRateLimited } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
 import { isoUtc } from '../format.ts';
-import { listSessions } from '../sessions/sessions.ts';
+import { listLiveSessions } from '../use-cases/reads.ts';
 
 /** GET /acc/me/sessions: where the account is signed in, the caller's own session marked. */
 export const getSessions: Handler = async (ctx, deps) => {
   const { account, sessionId } = await authenticate(ctx, deps);
   const wait = takeAccountAllowance(deps, account.id);
   if (wait > 0) throw accountRateLimited(wait);
-  const sessions = await listSessions(deps.sql, account.id, deps.clock(), deps.config.sessionsPerAccount);
+  const sessions = await listLiveSessions(deps, account.id);
   return {
     status: 200,
     body: {

@@ -1,9 +1,13 @@
 import { findPublicId } from '../accounts/accounts.ts';
-import { rotateRefreshToken } from '../sessions/sessions.ts';
+import { findSessionOwner, rotateRefreshToken } from '../sessions/sessions.ts';
 import { endSessions } from './end-sessions.ts';
 import { retryOnce, type Client, type UseCaseDeps } from './transaction.ts';
 
-export type Refresh = { outcome: 'refreshed'; accountPublicId: string; sessionId: string; refreshToken: string } | { outcome: 'refused' };
+export type Refresh =
+  | { outcome: 'refreshed'; accountPublicId: string; sessionId: string; refreshToken: string }
+  | { outcome: 'refused' }
+  /** The account is past its rate limit (`admit`): nothing was rotated. */
+  | { outcome: 'limited'; retryAfterSeconds: number };
 
 /**
  * Refresh token grant: one round trip in the common case (rotateRefreshToken). A spent token
@@ -11,8 +15,24 @@ export type Refresh = { outcome: 'refreshed'; accountPublicId: string; sessionId
  * transaction of its own. Reuse stays reuse (a spent token never becomes live again, and time
  * only passes), so ending the session after the first statement decided it loses nothing; if
  * the process stops in between, the next presentation decides the same.
+ *
+ * `admit`, when the per-account rate limit is on, takes one refresh from the account's
+ * allowance (0 to go on, else the seconds to wait).
  */
-export async function refreshSession(deps: UseCaseDeps, presented: string, client: Client): Promise<Refresh> {
+export async function refreshSession(
+  deps: UseCaseDeps,
+  presented: string,
+  client: Client,
+  admit: ((accountId: string) => number) | null = null,
+): Promise<Refresh> {
+  if (admit !== null) {
+    // Counted before the rotation writes anything: each leaves a spent token behind for a day, so
+    // the account's allowance is what bounds how many a client's refresh loop makes the database
+    // hold. Finding the account costs one more round trip, only while the limit is on.
+    const owner = await findSessionOwner(deps.sql, { refreshToken: presented });
+    const wait = owner === null ? 0 : admit(owner.accountId);
+    if (wait > 0) return { outcome: 'limited', retryAfterSeconds: wait };
+  }
   const now = deps.clock();
   const rotation = await retryOnce(() => rotateRefreshToken(deps.sql, presented, client, now));
   if (rotation.outcome === 'reused') {
