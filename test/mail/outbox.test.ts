@@ -3,6 +3,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import { connectDatabase, type Sql } from '../../src/storage/db.ts';
 import { loadMigrations, migrate } from '../../src/storage/migrations.ts';
 import { createLogger } from '../../src/log.ts';
@@ -12,7 +13,7 @@ import { backoffMs } from '../../src/queue.ts';
 import { createFileTransport, createSmtpTransport, isPermanentFailure } from '../../src/mail/transport.ts';
 import { createSealer } from '../../src/sealing.ts';
 import { createTestDatabase } from '../helpers/database.ts';
-import { waitUntil } from '../helpers/wait.ts';
+import { untilQueuesDrained, waitUntil } from '../helpers/wait.ts';
 import { codeIn, startTestSmtp } from '../helpers/smtp.ts';
 import { requestCode, startTestService, testEncryptionKeys, uniqueUser, type TestService } from '../helpers/service.ts';
 import { parseConfig } from '../../src/config.ts';
@@ -56,6 +57,8 @@ describe('the outbox', () => {
 
   it('holds no connection and no lock while SMTP hangs, and delivers once it answers', async () => {
     const user = uniqueUser();
+    // The earlier tests' mail out first, so that the held answer is this message's.
+    await untilQueuesDrained(app.service.sql);
     app.smtp.delayNext(5_000);
     assert.equal((await app.call('POST', '/acc/reg/code', { json: user })).status, 204);
     await waitUntil(async () => typeof (await outboxRow(user.email)).lease === 'string');
@@ -63,13 +66,15 @@ describe('the outbox', () => {
     // Mid-send: the message is claimed, and no backend of the service sits in a transaction.
     // A transaction held across the send would have been idle since the claim; the short
     // transactions of the other workers (the request resolver polls) pass through the state
-    // for a moment only, so anything idle for less than 500 ms is not counted.
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    // for a moment only, so anything idle for less than 500 ms is not counted. The pause lets a
+    // transaction held since the claim grow older than that: it is what is measured, no barrier.
+    await delay(600);
     const open = await app.service.sql`
       SELECT query FROM pg_stat_activity
       WHERE datname = current_database() AND state LIKE 'idle in transaction%'
         AND clock_timestamp() - state_change > interval '500 milliseconds'`;
     assert.deepEqual(open.map((row) => row.query), []);
+    assert.equal(typeof (await outboxRowById(id)).lease, 'string', 'looked at while the send still hangs');
     // Every connection of the pool is free for requests meanwhile.
     const started = performance.now();
     const answers = await Promise.all(Array.from({ length: 20 }, () => app.call('GET', '/readyz')));
