@@ -6,6 +6,7 @@ import { chmod, chown, cp, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import { createTestDatabase } from './helpers/database.ts';
 import { call } from './helpers/http.ts';
 import { runMain, runMainAs } from './helpers/process.ts';
@@ -60,7 +61,7 @@ describe('the production install (what the image runs)', () => {
       const flood = Array.from({ length: 300 }, (_, index) =>
         call(url, 'POST', '/acc/reg/code', { json: { name: `flood-${index}`, email: `flood-${index}@example.com`, pwd: 'secret-1' } }).then((response) => response.status),
       );
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await delay(200);
       assert.equal((await call(url, 'GET', '/healthz')).status, 200, 'answered while the flood is in flight');
       const statuses = await Promise.all(flood);
       assert.deepEqual([...new Set(statuses)].sort(), [204, 503], `statuses: ${statuses}`);
@@ -94,7 +95,7 @@ describe('the production install (what the image runs)', () => {
         const index = flood.length;
         flood.push(call(url, 'POST', '/acc/reg/code', { json: { name: `flood-${index}`, email: `flood-${index}@example.com`, pwd: 'secret-1' } }).then((response) => response.status, () => 0));
       }, 1000 / perSecond);
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      await delay(500);
       const signIns: number[] = [];
       for (let i = 0; i < 10; i += 1) {
         const response = await call(url, 'POST', '/auth/token', { json: { grant_type: 'password', username: owner.name, password: owner.pwd } });

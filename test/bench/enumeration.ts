@@ -1,5 +1,6 @@
 // Pairs of requests that must take the same time, or their timing tells whether an account
 // exists: one request at a time, alternating, so that only the path differs.
+import { setTimeout as delay } from 'node:timers/promises';
 import { createPasswordHasher } from '../../src/accounts/passwords.ts';
 import { defaultScrypt } from '../../src/config.ts';
 import { format, median, type Bench } from './bench.ts';
@@ -17,11 +18,11 @@ export async function enumeration(bench: Bench): Promise<void> {
   try {
     const olderIds = older.map((account) => account.id);
     while ((await bench.sql`SELECT count(*)::int AS n FROM accounts WHERE id IN ${bench.sql(olderIds)} AND password_hash = ${olderHash}`)[0]!.n > 0) {
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await delay(200);
     }
     const timeOne = async (path: string, body: object) => {
       // A pause first, so that the mail a previous request queued is sent before this one is timed.
-      await new Promise((resolve) => setTimeout(resolve, 150));
+      await delay(150);
       const sent = performance.now();
       const response = await fetch(new URL(path, service.url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
       await response.arrayBuffer();

@@ -4,6 +4,7 @@
 // second) a Node client is never the limit. Sends registrations, each for a new name and address.
 // Reads a plan as JSON from argv, prints one JSON line.
 import { Agent, request } from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
 
 export type OpenLoopPlan = { url: string; namePrefix: string; ratePerSecond: number; seconds: number };
 export type OpenLoopResult = { requests: number; statuses: Record<string, number>; latenciesMs: Record<string, number[]> };
@@ -38,7 +39,7 @@ const started = performance.now();
 const inFlight: Array<Promise<void>> = [];
 for (let sent = 0; performance.now() < started + plan.seconds * 1000; sent += 1) {
   const wait = started + (sent * 1000) / plan.ratePerSecond - performance.now();
-  if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+  if (wait > 0) await delay(wait);
   const name = `${plan.namePrefix}-${sent}`;
   inFlight.push(send(JSON.stringify({ name, email: `${name}@bench.example`, pwd: 'bench-password' })));
 }

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { startEmbeddedDatabase } from '../../src/storage/embedded-db.ts';
 import { createLogger } from '../../src/log.ts';
 import { call } from '../helpers/http.ts';
@@ -51,15 +52,15 @@ export async function runOutage(outageSeconds = 10, clients = 20): Promise<Outag
       }
     };
     const loops = Array.from({ length: clients }, stream);
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    await delay(2_000);
     const postmaster = Number((await readFile(join(work, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0]);
     process.kill(postmaster, 'SIGQUIT');
     const stoppedAt = performance.now();
-    await new Promise((resolve) => setTimeout(resolve, outageSeconds * 1000));
+    await delay(outageSeconds * 1000);
     database = await startEmbeddedDatabase(work, quiet, port);
     const backAt = performance.now();
     while (!answers.some((answer) => answer.at > backAt && answer.status === 404) && performance.now() - backAt < 30_000) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await delay(20);
     }
     streaming = false;
     await Promise.all(loops);

@@ -3,6 +3,7 @@
 // alternates), each with an address or name of its own (the per-address quota allows one request
 // a minute). The answer is the AUC: the chance that a request of the first kind took longer than
 // one of the second. 0.5 is a coin toss; the goal is 0.45 to 0.55.
+import { setTimeout as delay } from 'node:timers/promises';
 import { format, median, type Bench } from './bench.ts';
 import { seedAccounts } from './seed.ts';
 
@@ -46,7 +47,7 @@ export async function timing(bench: Bench): Promise<void> {
     for (const pair of pairs) {
       const times = { a: [] as number[], b: [] as number[] };
       const timeOne = async (index: number, side: 'a' | 'b') => {
-        await new Promise((resolve) => setTimeout(resolve, pauseMs));
+        await delay(pauseMs);
         const started = performance.now();
         await pair.send(index, side);
         times[side].push(performance.now() - started);

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import { seen, type HttpResult } from '../helpers/http.ts';
 import { codeIn, type ReceivedMail } from '../helpers/smtp.ts';
 import { registerAndSignIn, requestCode, signIn, keyedHashesOf, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
@@ -379,7 +380,7 @@ describe('POST /acc/me/email and POST /acc/email', () => {
         // Past the account's own cooldown, so that a racing request is decided by the race.
         app.clock.advance(61);
         const results = await Promise.all([first, second].map(async (kind) => {
-          await new Promise((resolve) => setTimeout(resolve, Math.random() * 4));
+          await delay(Math.random() * 4);
           return writers[kind]!.send(round);
         }));
         const label = `${first} × ${second}, round ${i}`;

@@ -4,6 +4,7 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import postgres from 'postgres';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../src/storage/embedded-db.ts';
 import { createLogger } from '../../src/log.ts';
@@ -54,7 +55,7 @@ describe('slow and hostile clients', () => {
 
   it('keeps serving others while hundreds of connections sit idle, and closes the idle ones', async () => {
     const idle = Array.from({ length: 300 }, () => rawConnection(app.url));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await delay(100);
     const response = await app.call('GET', '/healthz');
     assert.equal(response.status, 200);
     await Promise.all(idle.map((connection) => connection.closed));
@@ -159,13 +160,13 @@ describe('database faults, in the service process as deployed', () => {
       }
     };
     const clients = Array.from({ length: 10 }, (_, client) => stream(client));
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await delay(500);
     // pg_ctl -m immediate: SIGQUIT to the postmaster, which kills its backends without a goodbye.
     const postmaster = Number((await readFile(join(dataDir, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0]);
     process.kill(postmaster, 'SIGQUIT');
     const stoppedAt = performance.now();
     await waitUntil(async () => !isAlive(postmaster), 10_000);
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    await delay(3_000);
     assert.equal((await call(url, 'GET', '/healthz')).status, 200, 'the process answers its health check throughout');
     database = await startEmbeddedDatabase(dataDir, log, port);
     const backAt = performance.now();

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import { routes } from '../../src/routes/index.ts';
 import { registerAndSignIn, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
 
@@ -228,7 +229,7 @@ describe('the HTTP edge', () => {
     const socket = connect(Number(new URL(app.url).port), '127.0.0.1');
     await new Promise((resolve) => socket.once('connect', resolve));
     socket.write('POST /acc/reg HTTP/1.1\r\nHost: x\r\nX-Request-Id: hung-up-1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"co');
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await delay(50);
     socket.destroy();
     const { waitUntil } = await import('../helpers/wait.ts');
     const isItsLine = (line: string) => line.includes('"msg":"request"') && line.includes('"request_id":"hung-up-1"');
@@ -247,9 +248,9 @@ describe('the HTTP edge', () => {
     socket.write(body.slice(0, 5));
     let answer = '';
     socket.on('data', (chunk) => (answer += chunk.toString()));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await delay(100);
     const stopped = stopping.stop();
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await delay(100);
     socket.write(body.slice(5));
     await stopped;
     assert.match(answer, /^HTTP\/1\.1 404 /, 'the request in flight got its answer');

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import { hashCode } from '../../src/accounts/one-time-codes.ts';
 import { createPasswordHasher } from '../../src/accounts/passwords.ts';
 import { form, type HttpResult } from '../helpers/http.ts';
@@ -71,7 +72,7 @@ async function newRound(): Promise<Round> {
   return { accountId, name: user.name, email: user.email, code, a: sessions[0]!, b: sessions[1]!, c: sessions[2]!, signedIn: [] };
 }
 
-const jitter = () => new Promise((resolve) => setTimeout(resolve, Math.random() * 4));
+const jitter = () => delay(Math.random() * 4);
 
 async function runRound(first: Writer, second: Writer): Promise<void> {
   const round = await newRound();

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import { codeIn } from '../helpers/smtp.ts';
 import { referenceTotp } from '../helpers/totp.ts';
 import { registerAndSignIn, startTestService, type TestService } from '../helpers/service.ts';
@@ -25,7 +26,7 @@ const codeAt = (secret: string, step: number) => referenceTotp(secret, step * 30
 /** Waits out the last seconds of a step, so that a step computed here is still the service's when it answers. */
 async function awayFromStepEnd(): Promise<void> {
   const intoStep = app.clock.now().getTime() % 30_000;
-  if (intoStep > 26_000) await new Promise((resolve) => setTimeout(resolve, 30_000 - intoStep + 100));
+  if (intoStep > 26_000) await delay(30_000 - intoStep + 100);
 }
 
 const signIn = (username: string, password: string, otp?: string, address = freshAddress()) =>

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import { jwtVerify } from 'jose';
 import { ResourceOwnerPassword } from 'simple-oauth2';
 import { createTestDatabase } from '../helpers/database.ts';
@@ -276,7 +277,7 @@ describe('races that must not leave a session alive', () => {
     assert.equal((await app.call('POST', '/acc/pwd/code', { json: { email: user.email } })).status, 204);
     const mail = await app.smtp.waitFor((message) => message.subject === 'Your password reset code' && app.smtp.messages.indexOf(message) >= before);
     const signIns = Array.from({ length: 8 }, (_, index) =>
-      new Promise((resolve) => setTimeout(resolve, index * 3)).then(() => app.call('POST', '/auth/token', { json: { grant_type: 'password', username: user.name, password: user.pwd }, headers: { 'x-forwarded-for': `192.0.2.${index}` } })),
+      delay(index * 3).then(() => app.call('POST', '/auth/token', { json: { grant_type: 'password', username: user.name, password: user.pwd }, headers: { 'x-forwarded-for': `192.0.2.${index}` } })),
     );
     const reset = app.call('POST', '/acc/pwd', { json: { code: codeIn(mail), new_pwd: 'reset-in-race' } });
     const [resetAnswer, ...answers] = await Promise.all([reset, ...signIns]);

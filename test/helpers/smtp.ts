@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
 
@@ -41,9 +42,9 @@ export async function startTestSmtp(): Promise<TestSmtp> {
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       stream.on('end', async () => {
-        const delay = nextDelayMs;
+        const heldMs = nextDelayMs;
         nextDelayMs = 0;
-        if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+        if (heldMs > 0) await delay(heldMs);
         const raw = Buffer.concat(chunks).toString('utf8');
         simpleParser(raw).then((parsed: ParsedMail) => {
           const to = Array.isArray(parsed.to) ? (parsed.to[0]?.text ?? '') : (parsed.to?.text ?? '');

@@ -1,4 +1,4 @@
-import { setTimeout as pause } from 'node:timers/promises';
+import { setTimeout as delay } from 'node:timers/promises';
 import type postgres from 'postgres';
 
 /**
@@ -9,7 +9,7 @@ export async function waitUntil(check: () => Promise<boolean>, timeoutMs = 10_00
   const deadline = performance.now() + timeoutMs;
   while (!(await check())) {
     if (performance.now() > deadline) throw new Error('condition not reached in time');
-    await pause(25);
+    await delay(25);
   }
 }
 

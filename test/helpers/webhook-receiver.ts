@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
 
 /** One request as the receiver got it, checked with the Standard Webhooks library. */
@@ -83,7 +84,7 @@ export async function startReceiver(secret: string): Promise<Receiver> {
       const deadline = Date.now() + timeoutMs;
       while (!check(receiver.received)) {
         if (Date.now() > deadline) throw new Error(`receiver: condition not reached; got ${JSON.stringify(receiver.received.map((entry) => [entry.id, entry.answered, entry.body]))}`);
-        await new Promise((resolve) => setTimeout(resolve, 25));
+        await delay(25);
       }
     },
     stop: close,

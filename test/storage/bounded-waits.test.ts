@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import postgres from 'postgres';
 import { busyReason } from '../../src/database-errors.ts';
 import { createTestDatabase } from '../helpers/database.ts';
@@ -141,12 +142,12 @@ describe('one terminated backend under load', () => {
       const clients = Array.from({ length: 10 }, async () => {
         while (streaming) statuses.push((await app.call('GET', '/acc/me', { token })).status);
       });
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await delay(300);
       const [victim] = await admin`
         SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend' LIMIT 1`;
       const before = statuses.length;
       await admin`SELECT pg_terminate_backend(${victim!.pid})`;
-      await new Promise((resolve) => setTimeout(resolve, 700));
+      await delay(700);
       streaming = false;
       await Promise.all(clients);
       await admin.end();

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import postgres from 'postgres';
 import { handleDriverDefects } from '../helpers/driver-defect.ts';
 import { hasPostgresBinaries, pgBin, startPrimaryAndStandby } from '../helpers/cluster.ts';
@@ -48,22 +49,22 @@ describe('failover to a promoted standby (multi-host DATABASE_URL, target_sessio
       }
     };
     const clients = Array.from({ length: 10 }, (_, client) => stream(client));
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await delay(1_000);
     // A message whose send is under way when the primary goes: its settling fails, its lease runs
     // out, and it is sent again from the promoted standby, with the same Message-ID.
     const caught = uniqueUser('mid-send');
     app.smtp.delayNext(1_500);
     assert.equal((await app.call('POST', '/acc/reg/code', { json: caught })).status, 204);
     acknowledged.push(caught.email);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await delay(200);
     const stoppedAt = performance.now();
     await cluster.primary.stop('fast');
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    await delay(2_000);
     await cluster.standby.promote();
     const promotedAt = performance.now();
     await waitUntil(async () => answers.some((answer) => answer.at > promotedAt && answer.status < 300), 10_000);
     const recoveredAt = answers.find((answer) => answer.at > promotedAt && answer.status < 300)!.at;
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await delay(1_000);
     streaming = false;
     await Promise.all(clients);
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import postgres from 'postgres';
 import { connectDatabase } from '../../src/storage/db.ts';
 import { loadMigrations, migrate } from '../../src/storage/migrations.ts';
@@ -51,7 +52,7 @@ after(async () => {
 async function scansOnceReported(): Promise<Record<string, number>> {
   await waitUntil(async () => (await admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`)[0]!.n === 0);
   // A backend reports as it ends, before it leaves pg_stat_activity; a moment more all the same.
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  await delay(200);
   const rows = await admin`SELECT relname, seq_scan FROM pg_stat_user_tables`;
   return Object.fromEntries(rows.map((row) => [row.relname as string, Number(row.seq_scan)]));
 }
