@@ -1,3 +1,4 @@
+import { freePort } from './helpers/ports.ts';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
@@ -264,7 +265,7 @@ describe('main', () => {
     });
   }
 
-  it('starts on embedded defaults with nothing configured, and keeps data and secrets across restarts; its tokens pass the jose recipe of docs/design.md', async () => {
+  it('starts on embedded defaults with nothing configured, and keeps data and keys across restarts; with ES256, its tokens pass the jose recipe of docs/design.md', async () => {
     // A directory as a clone is: .data beside node_modules, where the recipe looks for the secret.
     const clone = await mkdtemp(join(tmpdir(), 'account-service-main-'));
     const dataDir = join(clone, '.data');
@@ -272,8 +273,7 @@ describe('main', () => {
     await chmod(clone, 0o755);
     await chmod(dataDir, 0o755);
     try {
-      const env = { DATA_DIR: dataDir, PORT: '0', SCRYPT_PARAMS: 'ln=4,r=8,p=1' };
-      const first = runMain(env);
+      const first = runMain({ DATA_DIR: dataDir, PORT: '0', SCRYPT_PARAMS: 'ln=4,r=8,p=1' });
       const { url } = (await first.waitFor(/"msg":"listening"/)) as { url: string };
       assert.match(first.lines.join('\n'), /"database":"embedded","mail":"files"/);
       assert.equal((await call(url, 'POST', '/acc/reg/code', { json: { name: 'embedded', email: 'embedded@example.com', pwd: 'secret-1' } })).status, 204);
@@ -282,23 +282,23 @@ describe('main', () => {
       const code = codeIn({ text: (await readFile(path, 'utf8')).replace(/=\n/g, '') } as never);
       first.kill('SIGINT');
       assert.equal(await first.exit, 0);
-      assert.equal(((await stat(join(dataDir, 'token-secret'))).mode & 0o777).toString(8), '600');
+      for (const file of ['token-secret', 'encryption-keys']) assert.equal(((await stat(join(dataDir, file))).mode & 0o777).toString(8), '600', file);
 
-      const second = runMain(env);
+      // Again with ES256, at the public URL that TOKEN_ISSUER names, as the recipe expects.
+      const port = await freePort();
+      const second = runMain({ DATA_DIR: dataDir, PORT: String(port), SCRYPT_PARAMS: 'ln=4,r=8,p=1', TOKEN_ALG: 'ES256', TOKEN_ISSUER: `http://127.0.0.1:${port}` });
       const { url: again } = (await second.waitFor(/"msg":"listening"/)) as { url: string };
       assert.equal((await call(again, 'POST', '/acc/reg', { json: { code } })).status, 204, 'the pending registration survived the restart');
       const token = await call(again, 'POST', '/auth/token', { json: { grant_type: 'password', username: 'embedded', password: 'secret-1' } });
       assert.equal(token.status, 200);
+      await writeFile(join(clone, 'verify-token.mjs'), await docsRecipe('docs/design.md', 'createRemoteJWKSet'));
+      await symlink(join(root, 'node_modules'), join(clone, 'node_modules'));
+      const verified = await runNode(['verify-token.mjs', token.json.access_token], clone, { TOKEN_ISSUER: `http://127.0.0.1:${port}` });
+      assert.equal(verified.code, 0, verified.stderr);
+      assert.match(verified.stdout, /^[0-9a-f-]{36} [0-9a-f-]{36}\n$/, 'the account id and the session id');
       second.kill('SIGTERM');
       assert.equal(await second.exit, 0);
       assert.equal(second.lines.join('\n').includes('secret-1'), false);
-
-      assert.equal((await readFile(join(dataDir, 'token-secret'), 'utf8')).endsWith('\n'), false, 'the secret file holds the secret alone');
-      await writeFile(join(clone, 'verify-token.mjs'), await docsRecipe('docs/design.md', 'jwtVerify'));
-      await symlink(join(root, 'node_modules'), join(clone, 'node_modules'));
-      const verified = await runNode(['verify-token.mjs', token.json.access_token], clone);
-      assert.equal(verified.code, 0, verified.stderr);
-      assert.match(verified.stdout, /^[0-9a-f-]{36} [0-9a-f-]{36}\n$/, 'the account id and the session id');
     } finally {
       await rm(clone, { recursive: true, force: true });
     }

@@ -1,20 +1,11 @@
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import * as client from 'openid-client';
 import type { HttpError } from '../../src/http/errors.ts';
 import type { Deps, RequestContext } from '../../src/http/router.ts';
 import { getAuthorizationServerMetadata } from '../../src/routes/authorization-server-metadata.ts';
+import { freePort } from '../helpers/ports.ts';
 import { registerAndSignIn, startTestService, type TestService } from '../helpers/service.ts';
-
-/** A port free a moment ago: the issuer must name the port before the service listens on it. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 let app: TestService;
 let issuer: string;
@@ -68,7 +59,7 @@ describe('GET /.well-known/oauth-authorization-server when TOKEN_ISSUER is not a
     }
   });
 
-  const metadataFor = (tokenIssuer: string) => getAuthorizationServerMetadata({} as RequestContext, { config: { tokenIssuer } } as Deps);
+  const metadataFor = (tokenIssuer: string) => getAuthorizationServerMetadata({} as RequestContext, { config: { tokenIssuer }, signingKeys: null } as Deps);
   it('refuses an issuer with a path, a query, user info or another scheme, which RFC 8414 discovery cannot reach', async () => {
     for (const tokenIssuer of ['https://accounts.example.com/tenant', 'https://accounts.example.com/?x=1', 'https://accounts.example.com#x', 'ftp://accounts.example.com', 'https://user@accounts.example.com', 'HTTPS://Accounts.Example.com']) {
       await assert.rejects(metadataFor(tokenIssuer), (error: HttpError) => error.problem.status === 404, tokenIssuer);

@@ -1,23 +1,16 @@
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import * as client from 'openid-client';
 import { addSigningKey, removeSigningKey } from '../../src/sessions/signing-keys.ts';
 import { createSealer } from '../../src/sealing.ts';
 import { parseConfig } from '../../src/config.ts';
+import { freePort } from '../helpers/ports.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { registerAndSignIn, startTestService, testEncryptionKeys, type TestService } from '../helpers/service.ts';
 
 // TOKEN_ALG=ES256: resource servers verify with the published public keys, holding no secret.
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 let database: Awaited<ReturnType<typeof createTestDatabase>>;
 let app: TestService;

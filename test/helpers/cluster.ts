@@ -1,6 +1,6 @@
+import { freePort } from './ports.ts';
 import { execFile } from 'node:child_process';
 import { access, chmod, chown, mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -11,17 +11,6 @@ export const pgBin = process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin';
 /** True when this machine has the PostgreSQL binaries the failover test needs. */
 export async function hasPostgresBinaries(): Promise<boolean> {
   return access(join(pgBin, 'pg_basebackup')).then(() => true, () => false);
-}
-
-/** A port that nothing listens on now, as the system hands them out. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-    probe.on('error', reject);
-  });
 }
 
 /** PostgreSQL refuses to run as root: as root, every binary runs as the postgres user. */
