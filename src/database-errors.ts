@@ -49,10 +49,15 @@ export function busyReason(error: unknown): string | null {
  */
 export function poolerHint(error: unknown): string | null {
   const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
-  if (code === '26000') return 'prepared statement missing: a transaction-mode pooler (PgBouncer, Supavisor, RDS Proxy) is in front of PostgreSQL; add prepare=false to DATABASE_URL (docs/operations.md, Poolers)';
+  if (code === '26000') {
+    return 'prepared statement missing: a transaction-mode pooler (PgBouncer, Supavisor, RDS Proxy) is in front of ' +
+      'PostgreSQL; add prepare=false to DATABASE_URL (docs/operations.md, Poolers)';
+  }
   const parameter = typeof message === 'string' ? /unsupported startup parameter: (\w+)/.exec(message)?.[1] : undefined;
-  if (parameter !== undefined) return `the pooler refuses the startup parameter ${parameter}: add statement_timeout,lock_timeout,idle_in_transaction_session_timeout to its ignore_startup_parameters and set them on the role, or set DATABASE_STATEMENT_TIMEOUT=0 and DATABASE_LOCK_TIMEOUT=0 (docs/operations.md, Poolers)`;
-  return null;
+  if (parameter === undefined) return null;
+  return `the pooler refuses the startup parameter ${parameter}: add ` +
+    'statement_timeout,lock_timeout,idle_in_transaction_session_timeout to its ignore_startup_parameters and set them ' +
+    'on the role, or set DATABASE_STATEMENT_TIMEOUT=0 and DATABASE_LOCK_TIMEOUT=0 (docs/operations.md, Poolers)';
 }
 
 /** True for errors that mean the database is out of reach, not that a query was wrong. */

@@ -11,7 +11,11 @@ export type ResetCodeRequest = { outcome: 'requested' } | { outcome: 'refused'; 
  * (accounts/reset-requests.ts, request-resolver.ts), so that nothing this request does depends
  * on what the address holds.
  */
-export async function requestResetCode(deps: UseCaseDeps, email: string, clientAddress: string): Promise<ResetCodeRequest> {
+export async function requestResetCode(
+  deps: UseCaseDeps,
+  email: string,
+  clientAddress: string,
+): Promise<ResetCodeRequest> {
   const now = deps.clock();
   const result = await inTransaction(deps.sql, async (tx, rollBack): Promise<ResetCodeRequest> => {
     const refusal = await reserveAddressRequest(tx, 'reset', deps.keys.address(email), now);
