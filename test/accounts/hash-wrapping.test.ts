@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { scrypt } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { createPasswordHasher, parseHash, scryptWork, storedWork, type Derive } from '../../src/accounts/passwords.ts';
+import { passwordGrant } from '../helpers/accounts.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { registerAndSignIn, startTestService } from '../helpers/service.ts';
 import { waitUntil } from '../helpers/wait.ts';
@@ -41,7 +42,7 @@ describe('wrapping outdated password hashes at start-up', () => {
       await waitUntil(async () => after.logs.some((line) => line.includes('"msg":"wrapped outdated password hashes to the current scrypt cost","wrapped":1')));
       assert.equal(storedWork(await storedHash()), scryptWork(current));
 
-      const signIn = (username: string, password: string) => after.call('POST', '/auth/token', { json: { grant_type: 'password', username, password } });
+      const signIn = (username: string, password: string) => passwordGrant(after, username, password);
       meter.take();
       const unknown = await signIn('nobody-at-all', 'wrong-password');
       const unknownWork = meter.take();

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createPasswordHasher, type PasswordHasher } from '../../src/accounts/passwords.ts';
+import { passwordGrant } from '../helpers/accounts.ts';
 import { stopWallClock } from '../helpers/clock.ts';
 import { codeIn } from '../helpers/smtp.ts';
 import { waitUntil } from '../helpers/wait.ts';
@@ -18,8 +19,6 @@ describe('sign-in throttle', () => {
   after(async () => {
     await app.stop();
   });
-  const signIn = (username: string, password: string, from = '198.51.100.1') =>
-    app.call('POST', '/auth/token', { json: { grant_type: 'password', username, password }, headers: { 'x-forwarded-for': from } });
   const seen = (response: { status: number; text: string; headers: Record<string, unknown> }) => `${response.status} ${String(response.headers['retry-after'] ?? '')} ${response.text}`;
   // The tests that count seconds (Retry-After, and the blocks that end after them) stop the wall
   // clock (clock.ts): the service's time then moves only by app.clock.advance, not by how long a
@@ -28,9 +27,9 @@ describe('sign-in throttle', () => {
   it('makes every attempt after five failures wait a doubling delay, before checking the password', async (t) => {
     t.after(stopWallClock());
     const { user } = await registerAndSignIn(app);
-    for (let i = 0; i < 5; i += 1) assert.equal((await signIn(user.name, 'wrong-password')).status, 400);
+    for (let i = 0; i < 5; i += 1) assert.equal((await passwordGrant(app, user.name, 'wrong-password', { address: '198.51.100.1' })).status, 400);
     checks = 0;
-    const blocked = await signIn(user.name, user.pwd);
+    const blocked = await passwordGrant(app, user.name, user.pwd, { address: '198.51.100.1' });
     assert.equal(blocked.status, 429, 'even the right password waits');
     assert.equal(blocked.headers['retry-after'], '1');
     assert.equal(blocked.json.error, 'temporarily_unavailable');
@@ -38,21 +37,21 @@ describe('sign-in throttle', () => {
     assert.equal(blocked.json.error_description, 'Try again in 1 second.');
 
     app.clock.advance(1);
-    assert.equal((await signIn(user.name, 'wrong-password')).status, 400);
-    const doubled = await signIn(user.name, user.pwd);
+    assert.equal((await passwordGrant(app, user.name, 'wrong-password', { address: '198.51.100.1' })).status, 400);
+    const doubled = await passwordGrant(app, user.name, user.pwd, { address: '198.51.100.1' });
     assert.equal(doubled.headers['retry-after'], '2', 'the wait doubles');
     assert.equal(doubled.json.error_description, 'Try again in 2 seconds.');
     app.clock.advance(2);
-    assert.equal((await signIn(user.name, user.pwd)).status, 200, 'the right password after the wait');
-    assert.equal((await signIn(user.name, 'wrong-password')).status, 400, 'a success resets the count');
-    assert.equal((await signIn(user.name, user.pwd)).status, 200);
+    assert.equal((await passwordGrant(app, user.name, user.pwd, { address: '198.51.100.1' })).status, 200, 'the right password after the wait');
+    assert.equal((await passwordGrant(app, user.name, 'wrong-password', { address: '198.51.100.1' })).status, 400, 'a success resets the count');
+    assert.equal((await passwordGrant(app, user.name, user.pwd, { address: '198.51.100.1' })).status, 200);
   });
 
   it('never checks more passwords than the allowance, however many guesses run in parallel', async () => {
     const { user } = await registerAndSignIn(app);
     checks = 0;
     const started = Date.now();
-    const fresh = await Promise.all(Array.from({ length: 30 }, () => signIn(user.name, 'wrong-password', '198.51.100.2')));
+    const fresh = await Promise.all(Array.from({ length: 30 }, () => passwordGrant(app, user.name, 'wrong-password', { address: '198.51.100.2' })));
     // Reservations are made as hashing slots free up; on a slow machine the burst outlasts the
     // first block (1 s), and each block that ends lets exactly one more guess through.
     const blocksEnded = Math.floor((Date.now() - started) / 1000);
@@ -62,35 +61,35 @@ describe('sign-in throttle', () => {
     assert.ok(fresh.every((response) => [400, 429, 503].includes(response.status)));
     app.clock.advance(2);
     checks = 0;
-    const afterBlock = await Promise.all(Array.from({ length: 30 }, () => signIn(user.name, 'wrong-password', '198.51.100.2')));
+    const afterBlock = await Promise.all(Array.from({ length: 30 }, () => passwordGrant(app, user.name, 'wrong-password', { address: '198.51.100.2' })));
     assert.equal(checks, 1, 'after a block ends, one guess is checked and the next block starts');
     assert.equal(afterBlock.filter((response) => response.status === 400).length, 1);
   });
 
   it('does not lock the owner out from another address', async () => {
     const { user } = await registerAndSignIn(app);
-    for (let i = 0; i < 50; i += 1) await signIn(user.name, 'wrong-password', '203.0.113.66');
+    for (let i = 0; i < 50; i += 1) await passwordGrant(app, user.name, 'wrong-password', { address: '203.0.113.66' });
     // On a slow machine a block may end during the loop; the guess after it starts the next one.
-    const next = [await signIn(user.name, 'wrong-password', '203.0.113.66'), await signIn(user.name, 'wrong-password', '203.0.113.66')];
+    const next = [await passwordGrant(app, user.name, 'wrong-password', { address: '203.0.113.66' }), await passwordGrant(app, user.name, 'wrong-password', { address: '203.0.113.66' })];
     assert.ok(next.some((response) => response.status === 429), 'the attacker waits');
-    assert.equal((await signIn(user.name, user.pwd, '203.0.113.7')).status, 200, 'the owner at another address signs in at once');
+    assert.equal((await passwordGrant(app, user.name, user.pwd, { address: '203.0.113.7' })).status, 200, 'the owner at another address signs in at once');
   });
 
   it('bounds guesses spread over many addresses by a budget per identifier', async () => {
     const { user } = await registerAndSignIn(app);
     checks = 0;
     const statuses: number[] = [];
-    for (let i = 0; i < 150; i += 1) statuses.push((await signIn(user.name, 'wrong-password', `10.1.${Math.floor(i / 200)}.${i % 200}`)).status);
+    for (let i = 0; i < 150; i += 1) statuses.push((await passwordGrant(app, user.name, 'wrong-password', { address: `10.1.${Math.floor(i / 200)}.${i % 200}` })).status);
     assert.equal(statuses.filter((status) => status === 400).length, 100, 'LOGIN_FAILURES_PER_HOUR = 100');
     assert.equal(statuses.filter((status) => status === 429).length, 50);
     assert.equal(checks, 100);
-    const owner = await signIn(user.name, user.pwd, '203.0.113.8');
+    const owner = await passwordGrant(app, user.name, user.pwd, { address: '203.0.113.8' });
     assert.equal(owner.status, 429, 'the name is out of budget for everyone');
     const wait = Number(owner.headers['retry-after']);
     assert.ok(wait > 0 && wait <= 36, `until one failure refills, at most an hour / 100: ${wait}`);
-    assert.equal((await signIn(user.email, user.pwd, '203.0.113.8')).status, 200, 'the address is another identifier, with its own budget');
+    assert.equal((await passwordGrant(app, user.email, user.pwd, { address: '203.0.113.8' })).status, 200, 'the address is another identifier, with its own budget');
     app.clock.advance(36);
-    assert.equal((await signIn(user.name, user.pwd, '203.0.113.8')).status, 200, 'the budget refills');
+    assert.equal((await passwordGrant(app, user.name, user.pwd, { address: '203.0.113.8' })).status, 200, 'the budget refills');
   });
 
   it('answers an unknown name exactly like a known one, over every sequence', async (t) => {
@@ -99,10 +98,10 @@ describe('sign-in throttle', () => {
     const unknown = { name: `nobody-${user.name}`, email: `nobody-${user.email}` };
     const run = async (who: { name: string; email: string }, from: string) => {
       const answers: string[] = [];
-      for (let i = 0; i < 6; i += 1) answers.push(seen(await signIn(who.name, 'wrong-password', from)));
-      answers.push(seen(await signIn(who.name.toUpperCase(), 'wrong-password', from)), 'then in upper case');
-      answers.push(seen(await signIn(who.email, 'wrong-password', from)), 'then its address');
-      answers.push(seen(await signIn(who.email.toUpperCase(), 'wrong-password', from)), 'then its address in upper case');
+      for (let i = 0; i < 6; i += 1) answers.push(seen(await passwordGrant(app, who.name, 'wrong-password', { address: from })));
+      answers.push(seen(await passwordGrant(app, who.name.toUpperCase(), 'wrong-password', { address: from })), 'then in upper case');
+      answers.push(seen(await passwordGrant(app, who.email, 'wrong-password', { address: from })), 'then its address');
+      answers.push(seen(await passwordGrant(app, who.email.toUpperCase(), 'wrong-password', { address: from })), 'then its address in upper case');
       return answers;
     };
     assert.deepEqual(await run(user, '192.0.2.50'), await run(unknown, '192.0.2.51'));
@@ -117,7 +116,7 @@ describe('sign-in throttle', () => {
     assert.equal(blocked.status, 429);
     assert.equal(blocked.json.type, 'urn:account-service:problem:throttled');
     assert.equal(blocked.headers['retry-after'], '1');
-    assert.equal((await signIn(user.name, user.pwd, '198.51.100.9')).status, 200, 'a count of its own: the token holder\'s guesses do not lock sign-in');
+    assert.equal((await passwordGrant(app, user.name, user.pwd, { address: '198.51.100.9' })).status, 200, 'a count of its own: the token holder\'s guesses do not lock sign-in');
   });
 
   it('lets the owner sign in from a network it signed in from before, when strangers spent both budgets', async (t) => {
@@ -126,21 +125,21 @@ describe('sign-in throttle', () => {
     // addresses and kept the owner from signing in, a reset notwithstanding.
     const { user } = await registerAndSignIn(app);
     const home = '203.0.113.20';
-    for (const identifier of [user.name, user.email]) assert.equal((await signIn(identifier, user.pwd, home)).status, 200);
+    for (const identifier of [user.name, user.email]) assert.equal((await passwordGrant(app, identifier, user.pwd, { address: home })).status, 200);
     for (const identifier of [user.name, user.email]) {
-      for (let i = 0; i < 110; i += 1) await signIn(identifier, 'wrong-password', `10.3.${Math.floor(i / 200)}.${i % 200}`);
+      for (let i = 0; i < 110; i += 1) await passwordGrant(app, identifier, 'wrong-password', { address: `10.3.${Math.floor(i / 200)}.${i % 200}` });
     }
-    const stranger = (identifier: string) => signIn(identifier, 'wrong-password', '10.3.9.9');
+    const stranger = (identifier: string) => passwordGrant(app, identifier, 'wrong-password', { address: '10.3.9.9' });
     for (const identifier of [user.name, user.email]) {
       assert.equal((await stranger(identifier)).status, 429, 'spent for strangers');
-      assert.equal((await signIn(identifier, user.pwd, '203.0.113.21')).status, 429, 'and for a network never signed in from');
-      assert.equal((await signIn(identifier, user.pwd, home)).status, 200, 'the known network checks the password');
+      assert.equal((await passwordGrant(app, identifier, user.pwd, { address: '203.0.113.21' })).status, 429, 'and for a network never signed in from');
+      assert.equal((await passwordGrant(app, identifier, user.pwd, { address: home })).status, 200, 'the known network checks the password');
       assert.equal((await stranger(identifier)).status, 429, "the owner's sign-in gave strangers no token back");
     }
     // Someone else on the owner's network guesses under level 1 only, and mints no tokens.
     checks = 0;
     const neighbour: number[] = [];
-    for (let i = 0; i < 8; i += 1) neighbour.push((await signIn(user.name, 'wrong-password', home)).status);
+    for (let i = 0; i < 8; i += 1) neighbour.push((await passwordGrant(app, user.name, 'wrong-password', { address: home })).status);
     assert.deepEqual(neighbour, [400, 400, 400, 400, 400, 429, 429, 429]);
     assert.equal(checks, 5);
     assert.equal((await stranger(user.name)).status, 429, 'the refused guesses gave strangers no token back');
@@ -158,8 +157,8 @@ describe('sign-in throttle', () => {
 
   it("does not let strangers who spend a name's budget keep the signed-in owner from changing the password", async () => {
     const { user, token } = await registerAndSignIn(app);
-    for (let i = 0; i < 110; i += 1) await signIn(user.name, 'wrong-password', `10.2.${Math.floor(i / 200)}.${i % 200}`);
-    assert.equal((await signIn(user.name, user.pwd, '203.0.113.90')).status, 429, 'the name is out of budget');
+    for (let i = 0; i < 110; i += 1) await passwordGrant(app, user.name, 'wrong-password', { address: `10.2.${Math.floor(i / 200)}.${i % 200}` });
+    assert.equal((await passwordGrant(app, user.name, user.pwd, { address: '203.0.113.90' })).status, 429, 'the name is out of budget');
     const change = await app.call('PUT', '/acc/me/pwd', { token, json: { old_pwd: user.pwd, new_pwd: 'owner-changed-1' }, headers: { 'x-forwarded-for': '203.0.113.90' } });
     assert.equal(change.status, 204);
   });
@@ -167,7 +166,7 @@ describe('sign-in throttle', () => {
   it('refuses usernames that are not printable ASCII, as no stored name or address is, and never answers 500', async () => {
     const { user } = await registerAndSignIn(app);
     for (const username of [user.email.replace('u', '\u0130'), `${user.name}\u0000`, 'a\u0000b', 'caf\u00e9', 'with space']) {
-      const response = await signIn(username, user.pwd);
+      const response = await passwordGrant(app, username, user.pwd, { address: '198.51.100.1' });
       assert.equal(response.status, 400, JSON.stringify(username));
       assert.equal(response.json.error, 'invalid_request');
     }
@@ -272,20 +271,19 @@ describe('overload is never charged to the owner', () => {
     release();
     await app.stop();
   });
-  const signIn = (username: string, password: string) => app.call('POST', '/auth/token', { json: { grant_type: 'password', username, password } });
 
   it('answers 503 to the owner while strangers fill the queue, and signs the owner in after it drains', { timeout: 30_000 }, async () => {
     const { user } = await registerAndSignIn(app);
-    const flood = Array.from({ length: 5 }, (_, index) => signIn(`stranger-${index}`, 'guess'));
+    const flood = Array.from({ length: 5 }, (_, index) => passwordGrant(app, `stranger-${index}`, 'guess'));
     // The strangers hold the one slot and fill the queue of four.
     await waitUntil(async () => (await hashing(app)).queued === 4);
     assert.deepEqual(await hashing(app), { running: 1, queued: 4 });
     const during: number[] = [];
-    for (let i = 0; i < 8; i += 1) during.push((await signIn(user.name, user.pwd)).status);
+    for (let i = 0; i < 8; i += 1) during.push((await passwordGrant(app, user.name, user.pwd)).status);
     assert.deepEqual(during, [503, 503, 503, 503, 503, 503, 503, 503], 'the queue is full');
     release();
     await Promise.all(flood);
-    assert.equal((await signIn(user.name, user.pwd)).status, 200, 'no 503 was counted as a failure (it was 429 before)');
+    assert.equal((await passwordGrant(app, user.name, user.pwd)).status, 200, 'no 503 was counted as a failure (it was 429 before)');
   });
 
   it('gives sign-in a slot beside a registration when HASH_CONCURRENCY is 1', { timeout: 30_000 }, async () => {

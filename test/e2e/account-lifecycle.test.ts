@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { eventsOf, passwordGrant } from '../helpers/accounts.ts';
 import { codeIn } from '../helpers/smtp.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { registerAndSignIn, requestCode, keyedHashesOf, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
@@ -14,9 +15,6 @@ after(async () => {
 
 const from = (address: string) => ({ 'x-forwarded-for': address });
 const remove = (token: string, pwd: string, address = '198.51.100.20') => app.call('DELETE', '/acc/me', { token, json: { pwd }, headers: from(address) });
-const signIn = (username: string, password: string, address = '198.51.100.20') =>
-  app.call('POST', '/auth/token', { json: { grant_type: 'password', username, password }, headers: from(address) });
-const eventsOf = async (token: string) => (await app.call('GET', '/acc/me/events', { token })).json.events as Array<{ type: string; occurred_at: string; client_address: string; session_id: string | null }>;
 
 /** Every row of every table of the service's schema, as text, to look for traces of an account. */
 async function dumpTables(): Promise<string> {
@@ -38,7 +36,7 @@ describe('DELETE /acc/me', () => {
       assert.equal(wrong.json.type, 'urn:account-service:problem:wrong-password');
     }
     assert.equal((await remove(token, user.pwd)).status, 429, 'throttled like a sign-in');
-    assert.equal((await signIn(user.name, user.pwd)).status, 200, 'on a count of its own, apart from sign-in by name or address');
+    assert.equal((await passwordGrant(app, user.name, user.pwd, { address: '198.51.100.20' })).status, 200, 'on a count of its own, apart from sign-in by name or address');
     assert.equal((await app.call('GET', '/acc/me', { token })).status, 200, 'nothing was deleted');
   });
 
@@ -53,13 +51,13 @@ describe('DELETE /acc/me', () => {
 
   it('deletes the account and everything of it, mails the owner, and frees the name and address at once', async () => {
     const { user, token } = await registerAndSignIn(app);
-    const other = await signIn(user.email, user.pwd);
+    const other = await passwordGrant(app, user.email, user.pwd, { address: '198.51.100.20' });
     await app.call('GET', '/acc/me', { token });
     const [row] = await app.service.sql`SELECT id, public_id FROM accounts WHERE name = ${user.name}`;
     const before = app.smtp.messages.length;
     await app.call('POST', '/acc/pwd/code', { json: { email: user.email } });
     await app.smtp.waitFor((message) => message.subject === 'Your password reset code' && app.smtp.messages.indexOf(message) >= before);
-    await signIn(user.name, 'wrong-password');
+    await passwordGrant(app, user.name, 'wrong-password', { address: '198.51.100.20' });
 
     const deleted = await remove(token, user.pwd);
     assert.equal(deleted.status, 204);
@@ -120,7 +118,7 @@ describe('DELETE /acc/me', () => {
       } else {
         assert.deepEqual([deletion.status, change.status], [401, 204], 'the deletion lost');
         assert.equal(row!.n, 1);
-        assert.equal((await signIn(user.name, 'changed-in-race', '198.51.100.50')).status, 200);
+        assert.equal((await passwordGrant(app, user.name, 'changed-in-race', { address: '198.51.100.50' })).status, 200);
       }
     }
   });
@@ -130,8 +128,8 @@ describe('GET /acc/me/events', () => {
   it('shows every event type after its cause, newest first, with the right session and address', async () => {
     const { user, token } = await registerAndSignIn(app);
     const [helperSession] = (await app.call('GET', '/acc/me/sessions', { token })).json.sessions.map((session: { id: string }) => session.id);
-    await signIn(user.name, 'wrong-password', '203.0.113.1');
-    const second = (await signIn(user.name, user.pwd, '203.0.113.2')).json;
+    await passwordGrant(app, user.name, 'wrong-password', { address: '203.0.113.1' });
+    const second = (await passwordGrant(app, user.name, user.pwd, { address: '203.0.113.2' })).json;
     const secondId = (await app.call('GET', '/acc/me/sessions', { token: second.access_token })).json.sessions.find((session: { current: boolean }) => session.current).id;
     assert.equal((await app.call('DELETE', `/acc/me/sessions/${secondId}`, { token, headers: from('203.0.113.3') })).status, 204);
     assert.equal((await app.call('PUT', '/acc/me/pwd', { token, json: { old_pwd: user.pwd, new_pwd: 'changed-password' }, headers: from('203.0.113.4') })).status, 204);
@@ -139,11 +137,11 @@ describe('GET /acc/me/events', () => {
     await app.call('POST', '/acc/pwd/code', { json: { email: user.email }, headers: from('203.0.113.5') });
     const mail = await app.smtp.waitFor((message) => message.subject === 'Your password reset code' && app.smtp.messages.indexOf(message) >= before);
     await app.call('POST', '/acc/pwd', { json: { code: codeIn(mail), new_pwd: 'reset-password' }, headers: from('203.0.113.6') });
-    const third = (await signIn(user.name, 'reset-password', '203.0.113.7')).json;
+    const third = (await passwordGrant(app, user.name, 'reset-password', { address: '203.0.113.7' })).json;
     await app.call('DELETE', '/acc/me/sessions', { token: third.access_token, headers: from('203.0.113.8') });
-    const last = (await signIn(user.name, 'reset-password', '203.0.113.9')).json;
+    const last = (await passwordGrant(app, user.name, 'reset-password', { address: '203.0.113.9' })).json;
 
-    const events = await eventsOf(last.access_token);
+    const events = await eventsOf(app, last.access_token);
     const lastId = (await app.call('GET', '/acc/me/sessions', { token: last.access_token })).json.sessions[0].id;
     const thirdId = events.find((event) => event.client_address === '203.0.113.7')!.session_id;
     assert.deepEqual(
@@ -171,13 +169,13 @@ describe('GET /acc/me/events', () => {
 
   it('records a revocation through POST /auth/revoke and a detected reuse', async () => {
     const { user, token } = await registerAndSignIn(app);
-    const first = (await signIn(user.name, user.pwd, '203.0.113.20')).json;
+    const first = (await passwordGrant(app, user.name, user.pwd, { address: '203.0.113.20' })).json;
     await app.call('POST', '/auth/revoke', { json: { token: first.refresh_token }, headers: from('203.0.113.21') });
-    const second = (await signIn(user.name, user.pwd, '203.0.113.22')).json;
+    const second = (await passwordGrant(app, user.name, user.pwd, { address: '203.0.113.22' })).json;
     await app.call('POST', '/auth/token', { json: { grant_type: 'refresh_token', refresh_token: second.refresh_token } });
     app.clock.advance(11);
     await app.call('POST', '/auth/token', { json: { grant_type: 'refresh_token', refresh_token: second.refresh_token }, headers: from('203.0.113.23') });
-    const events = (await eventsOf(token)).slice(0, 4).map((event) => [event.type, event.client_address]);
+    const events = (await eventsOf(app, token)).slice(0, 4).map((event) => [event.type, event.client_address]);
     assert.deepEqual(events, [
       ['refresh-token-reused', '203.0.113.23'],
       ['signed-in', '203.0.113.22'],
@@ -189,21 +187,21 @@ describe('GET /acc/me/events', () => {
   it("never shows another account's events, and writes nothing for an unknown name", async () => {
     const mine = await registerAndSignIn(app);
     const theirs = await registerAndSignIn(app);
-    await signIn(theirs.user.name, 'wrong-password', '203.0.113.30');
+    await passwordGrant(app, theirs.user.name, 'wrong-password', { address: '203.0.113.30' });
     const count = async () => (await app.service.sql`SELECT count(*)::int AS n FROM security_events`)[0]!.n as number;
     const before = await count();
-    await signIn(`nobody-${mine.user.name}`, 'wrong-password', '203.0.113.31');
+    await passwordGrant(app, `nobody-${mine.user.name}`, 'wrong-password', { address: '203.0.113.31' });
     assert.equal(await count(), before, 'a failed sign-in on an unknown name writes nothing');
-    const events = await eventsOf(mine.token);
+    const events = await eventsOf(app, mine.token);
     assert.deepEqual(events.map((event) => event.type), ['signed-in', 'activated']);
     assert.equal(events.some((event) => event.client_address.startsWith('203.0.113.3')), false);
   });
 
   it("shows at most 10 failed sign-ins, so that strangers' guesses cannot push the owner's events out of view", async () => {
     const { user, token } = await registerAndSignIn(app);
-    await signIn(user.name, user.pwd, '203.0.113.66');
-    for (let i = 0; i < 60; i += 1) await signIn(i % 2 === 0 ? user.name : user.email, 'wrong-password', `10.3.0.${i}`);
-    const events = await eventsOf(token);
+    await passwordGrant(app, user.name, user.pwd, { address: '203.0.113.66' });
+    for (let i = 0; i < 60; i += 1) await passwordGrant(app, i % 2 === 0 ? user.name : user.email, 'wrong-password', { address: `10.3.0.${i}` });
+    const events = await eventsOf(app, token);
     assert.equal(events.filter((event) => event.type === 'sign-in-failed').length, 10);
     assert.deepEqual(events.filter((event) => event.type !== 'sign-in-failed').map((event) => [event.type, event.client_address]), [
       ['signed-in', '203.0.113.66'],
@@ -215,8 +213,8 @@ describe('GET /acc/me/events', () => {
 
   it('shows the latest 50, and the sweep deletes events older than EVENT_RETENTION_DAYS', async () => {
     const { user, token } = await registerAndSignIn(app);
-    for (let i = 0; i < 55; i += 1) await signIn(user.name, user.pwd, `203.0.114.${i}`);
-    const events = await eventsOf(token);
+    for (let i = 0; i < 55; i += 1) await passwordGrant(app, user.name, user.pwd, { address: `203.0.114.${i}` });
+    const events = await eventsOf(app, token);
     assert.equal(events.length, 50);
     assert.equal(events[0]!.client_address, '203.0.114.54');
     app.clock.advance(89 * 24 * 3600);

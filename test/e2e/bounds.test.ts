@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { eventsOf, signedIn, type Tokens } from '../helpers/accounts.ts';
 import { registerAndSignIn, startTestService, type TestService } from '../helpers/service.ts';
 
 // What one account's owner, or a stranger, can make the service hold: sessions per account,
 // the session list, the requests that make refresh tokens, and the activity view.
-
-type Tokens = { access_token: string; refresh_token: string };
 
 let app: TestService;
 before(async () => {
@@ -16,19 +15,13 @@ after(async () => {
 });
 
 const token = (json: object) => app.call('POST', '/auth/token', { json });
-async function signIn(username: string, password: string): Promise<Tokens> {
-  const response = await token({ grant_type: 'password', username, password });
-  assert.equal(response.status, 200, response.text);
-  return response.json as Tokens;
-}
-const eventsOf = async (access: string) => (await app.call('GET', '/acc/me/events', { token: access })).json.events as Array<{ type: string; session_id: string | null }>;
 const sessionIdOf = (access: string) => JSON.parse(Buffer.from(access.split('.')[1]!, 'base64url').toString()).sid as string;
 
 describe('sessions per account', () => {
   it('a sign-in beyond SESSIONS_PER_ACCOUNT ends the least recently used session, with an event', async () => {
     const { user, token: helperSession } = await registerAndSignIn(app);
-    const first = await signIn(user.name, user.pwd);
-    const second = await signIn(user.name, user.pwd);
+    const first = await signedIn(app, user.name, user.pwd);
+    const second = await signedIn(app, user.name, user.pwd);
     // The helper's session is the oldest; refreshed now, it becomes the most recently used.
     app.clock.advance(1);
     const helperRefreshed = await app.call('GET', '/acc/me', { token: helperSession });
@@ -36,7 +29,7 @@ describe('sessions per account', () => {
     const firstRotated = await token({ grant_type: 'refresh_token', refresh_token: first.refresh_token });
     assert.equal(firstRotated.status, 200);
     app.clock.advance(1);
-    const third = await signIn(user.name, user.pwd);
+    const third = await signedIn(app, user.name, user.pwd);
 
     // Three live at most: `second` was used least recently (never since its sign-in; the helper's never either, but is older).
     const listed = (await app.call('GET', '/acc/me/sessions', { token: third.access_token })).json.sessions as Array<{ id: string }>;
@@ -49,19 +42,19 @@ describe('sessions per account', () => {
     assert.equal(sessionIdOf(ended), sessionIdOf(helperSession), 'the older of the two unused sessions ended');
     assert.equal((await app.call('GET', '/acc/me', { token: ended })).status, 401, 'its access token is refused at once');
 
-    const evicted = (await eventsOf(third.access_token)).filter((event) => event.type === 'session-evicted');
+    const evicted = (await eventsOf(app, third.access_token)).filter((event) => event.type === 'session-evicted');
     assert.deepEqual(evicted.map((event) => event.session_id), [sessionIdOf(ended)]);
   });
 
   it('keeps the count at the cap over many sign-ins', async () => {
     const { user } = await registerAndSignIn(app);
     const signIns: Tokens[] = [];
-    for (let index = 0; index < 8; index += 1) signIns.push(await signIn(user.name, user.pwd));
+    for (let index = 0; index < 8; index += 1) signIns.push(await signedIn(app, user.name, user.pwd));
     const last = signIns[signIns.length - 1]!;
     const [row] = await app.service.sql`
       SELECT count(*)::int AS n FROM sessions WHERE account_id = (SELECT id FROM accounts WHERE name = ${user.name})`;
     assert.equal(row!.n, 3);
-    assert.equal((await eventsOf(last.access_token)).filter((event) => event.type === 'session-evicted').length, 6);
+    assert.equal((await eventsOf(app, last.access_token)).filter((event) => event.type === 'session-evicted').length, 6);
   });
 
   it('lists at most SESSIONS_PER_ACCOUNT sessions, the most recently used first', async () => {
@@ -116,7 +109,7 @@ describe('the activity view', () => {
       INSERT INTO security_events (account_id, type, occurred_at, client_address)
       SELECT a.id, CASE WHEN n % 2 = 0 THEN 'reset-requested' ELSE 'sign-in-failed' END, now() + n * interval '1 second', '192.0.2.1'
       FROM accounts a, generate_series(1, 60) AS n WHERE a.name = ${user.name}`;
-    const events = await eventsOf(access);
+    const events = await eventsOf(app, access);
     const strangers = events.filter((event) => event.type === 'reset-requested' || event.type === 'sign-in-failed');
     assert.equal(strangers.length, 10, 'failed sign-ins and reset requests share one cap');
     assert.deepEqual(events.filter((event) => !strangers.includes(event)).map((event) => event.type).sort(), ['activated', 'signed-in']);
@@ -137,7 +130,7 @@ describe('lone surrogates', () => {
       assert.equal(response.json.error, 'invalid_request');
       assert.match(response.json.error_description, /^password must be well-formed Unicode/);
     }
-    const change = await app.call('PUT', '/acc/me/pwd', { token: await signIn(user.name, user.pwd).then((tokens) => tokens.access_token), json: { old_pwd: user.pwd, new_pwd: '\udc00abcdef' } });
+    const change = await app.call('PUT', '/acc/me/pwd', { token: await signedIn(app, user.name, user.pwd).then((tokens) => tokens.access_token), json: { old_pwd: user.pwd, new_pwd: '\udc00abcdef' } });
     assert.equal(change.status, 400);
     assert.equal(change.json['invalid-params'][0].name, 'new_pwd');
   });

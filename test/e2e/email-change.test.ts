@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
+import { eventsOf, passwordGrant } from '../helpers/accounts.ts';
 import { stopWallClock } from '../helpers/clock.ts';
 import { seen, type HttpResult } from '../helpers/http.ts';
 import { codeIn, type ReceivedMail } from '../helpers/smtp.ts';
@@ -23,7 +24,6 @@ const attemptSubject = 'Someone tried to use your address';
 
 const askChange = (token: string, json: unknown) => app.call('POST', '/acc/me/email', { token, json });
 const confirm = (code: string) => app.call('POST', '/acc/email', { json: { code } });
-const tokenRequest = (username: string, password: string) => app.call('POST', '/auth/token', { json: { grant_type: 'password', username, password } });
 /** Every request resolved and every message it caused delivered: counts of mail are final (wait.ts). */
 const settled = () => untilQueuesDrained(app.service.sql);
 
@@ -66,7 +66,7 @@ describe('POST /acc/me/email and POST /acc/email', () => {
     assert.match(notice.text, /from the address 127\.0\.0\.1, a session of your account asked to change its e-mail address to M\*\*\*@E\*\*\*\.org/);
     assert.match(notice.text, /sign out everywhere/);
     assert.equal(notice.text.includes(codeIn(codeMail)), false, 'the code goes only to the new address');
-    assert.equal((await tokenRequest(user.email, user.pwd)).status, 200, 'nothing changes before the confirmation');
+    assert.equal((await passwordGrant(app, user.email, user.pwd)).status, 200, 'nothing changes before the confirmation');
 
     const confirmed = await confirm(codeIn(codeMail).toLowerCase());
     assert.equal(confirmed.status, 204, 'any letter case');
@@ -79,14 +79,14 @@ describe('POST /acc/me/email and POST /acc/email', () => {
       assert.match(mail.html, /<p>Hello /, mail.subject);
     }
 
-    assert.equal((await tokenRequest(newEmail.toLowerCase(), user.pwd)).status, 200, 'sign-in by the new address, in any case');
-    assert.equal((await tokenRequest(user.email, user.pwd)).status, 400, 'the old address no longer signs in');
-    assert.equal((await tokenRequest(user.name, user.pwd)).status, 200, 'the name still does');
+    assert.equal((await passwordGrant(app, newEmail.toLowerCase(), user.pwd)).status, 200, 'sign-in by the new address, in any case');
+    assert.equal((await passwordGrant(app, user.email, user.pwd)).status, 400, 'the old address no longer signs in');
+    assert.equal((await passwordGrant(app, user.name, user.pwd)).status, 200, 'the name still does');
     const me = await app.call('GET', '/acc/me', { token });
     assert.equal(me.status, 200, 'the session that asked lives on');
     assert.equal(me.json.email, newEmail, 'letter case kept as typed');
     assert.equal((await app.call('GET', '/acc/me', { token: other })).status, 401, 'every other session ended');
-    const events = (await app.call('GET', '/acc/me/events', { token })).json.events.map((event: { type: string }) => event.type);
+    const events = (await eventsOf(app, token)).map((event) => event.type);
     assert.deepEqual(events.filter((type: string) => type.startsWith('email')), ['email-changed', 'email-change-requested']);
     assert.equal((await confirm(codeIn(codeMail))).status, 404, 'a code works once');
 
@@ -146,7 +146,7 @@ describe('POST /acc/me/email and POST /acc/email', () => {
       SELECT count(*)::int AS n FROM one_time_codes c JOIN accounts a ON a.id = c.account_id
       WHERE c.purpose = 'email-change' AND a.email IN ${app.service.sql(callers.map(({ user }) => user.email))}`;
     assert.equal(rows[0]!.n, 3);
-    assert.equal((await tokenRequest(active.user.email, active.user.pwd)).status, 200, 'the holder keeps its address');
+    assert.equal((await passwordGrant(app, active.user.email, active.user.pwd)).status, 200, 'the holder keeps its address');
   });
 
   it('runs the same statements whatever the new address holds; only the holder notice within the hour is skipped', async () => {
@@ -194,7 +194,7 @@ describe('POST /acc/me/email and POST /acc/email', () => {
     assert.ok(Number(blocked.headers['retry-after']) >= 1);
     await settled();
     assert.deepEqual(app.smtp.messages.slice(from).map((mail) => mail.subject), []);
-    const events = (await app.call('GET', '/acc/me/events', { token })).json.events.map((event: { type: string }) => event.type);
+    const events = (await eventsOf(app, token)).map((event) => event.type);
     assert.equal(events.filter((type: string) => type === 'sign-in-failed').length, 5);
     app.clock.advance(2);
     assert.equal((await askChange(token, { pwd: user.pwd, email: target })).status, 204, 'the quota of the address was not spent by the refusals');
@@ -233,7 +233,7 @@ describe('POST /acc/me/email and POST /acc/email', () => {
     const expired = await confirm(code);
     assert.equal(expired.status, 410);
     assert.equal(expired.json.type, 'urn:account-service:problem:code-expired');
-    assert.equal((await tokenRequest(user.email, user.pwd)).status, 200, 'the address is unchanged');
+    assert.equal((await passwordGrant(app, user.email, user.pwd)).status, 200, 'the address is unchanged');
   });
 
   it('keeps one pending change per account: a new request replaces the previous one and its code', async () => {
@@ -246,7 +246,7 @@ describe('POST /acc/me/email and POST /acc/email', () => {
     assert.equal((await confirm(firstCode)).status, 404, 'the replaced code stops working');
     assert.equal((await confirm(secondCode)).status, 204);
     assert.equal((await app.call('GET', '/acc/me', { token })).json.email, second);
-    assert.equal((await tokenRequest(first, user.pwd)).status, 400);
+    assert.equal((await passwordGrant(app, first, user.pwd)).status, 400);
   });
 
   it('applies the new address cooldown and daily cap, whoever asks', async () => {
@@ -314,7 +314,7 @@ describe('POST /acc/me/email and POST /acc/email', () => {
 
   it('forgets the networks that signed in with the old address, so that they do not vouch for its next holder', async () => {
     const { user, token } = await newAccount();
-    assert.equal((await tokenRequest(user.email, user.pwd)).status, 200);
+    assert.equal((await passwordGrant(app, user.email, user.pwd)).status, 200);
     const keys = await keyedHashesOf(app);
     const known = async () => (await app.service.sql`SELECT count(*)::int AS n FROM login_known_clients WHERE identifier_key = ${keys.loginIdentifier(user.email)}`)[0]!.n as number;
     assert.equal(await known(), 1);

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { passwordGrant } from '../helpers/accounts.ts';
 import { codeIn } from '../helpers/smtp.ts';
 import { registerAndSignIn, requestCode, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
 import { untilQueuesDrained } from '../helpers/wait.ts';
@@ -11,8 +12,6 @@ before(async () => {
 after(async () => {
   await app.stop();
 });
-
-const signIn = (username: string, password: string) => app.call('POST', '/auth/token', { json: { grant_type: 'password', username, password } });
 
 /** Asks for a reset code for `email` and returns it as the mail delivered it. */
 async function requestResetCode(email: string): Promise<string> {
@@ -37,8 +36,8 @@ describe('POST /acc/pwd/code and POST /acc/pwd', () => {
     const reset = await app.call('POST', '/acc/pwd', { json: { code: codeIn(mail).toLowerCase(), new_pwd: 'brand-new-password' } });
     assert.equal(reset.status, 204, 'any letter case');
     assert.equal(reset.text, '');
-    assert.equal((await signIn(user.name, user.pwd)).status, 400, 'the old password is refused');
-    assert.equal((await signIn(user.name, 'brand-new-password')).status, 200, 'the new one works');
+    assert.equal((await passwordGrant(app, user.name, user.pwd)).status, 400, 'the old password is refused');
+    assert.equal((await passwordGrant(app, user.name, 'brand-new-password')).status, 200, 'the new one works');
     const notice = await app.smtp.waitFor((message) => message.to === user.email && message.subject === 'Your password was reset');
     assert.match(notice.text, /reset with an e-mailed code at .* from the address 127\.0\.0\.1/);
   });
@@ -57,7 +56,7 @@ describe('POST /acc/pwd/code and POST /acc/pwd', () => {
     const expired = await app.call('POST', '/acc/pwd', { json: { code: late, new_pwd: 'new-password-3' } });
     assert.equal(expired.status, 410);
     assert.equal(expired.json.type, 'urn:account-service:problem:code-expired');
-    assert.equal((await signIn(user.name, 'new-password-1')).status, 200, 'the password set by the used code stays');
+    assert.equal((await passwordGrant(app, user.name, 'new-password-1')).status, 200, 'the password set by the used code stays');
   });
 
   it('keeps codes to their purpose: a registration code is unknown to reset, a reset code to activation', async () => {
@@ -107,11 +106,11 @@ describe('POST /acc/pwd/code and POST /acc/pwd', () => {
 
   it('lifts a sign-in lock-out', async () => {
     const { user } = await registerAndSignIn(app);
-    for (let i = 0; i < 8; i += 1) await signIn(user.name, 'wrong-password');
-    assert.equal((await signIn(user.name, user.pwd)).status, 429, 'locked out');
+    for (let i = 0; i < 8; i += 1) await passwordGrant(app, user.name, 'wrong-password');
+    assert.equal((await passwordGrant(app, user.name, user.pwd)).status, 429, 'locked out');
     const code = await requestResetCode(user.email);
     assert.equal((await app.call('POST', '/acc/pwd', { json: { code, new_pwd: 'new-password-1' } })).status, 204);
-    assert.equal((await signIn(user.name, 'new-password-1')).status, 200, 'the owner is back in at once');
+    assert.equal((await passwordGrant(app, user.name, 'new-password-1')).status, 200, 'the owner is back in at once');
   });
 
   it('replaces older codes with a new one, and a reset ends every code of the account', async () => {
@@ -146,7 +145,7 @@ describe('POST /acc/pwd/code and POST /acc/pwd', () => {
     assert.equal(statuses.filter((status) => status === 204).length, 1, `statuses: ${statuses}`);
     assert.equal(statuses.filter((status) => status === 404).length, 9, `statuses: ${statuses}`);
     const winner = passwords[statuses.indexOf(204)]!;
-    assert.equal((await signIn(user.name, winner)).status, 200, 'the winning request set the password');
+    assert.equal((await passwordGrant(app, user.name, winner)).status, 200, 'the winning request set the password');
     await untilQueuesDrained(app.service.sql);
     const notices = app.smtp.messages.filter((message) => message.to === user.email && message.subject === 'Your password was reset');
     assert.equal(notices.length, 1, 'one notice, of the reset that won');

@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { hashCode } from '../../src/accounts/one-time-codes.ts';
 import { createPasswordHasher } from '../../src/accounts/passwords.ts';
+import { passwordGrant } from '../helpers/accounts.ts';
 import { form, type HttpResult } from '../helpers/http.ts';
 import { startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
 
@@ -27,10 +28,6 @@ type Writer = { kind: string; allowed: number[]; send(round: Round, second: bool
 
 const sessionOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).sid as string;
 
-async function signIn(round: Pick<Round, 'name'>, password = oldPassword): Promise<HttpResult> {
-  return app.call('POST', '/auth/token', form({ grant_type: 'password', username: round.name, password }));
-}
-
 const writers: Writer[] = [
   { kind: 'change', allowed: [204, 401], send: (r, second) => app.call('PUT', '/acc/me/pwd', { token: r.a.access, json: { old_pwd: oldPassword, new_pwd: second ? 'race-password-2' : 'race-password-1' } }) },
   { kind: 'reset', allowed: [204, 404], send: (r, second) => app.call('POST', '/acc/pwd', { json: { code: r.code, new_pwd: second ? 'race-password-4' : 'race-password-3' } }) },
@@ -47,7 +44,7 @@ const writers: Writer[] = [
     kind: 'sign-in',
     allowed: [200, 400],
     send: async (r) => {
-      const response = await signIn(r);
+      const response = await passwordGrant(app, r.name, oldPassword, { form: true });
       if (response.status === 200) r.signedIn.push(sessionOf(response.json.access_token));
       return response;
     },
@@ -65,7 +62,7 @@ async function newRound(): Promise<Round> {
     INSERT INTO one_time_codes (code_hash, purpose, account_id, expires_at, created_at)
     VALUES (${hashCode(code)}, 'reset', ${accountId}, now() + interval '1 hour', now())`;
   const sessions = await Promise.all([0, 1, 2].map(async () => {
-    const response = await signIn(user);
+    const response = await passwordGrant(app, user.name, oldPassword, { form: true });
     assert.equal(response.status, 200, response.text);
     return { id: sessionOf(response.json.access_token), access: response.json.access_token as string, refresh: response.json.refresh_token as string };
   }));
@@ -109,9 +106,9 @@ async function runRound(first: Writer, second: Writer): Promise<void> {
     const resets = pair.filter((writer, index) => writer.kind === 'reset' && results[index]!.status === 204).length;
     assert.equal(count('password-changed'), changes, `${label}: one event per change`);
     assert.equal(count('password-reset'), resets, `${label}: one event per reset`);
-    assert.equal((await signIn(round)).status, 400, `${label}: the old password no longer works`);
+    assert.equal((await passwordGrant(app, round.name, oldPassword, { form: true })).status, 400, `${label}: the old password no longer works`);
   } else {
-    assert.equal((await signIn(round)).status, 200, `${label}: the password is unchanged`);
+    assert.equal((await passwordGrant(app, round.name, oldPassword, { form: true })).status, 200, `${label}: the password is unchanged`);
   }
   if (won('reset')) {
     const [codes] = await sql`SELECT count(*)::int AS n FROM one_time_codes WHERE account_id = ${round.accountId}`;

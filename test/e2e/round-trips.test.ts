@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { passwordGrant } from '../helpers/accounts.ts';
 import { form, type HttpResult } from '../helpers/http.ts';
 import { roundTripBudgets } from '../helpers/round-trip-budgets.ts';
 import { codeIn } from '../helpers/smtp.ts';
@@ -72,7 +73,7 @@ describe('round trips per path', () => {
     await check('registration request', () => app.call('POST', '/acc/reg/code', { json: user }));
     const mail = await app.smtp.waitFor((message) => message.to === user.email && app.smtp.messages.indexOf(message) >= before);
     await check('activation', () => app.call('POST', '/acc/reg', { json: { code: codeIn(mail) } }));
-    const signIn = () => app.call('POST', '/auth/token', form({ grant_type: 'password', username: user.name, password: user.pwd }));
+    const signIn = () => passwordGrant(app, user.name, user.pwd, { form: true });
     const first = (await check('sign-in', signIn)).json;
     const second = (await check('refresh', () => app.call('POST', '/auth/token', form({ grant_type: 'refresh_token', refresh_token: first.refresh_token })))).json;
     await check('GET /acc/me', () => app.call('GET', '/acc/me', { token: second.access_token }));

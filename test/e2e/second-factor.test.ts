@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
+import { eventsOf, passwordGrant } from '../helpers/accounts.ts';
 import { codeIn } from '../helpers/smtp.ts';
 import { referenceTotp } from '../helpers/totp.ts';
 import { registerAndSignIn, startTestService, type TestService } from '../helpers/service.ts';
@@ -29,11 +30,7 @@ async function awayFromStepEnd(): Promise<void> {
   if (intoStep > 26_000) await delay(30_000 - intoStep + 100);
 }
 
-const signIn = (username: string, password: string, otp?: string, address = freshAddress()) =>
-  app.call('POST', '/auth/token', { json: { grant_type: 'password', username, password, ...(otp === undefined ? {} : { otp }) }, headers: from(address) });
-
 const mailTo = (to: string, subject: string) => app.smtp.waitFor((message) => message.to === to && message.subject === subject);
-const eventTypes = async (token: string) => ((await app.call('GET', '/acc/me/events', { token })).json.events as Array<{ type: string }>).map((event) => event.type);
 
 /** An account with an active factor: its secret (base32), recovery codes and the step its confirmation used. */
 async function withFactor() {
@@ -60,7 +57,7 @@ describe('enrolling a second factor', () => {
     assert.equal(decodeURIComponent(uri.pathname), `/https://accounts.example:${user.name}`);
     assert.deepEqual(Object.fromEntries(uri.searchParams), { secret: first.json.secret, issuer: 'https://accounts.example', algorithm: 'SHA1', digits: '6', period: '30' });
     assert.equal((await app.call('GET', '/acc/me', { token })).json.totp_enabled, false, 'pending is not active');
-    assert.equal((await signIn(user.name, user.pwd)).status, 200, 'a pending factor asks nothing at sign-in');
+    assert.equal((await passwordGrant(app, user.name, user.pwd, { address: freshAddress() })).status, 200, 'a pending factor asks nothing at sign-in');
 
     const second = await app.call('POST', '/acc/me/totp', { token, json: { pwd: user.pwd } });
     assert.equal(second.status, 200);
@@ -80,7 +77,7 @@ describe('enrolling a second factor', () => {
     const notice = await app.smtp.waitFor((message) => message.to === user.email && message.subject === 'A second factor was enabled' && app.smtp.messages.indexOf(message) >= before);
     assert.match(notice.text, /enabled for your account at \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z/);
     assert.equal((await app.call('GET', '/acc/me', { token })).json.totp_enabled, true);
-    assert.ok((await eventTypes(token)).includes('totp-enabled'));
+    assert.ok((await eventsOf(app, token)).some((event) => event.type === 'totp-enabled'));
 
     // Stored sealed, and the recovery codes only as hashes.
     const [account] = await app.service.sql`SELECT id FROM accounts WHERE name = ${user.name}`;
@@ -152,21 +149,21 @@ describe('enrolling a second factor', () => {
 describe('signing in with a second factor', () => {
   it('asks for otp once the password is right, accepts drift of one step, and each step once', async () => {
     const { user, secret, step } = await withFactor();
-    const unknown = await signIn('no-such-user', user.pwd);
-    const wrongPassword = await signIn(user.name, 'wrong-password');
-    const wrongPasswordWithOtp = await signIn(user.name, 'wrong-password', codeAt(secret, step + 1));
+    const unknown = await passwordGrant(app, 'no-such-user', user.pwd, { address: freshAddress() });
+    const wrongPassword = await passwordGrant(app, user.name, 'wrong-password', { address: freshAddress() });
+    const wrongPasswordWithOtp = await passwordGrant(app, user.name, 'wrong-password', { otp: codeAt(secret, step + 1), address: freshAddress() });
     for (const answer of [unknown, wrongPassword, wrongPasswordWithOtp]) {
       assert.equal(answer.status, 400);
       assert.deepEqual(answer.json, unknown.json, 'a wrong password tells nothing of the factor');
     }
     assert.equal(unknown.json.error, 'invalid_grant');
 
-    const missing = await signIn(user.name, user.pwd);
+    const missing = await passwordGrant(app, user.name, user.pwd, { address: freshAddress() });
     assert.equal(missing.status, 400);
     assert.equal(missing.json.error, 'mfa_required');
     assert.equal(typeof missing.json.error_description, 'string');
     for (const malformed of ['12345', '1234567', 'abcdef', '12345a', 'abcd-efgh-ijkl']) {
-      const answer = await signIn(user.name, user.pwd, malformed);
+      const answer = await passwordGrant(app, user.name, user.pwd, { otp: malformed, address: freshAddress() });
       assert.equal(answer.status, 400, malformed);
       assert.equal(answer.json.error, 'invalid_request', malformed);
     }
@@ -174,40 +171,40 @@ describe('signing in with a second factor', () => {
 
     // The confirmation used `step`: the next step's code is accepted (a fast clock), once.
     const next = codeAt(secret, step + 1);
-    const signedIn = await signIn(user.name, user.pwd, next);
+    const signedIn = await passwordGrant(app, user.name, user.pwd, { otp: next, address: freshAddress() });
     assert.equal(signedIn.status, 200, signedIn.text);
     assert.equal(typeof signedIn.json.access_token, 'string');
-    const replay = await signIn(user.name, user.pwd, next);
+    const replay = await passwordGrant(app, user.name, user.pwd, { otp: next, address: freshAddress() });
     assert.equal(replay.status, 400);
     assert.equal(replay.json.error, 'invalid_grant', 'a replay is refused');
-    assert.equal((await signIn(user.name, user.pwd, codeAt(secret, step))).json.error, 'invalid_grant', 'an older step is refused');
+    assert.equal((await passwordGrant(app, user.name, user.pwd, { otp: codeAt(secret, step), address: freshAddress() })).json.error, 'invalid_grant', 'an older step is refused');
 
     // 90 s later, the previous step's code (a slow clock) is accepted; one further back is not.
     app.clock.advance(90);
     await awayFromStepEnd();
     const now = stepNow();
-    assert.equal((await signIn(user.name, user.pwd, codeAt(secret, now - 2))).json.error, 'invalid_grant', 'two steps back is too old');
-    assert.equal((await signIn(user.name, user.pwd, codeAt(secret, now - 1))).status, 200, 'the previous step');
-    assert.equal((await signIn(user.name, user.pwd, codeAt(secret, now))).status, 200, 'the current step');
-    assert.equal((await signIn(user.name, user.pwd, codeAt(secret, now + 2))).json.error, 'invalid_grant', 'two steps ahead is too far');
+    assert.equal((await passwordGrant(app, user.name, user.pwd, { otp: codeAt(secret, now - 2), address: freshAddress() })).json.error, 'invalid_grant', 'two steps back is too old');
+    assert.equal((await passwordGrant(app, user.name, user.pwd, { otp: codeAt(secret, now - 1), address: freshAddress() })).status, 200, 'the previous step');
+    assert.equal((await passwordGrant(app, user.name, user.pwd, { otp: codeAt(secret, now), address: freshAddress() })).status, 200, 'the current step');
+    assert.equal((await passwordGrant(app, user.name, user.pwd, { otp: codeAt(secret, now + 2), address: freshAddress() })).json.error, 'invalid_grant', 'two steps ahead is too far');
   });
 
   it('accepts each recovery code once, in any case and without hyphens, and tells the owner', async () => {
     const { user, token, recoveryCodes } = await withFactor();
     const address = freshAddress();
-    const first = await signIn(user.name, user.pwd, recoveryCodes[0], address);
+    const first = await passwordGrant(app, user.name, user.pwd, { otp: recoveryCodes[0], address });
     assert.equal(first.status, 200, first.text);
     const notice = await mailTo(user.email, 'A recovery code was used');
     assert.match(notice.text, /9 codes left/);
     assert.doesNotMatch(notice.text, /Only/);
-    const again = await signIn(user.name, user.pwd, recoveryCodes[0], address);
+    const again = await passwordGrant(app, user.name, user.pwd, { otp: recoveryCodes[0], address });
     assert.equal(again.json.error, 'invalid_grant', 'single use');
-    assert.equal((await signIn(user.name, user.pwd, recoveryCodes[1]!.toUpperCase().replaceAll('-', ''))).status, 200);
-    assert.equal((await signIn(user.name, user.pwd, 'abcd-efgh-ijkl-mnop')).json.error, 'invalid_grant', 'an unknown recovery code');
-    assert.ok((await eventTypes(token)).includes('recovery-code-used'));
+    assert.equal((await passwordGrant(app, user.name, user.pwd, { otp: recoveryCodes[1]!.toUpperCase().replaceAll('-', ''), address: freshAddress() })).status, 200);
+    assert.equal((await passwordGrant(app, user.name, user.pwd, { otp: 'abcd-efgh-ijkl-mnop', address: freshAddress() })).json.error, 'invalid_grant', 'an unknown recovery code');
+    assert.ok((await eventsOf(app, token)).some((event) => event.type === 'recovery-code-used'));
 
     // Few left: the notice says so.
-    for (const code of recoveryCodes.slice(2, 7)) assert.equal((await signIn(user.name, user.pwd, code)).status, 200);
+    for (const code of recoveryCodes.slice(2, 7)) assert.equal((await passwordGrant(app, user.name, user.pwd, { otp: code, address: freshAddress() })).status, 200);
     const few = await app.smtp.waitFor((message) => message.to === user.email && message.subject === 'A recovery code was used' && /Only 3 recovery codes are left/.test(message.text));
     assert.match(few.text, /3 codes left/);
   });
@@ -217,11 +214,11 @@ describe('signing in with a second factor', () => {
     const address = freshAddress();
     const right = codeAt(secret, step + 1);
     const wrong = right === '000000' ? '000001' : '000000';
-    for (let i = 0; i < 5; i += 1) assert.equal((await signIn(user.name, user.pwd, wrong, address)).json.error, 'invalid_grant');
-    const throttled = await signIn(user.name, user.pwd, right, address);
+    for (let i = 0; i < 5; i += 1) assert.equal((await passwordGrant(app, user.name, user.pwd, { otp: wrong, address })).json.error, 'invalid_grant');
+    const throttled = await passwordGrant(app, user.name, user.pwd, { otp: right, address });
     assert.equal(throttled.status, 429, 'the sixth attempt from the address waits, whatever it holds');
     assert.ok(Number(throttled.headers['retry-after']) >= 1);
-    assert.equal((await signIn(user.name, user.pwd, right)).status, 200, 'another address is not held up, and the code was not used by the throttled attempt');
+    assert.equal((await passwordGrant(app, user.name, user.pwd, { otp: right, address: freshAddress() })).status, 200, 'another address is not held up, and the code was not used by the throttled attempt');
   });
 
   it('is not removed by a password reset', async () => {
@@ -230,15 +227,15 @@ describe('signing in with a second factor', () => {
     await app.call('POST', '/acc/pwd/code', { json: { email: user.email } });
     const mail = await app.smtp.waitFor((message) => message.subject === 'Your password reset code' && message.to === user.email && app.smtp.messages.indexOf(message) >= before);
     assert.equal((await app.call('POST', '/acc/pwd', { json: { code: codeIn(mail), new_pwd: 'reset-password' } })).status, 204);
-    assert.equal((await signIn(user.name, 'reset-password')).json.error, 'mfa_required', 'a mailbox alone does not open the account');
-    assert.equal((await signIn(user.name, 'reset-password', codeAt(secret, step + 1))).status, 200);
+    assert.equal((await passwordGrant(app, user.name, 'reset-password', { address: freshAddress() })).json.error, 'mfa_required', 'a mailbox alone does not open the account');
+    assert.equal((await passwordGrant(app, user.name, 'reset-password', { otp: codeAt(secret, step + 1), address: freshAddress() })).status, 200);
   });
 
   it('lets exactly one of two racing sign-ins with the same code win', async () => {
     for (let round = 0; round < 3; round += 1) {
       const { user, secret, step } = await withFactor();
       const code = codeAt(secret, step + 1);
-      const answers = await Promise.all([signIn(user.name, user.pwd, code), signIn(user.name, user.pwd, code)]);
+      const answers = await Promise.all([passwordGrant(app, user.name, user.pwd, { otp: code, address: freshAddress() }), passwordGrant(app, user.name, user.pwd, { otp: code, address: freshAddress() })]);
       assert.deepEqual(answers.map((answer) => answer.status).sort(), [200, 400], `round ${round}`);
       assert.equal(answers.find((answer) => answer.status === 400)!.json.error, 'invalid_grant');
     }
@@ -246,13 +243,13 @@ describe('signing in with a second factor', () => {
 
   it('lets exactly one of two racing sign-ins with the same recovery code win', async () => {
     const { user, recoveryCodes } = await withFactor();
-    const answers = await Promise.all([signIn(user.name, user.pwd, recoveryCodes[0]), signIn(user.name, user.pwd, recoveryCodes[0])]);
+    const answers = await Promise.all([passwordGrant(app, user.name, user.pwd, { otp: recoveryCodes[0], address: freshAddress() }), passwordGrant(app, user.name, user.pwd, { otp: recoveryCodes[0], address: freshAddress() })]);
     assert.deepEqual(answers.map((answer) => answer.status).sort(), [200, 400]);
   });
 
   it('ignores otp for an account without a factor', async () => {
     const { user } = await registerAndSignIn(app);
-    assert.equal((await signIn(user.name, user.pwd, '123456')).status, 200);
+    assert.equal((await passwordGrant(app, user.name, user.pwd, { otp: '123456', address: freshAddress() })).status, 200);
   });
 });
 
@@ -273,9 +270,9 @@ describe('DELETE /acc/me/totp', () => {
     const disabled = await app.call('DELETE', '/acc/me/totp', { token, json: { pwd: user.pwd, otp: right }, headers: from(freshAddress()) });
     assert.equal(disabled.status, 204, disabled.text);
     await mailTo(user.email, 'The second factor was disabled');
-    assert.ok((await eventTypes(token)).includes('totp-disabled'));
+    assert.ok((await eventsOf(app, token)).some((event) => event.type === 'totp-disabled'));
     assert.equal((await app.call('GET', '/acc/me', { token })).json.totp_enabled, false);
-    assert.equal((await signIn(user.name, user.pwd)).status, 200, 'the password alone signs in again');
+    assert.equal((await passwordGrant(app, user.name, user.pwd, { address: freshAddress() })).status, 200, 'the password alone signs in again');
     const again = await app.call('DELETE', '/acc/me/totp', { token, json: { pwd: user.pwd, otp: right }, headers: from(freshAddress()) });
     assert.equal(again.status, 409);
     assert.equal(again.json.type, 'urn:account-service:problem:totp-not-active');

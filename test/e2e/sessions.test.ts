@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { jwtVerify } from 'jose';
 import { ResourceOwnerPassword } from 'simple-oauth2';
+import { eventsOf, signedIn, type Tokens } from '../helpers/accounts.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { codeIn } from '../helpers/smtp.ts';
 import { registerAndSignIn, startTestService, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
@@ -16,27 +17,15 @@ after(async () => {
   await app.stop();
 });
 
-type Tokens = { access_token: string; refresh_token: string; expires_in: number; token_type: string };
-
-async function signIn(username: string, password: string, userAgent = 'test-agent/1.0'): Promise<Tokens> {
-  const response = await app.call('POST', '/auth/token', { json: { grant_type: 'password', username, password }, headers: { 'user-agent': userAgent } });
-  assert.equal(response.status, 200, response.text);
-  return response.json as Tokens;
-}
-
 const refresh = (refresh_token: string) => app.call('POST', '/auth/token', { body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token }).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
 const revoke = (body: Record<string, string>) => app.call('POST', '/auth/revoke', { body: new URLSearchParams(body).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
 const me = (token: string) => app.call('GET', '/acc/me', { token });
-const eventsOf = async (user: { name: string; pwd: string }) => {
-  const { access_token } = await signIn(user.name, user.pwd);
-  return ((await app.call('GET', '/acc/me/events', { token: access_token })).json.events as Array<{ type: string }>).filter((event) => event.type !== 'signed-in');
-};
 const sessionsOf = async (token: string) => (await app.call('GET', '/acc/me/sessions', { token })).json.sessions as Array<Record<string, unknown>>;
 
 describe('refresh tokens', () => {
   it('rotate along a chain: each refresh gives a new pair and spends the old refresh token', async () => {
     const { user } = await registerAndSignIn(app);
-    const first = await signIn(user.name, user.pwd);
+    const first = await signedIn(app, user.name, user.pwd);
     const second = (await refresh(first.refresh_token)).json as Tokens;
     assert.notEqual(second.refresh_token, first.refresh_token);
     assert.equal(second.token_type, 'Bearer');
@@ -50,7 +39,7 @@ describe('refresh tokens', () => {
 
   it('answers a spent token within 10 s as a retry: a working successor, and the one issued before stops working', async () => {
     const { user } = await registerAndSignIn(app);
-    const first = await signIn(user.name, user.pwd);
+    const first = await signedIn(app, user.name, user.pwd);
     const lost = (await refresh(first.refresh_token)).json as Tokens;
     app.clock.advance(9);
     const retry = await refresh(first.refresh_token);
@@ -60,13 +49,14 @@ describe('refresh tokens', () => {
     assert.equal(next.status, 200, 'the successor of the retry works');
     assert.equal((await refresh(lost.refresh_token)).status, 400, 'the successor issued before the retry does not');
     assert.equal((await me(next.json.access_token)).status, 401, 'and presenting it ended the session (reuse detection)');
-    const types = (await eventsOf(user)).map((event) => event.type);
+    const { access_token } = await signedIn(app, user.name, user.pwd);
+    const types = (await eventsOf(app, access_token)).map((event) => event.type).filter((type) => type !== 'signed-in');
     assert.deepEqual(types.slice(0, 2), ['refresh-token-reused', 'refresh-retried']);
   });
 
   it('throws out a thief who rotated first as soon as the owner retries within the window', async () => {
     const { user } = await registerAndSignIn(app);
-    const stolen = await signIn(user.name, user.pwd);
+    const stolen = await signedIn(app, user.name, user.pwd);
     const thief = (await refresh(stolen.refresh_token)).json as Tokens;
     app.clock.advance(3);
     const owner = await refresh(stolen.refresh_token);
@@ -78,7 +68,7 @@ describe('refresh tokens', () => {
 
   it('treats a spent token as reuse once its successor was itself rotated, even within the window', async () => {
     const { user } = await registerAndSignIn(app);
-    const first = await signIn(user.name, user.pwd);
+    const first = await signedIn(app, user.name, user.pwd);
     const second = (await refresh(first.refresh_token)).json as Tokens;
     const third = (await refresh(second.refresh_token)).json as Tokens;
     assert.equal((await refresh(first.refresh_token)).status, 400);
@@ -87,7 +77,7 @@ describe('refresh tokens', () => {
 
   it('revokes the whole session when a spent token comes back after 10 s (reuse detection)', async () => {
     const { user } = await registerAndSignIn(app);
-    const first = await signIn(user.name, user.pwd);
+    const first = await signedIn(app, user.name, user.pwd);
     const second = (await refresh(first.refresh_token)).json as Tokens;
     app.clock.advance(11);
     const reuse = await refresh(first.refresh_token);
@@ -102,7 +92,7 @@ describe('refresh tokens', () => {
 
   it('keeps one chain under parallel refreshes with one token: each is served in turn, one live token remains', async () => {
     const { user } = await registerAndSignIn(app);
-    const first = await signIn(user.name, user.pwd);
+    const first = await signedIn(app, user.name, user.pwd);
     const responses = await Promise.all(Array.from({ length: 5 }, () => refresh(first.refresh_token)));
     assert.deepEqual(responses.map((response) => response.status), [200, 200, 200, 200, 200], 'within the window, the later ones are retries');
     const sessionId = (await sessionsOf(responses[0]!.json.access_token)).find((session) => session.current)!.id as string;
@@ -114,7 +104,7 @@ describe('refresh tokens', () => {
 
   it('end with the session after REFRESH_TTL, however often they were refreshed', async () => {
     const { user } = await registerAndSignIn(app);
-    let tokens = await signIn(user.name, user.pwd);
+    let tokens = await signedIn(app, user.name, user.pwd);
     for (let i = 0; i < 3; i += 1) {
       app.clock.advance(2000);
       const next = await refresh(tokens.refresh_token);
@@ -129,7 +119,7 @@ describe('refresh tokens', () => {
 
   it('refuses unknown refresh tokens and access tokens given as refresh tokens', async () => {
     const { user } = await registerAndSignIn(app);
-    const tokens = await signIn(user.name, user.pwd);
+    const tokens = await signedIn(app, user.name, user.pwd);
     for (const token of ['A'.repeat(43), tokens.access_token.slice(0, 256)]) {
       const response = await refresh(token);
       assert.equal(response.status, 400);
@@ -140,7 +130,7 @@ describe('refresh tokens', () => {
 
   it('stores refresh tokens only as hashes', async () => {
     const { user } = await registerAndSignIn(app);
-    const tokens = await signIn(user.name, user.pwd);
+    const tokens = await signedIn(app, user.name, user.pwd);
     const dump = JSON.stringify(await app.service.sql`SELECT * FROM refresh_tokens`) + JSON.stringify(await app.service.sql`SELECT * FROM sessions`);
     assert.equal(dump.includes(tokens.refresh_token), false);
     assert.equal(dump.includes(Buffer.from(tokens.refresh_token, 'base64url').toString('hex')), false);
@@ -151,8 +141,8 @@ describe('refresh tokens', () => {
 describe('POST /auth/revoke (RFC 7009)', () => {
   it('revokes the session of a refresh token, and of an access token, with or without a hint', async () => {
     const { user } = await registerAndSignIn(app);
-    const byRefresh = await signIn(user.name, user.pwd);
-    const byAccess = await signIn(user.name, user.pwd);
+    const byRefresh = await signedIn(app, user.name, user.pwd);
+    const byAccess = await signedIn(app, user.name, user.pwd);
     const response = await revoke({ token: byRefresh.refresh_token, token_type_hint: 'refresh_token' });
     assert.equal(response.status, 200);
     assert.equal((await me(byRefresh.access_token)).status, 401);
@@ -181,8 +171,8 @@ describe('POST /auth/revoke (RFC 7009)', () => {
 describe('GET and DELETE /acc/me/sessions', () => {
   it("lists the account's sessions with the caller's marked, and never another account's", async () => {
     const { user } = await registerAndSignIn(app);
-    const mine = await signIn(user.name, user.pwd, 'x'.repeat(300));
-    await signIn(user.email, user.pwd, 'other-agent');
+    const mine = await signedIn(app, user.name, user.pwd, { userAgent: 'x'.repeat(300) });
+    await signedIn(app, user.email, user.pwd, { userAgent: 'other-agent' });
     const other = await registerAndSignIn(app);
     const list = await sessionsOf(mine.access_token);
     assert.equal(list.length, 3, 'the helper sign-in and the two above');
@@ -200,8 +190,8 @@ describe('GET and DELETE /acc/me/sessions', () => {
 
   it('revokes one session by id, and answers 404 for another account\'s session or a malformed id', async () => {
     const { user } = await registerAndSignIn(app);
-    const keep = await signIn(user.name, user.pwd);
-    const drop = await signIn(user.name, user.pwd);
+    const keep = await signedIn(app, user.name, user.pwd);
+    const drop = await signedIn(app, user.name, user.pwd);
     const other = await registerAndSignIn(app);
     const otherSession = (await sessionsOf(other.token))[0]!.id as string;
     const foreign = await app.call('DELETE', `/acc/me/sessions/${otherSession}`, { token: keep.access_token });
@@ -223,7 +213,7 @@ describe('GET and DELETE /acc/me/sessions', () => {
 
   it('signs out everywhere', async () => {
     const { user, token } = await registerAndSignIn(app);
-    const other = await signIn(user.name, user.pwd);
+    const other = await signedIn(app, user.name, user.pwd);
     assert.equal((await app.call('DELETE', '/acc/me/sessions', { token })).status, 204);
     for (const access of [token, other.access_token]) assert.equal((await me(access)).status, 401);
     assert.equal((await refresh(other.refresh_token)).status, 400);
@@ -232,13 +222,13 @@ describe('GET and DELETE /acc/me/sessions', () => {
 
   it('ends every session at a password change and at a reset, refresh tokens included', async () => {
     const { user, token } = await registerAndSignIn(app);
-    const other = await signIn(user.name, user.pwd);
+    const other = await signedIn(app, user.name, user.pwd);
     assert.equal((await app.call('PUT', '/acc/me/pwd', { token, json: { old_pwd: user.pwd, new_pwd: 'changed-password' } })).status, 204);
     assert.equal((await me(token)).status, 401, "the caller's own session too");
     assert.equal((await me(other.access_token)).status, 401);
     assert.equal((await refresh(other.refresh_token)).status, 400);
 
-    const afterChange = await signIn(user.name, 'changed-password');
+    const afterChange = await signedIn(app, user.name, 'changed-password');
     const before = app.smtp.messages.length;
     assert.equal((await app.call('POST', '/acc/pwd/code', { json: { email: user.email } })).status, 204);
     const mail = await app.smtp.waitFor((message) => message.subject === 'Your password reset code' && app.smtp.messages.indexOf(message) >= before);
@@ -252,7 +242,7 @@ describe('races that must not leave a session alive', () => {
   it('revokes a session whatever a refresh racing it does, and never answers 500', async () => {
     const { user } = await registerAndSignIn(app);
     for (let round = 0; round < 12; round += 1) {
-      const tokens = await signIn(user.name, user.pwd);
+      const tokens = await signedIn(app, user.name, user.pwd);
       const ender =
         round % 3 === 0
           ? revoke({ token: tokens.refresh_token })
@@ -289,7 +279,7 @@ describe('races that must not leave a session alive', () => {
     // (no TRUST_PROXY: every request comes from 127.0.0.1); past five, level 1 of the throttle
     // makes the next attempt wait up to 2^(8 - 5) s. The clock moves past that.
     app.clock.advance(10);
-    assert.equal((await sessionsOf((await signIn(user.name, 'reset-in-race')).access_token)).length, 1, 'only the new sign-in');
+    assert.equal((await sessionsOf((await signedIn(app, user.name, 'reset-in-race')).access_token)).length, 1, 'only the new sign-in');
   });
 });
 

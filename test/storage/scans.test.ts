@@ -4,6 +4,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import postgres from 'postgres';
 import { connectDatabase } from '../../src/storage/db.ts';
 import { loadMigrations, migrate } from '../../src/storage/migrations.ts';
+import { passwordGrant } from '../helpers/accounts.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { form } from '../helpers/http.ts';
 import { codeIn } from '../helpers/smtp.ts';
@@ -68,8 +69,7 @@ describe('table scans', () => {
     assert.equal((await app.call('POST', '/acc/reg', { json: { code } })).status, 204);
     assert.equal((await app.call('POST', '/acc/reg/code', { json: { ...other, name: user.name } })).status, 409, 'a taken name');
     assert.equal((await app.call('POST', '/acc/reg/code', { json: uniqueUser('scans') })).status, 204, 'a request left unconfirmed');
-    const signIn = async (password = user.pwd, otp?: string) =>
-      app.call('POST', '/auth/token', { json: { grant_type: 'password', username: user.name, password, ...(otp === undefined ? {} : { otp }) } });
+    const signIn = (password = user.pwd, otp?: string) => passwordGrant(app, user.name, password, { otp });
     assert.equal((await signIn('wrong-password')).status, 400);
     assert.equal((await app.call('POST', '/auth/token', { json: { grant_type: 'password', username: 'nobody-here', password: 'wrong-password' } })).status, 400);
     const first = (await signIn()).json;
