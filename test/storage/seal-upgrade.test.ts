@@ -30,8 +30,11 @@ describe('upgrading sealed values from TOKEN_SECRET to ENCRYPTION_KEYS (sql/017)
   it('keeps every factor, throttle, cooldown and queued message, and leaves nothing that TOKEN_SECRET opens', async () => {
     const database = await createTestDatabase();
     const sealer = createSealer(parseConfig({ ENCRYPTION_KEYS: testEncryptionKeys }).encryptionKeys!);
-    const start = (env: Record<string, string> = {}) => startTestService({ databaseUrl: database.url, env: { LOGIN_FAILURES_PER_HOUR: '5', ...env } });
-    const guess = (app: TestService, username: string) => app.call('POST', '/auth/token', { json: { grant_type: 'password', username, password: 'wrong' } });
+    const start = (env: Record<string, string> = {}) => startTestService({ databaseUrl: database.url, env: { LOGIN_FAILURES_PER_HOUR: '5', TRUST_PROXY: '1', ...env } });
+    let stranger = 0;
+    // From networks never seen: the name's budget (5 an hour) bounds them, whatever time the restarts take.
+    const guess = (app: TestService, username: string) =>
+      app.call('POST', '/auth/token', { json: { grant_type: 'password', username, password: 'wrong' }, headers: { 'x-forwarded-for': `203.0.113.${(stranger += 1)}` } });
     let app = await start();
     try {
       const { user, token } = await registerAndSignIn(app);
