@@ -2,10 +2,10 @@ import type { Account } from '../accounts/accounts.ts';
 import { passwordChangedMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import { endSessions } from './end-sessions.ts';
-import { checkCallerPassword, type CallerRefusal } from './password-check.ts';
+import { checkCallerPassword, type CallerFactorRefusal } from './password-check.ts';
 import { inTransaction, lockAccount, wakeWorkers, type Client, type UseCaseDeps } from './transaction.ts';
 
-export type PasswordChange = { outcome: 'changed' } | CallerRefusal;
+export type PasswordChange = { outcome: 'changed' } | CallerFactorRefusal;
 
 /**
  * Changes the password of the signed-in account and ends every session (the caller's too),

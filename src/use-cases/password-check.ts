@@ -4,15 +4,28 @@ import { clientNetwork } from '../rate-limit.ts';
 import type { Sql } from '../storage/db.ts';
 import type { Client, UseCaseDeps } from './transaction.ts';
 
-export type PasswordCheck = { outcome: 'valid' } | { outcome: 'wrong' } | { outcome: 'throttled'; retryAfterSeconds: number };
+/** What a presented `otp` (a TOTP code or a recovery code) proved; 'none': the account has no factor. */
+export type SecondFactorOutcome = 'none' | 'passed' | 'missing' | 'wrong';
+
+type Throttled = { outcome: 'throttled'; retryAfterSeconds: number };
+/**
+ * A password check: 'valid' with what the second factor found, 'wrong' (a wrong password, or a
+ * right one with a missing or wrong otp: `factor` tells which), or throttled.
+ */
+export type PasswordCheck = { outcome: 'valid'; factor: 'none' | 'passed' } | { outcome: 'wrong'; factor: SecondFactorOutcome | null } | Throttled;
 
 /**
  * The sign-in policy: checks a password under the throttle (login-throttle.ts) of `identifier`
- * as typed and the client's network (an IPv6 address by its /64, rate-limit.ts). What counts as a failure: a check that was made and
- * failed. The reservation is made inside the hashing slot (PasswordHasher.verify's `admit`), so
- * an overloaded service (503) charges nobody's throttle or budget, and a throttled guess costs
- * no scrypt work and learns nothing. `stored` null (no account) does the same work and fails.
- * The throttle never looks at the account, so it acts alike for names that exist and not.
+ * as typed and the client's network (an IPv6 address by its /64, rate-limit.ts). What counts as
+ * a failure: a check that was made and failed. The reservation is made inside the hashing slot
+ * (PasswordHasher.verify's `admit`), so an overloaded service (503) charges nobody's throttle or
+ * budget, and a throttled guess costs no scrypt work and learns nothing. `stored` null (no
+ * account) does the same work and fails. The throttle never looks at the account, so it acts
+ * alike for names that exist and not.
+ *
+ * `checkFactor` runs only once the password is proven, so that a wrong password answers the
+ * same, with the same work, whether or not the account has a factor; a missing or wrong otp is
+ * then a failure, counted like a wrong password.
  */
 export async function checkPassword(
   deps: UseCaseDeps,
@@ -20,22 +33,22 @@ export async function checkPassword(
   clientAddress: string,
   password: string,
   stored: string | null,
-  // Second factor (issue 23): run only once the password is proven; false makes the attempt
-  // 'wrong' and leaves it counted as a failure, exactly like a wrong password.
-  secondFactor?: () => Promise<boolean>,
+  checkFactor: () => Promise<SecondFactorOutcome> = async () => 'none',
 ): Promise<PasswordCheck> {
-  const keys = { identifier: deps.keys.loginIdentifier(identifier), client: deps.keys.client(clientNetwork(clientAddress)) };
+  const keys = throttleKeysOf(deps, identifier, clientAddress);
   const perHour = deps.config.loginFailuresPerHour;
   let reservation: Reservation = { wait: 0, tokenTaken: false };
-  const valid = await deps.passwords.verify(password, stored, async () => (reservation = await reserveAttempt(deps.sql, keys, perHour, deps.clock())).wait === 0);
+  const reserve = async () => (reservation = await reserveAttempt(deps.sql, keys, perHour, deps.clock())).wait === 0;
+  const valid = await deps.passwords.verify(password, stored, reserve);
   if (reservation.wait > 0) return { outcome: 'throttled', retryAfterSeconds: reservation.wait };
-  if (!valid || (secondFactor !== undefined && !(await secondFactor()))) return { outcome: 'wrong' };
+  if (!valid) return { outcome: 'wrong', factor: null };
+  const factor = await checkFactor();
+  if (factor === 'missing' || factor === 'wrong') return { outcome: 'wrong', factor };
   await settleSuccess(deps.sql, keys, perHour, deps.clock(), reservation.tokenTaken);
-  return { outcome: 'valid' };
+  return { outcome: 'valid', factor };
 }
 
-type Throttled = { outcome: 'throttled'; retryAfterSeconds: number };
-export type CallerCheck = { outcome: 'valid' } | { outcome: 'wrong-password' } | Throttled;
+export type CallerCheck = { outcome: 'valid'; factor: 'none' | 'passed' } | Exclude<CallerFactorRefusal, { outcome: 'session-ended' }>;
 
 /**
  * How a use case of a signed-in caller refuses (routes answer with http/auth.ts callerRefusal):
@@ -48,35 +61,40 @@ export type CallerFactorRefusal = CallerRefusal | { outcome: 'otp-required' } | 
 
 /**
  * The password check of a signed-in caller (password change, deletion, e-mail change, second
- * factor): under the throttle of the account itself (signedInIdentifier), and a wrong password
- * (or a `secondFactor` that failed) is recorded as the account's 'sign-in-failed' event.
+ * factor), and its second factor when `checkFactor` is given: under the throttle of the account
+ * itself (signedInIdentifier). A failure is recorded as the account's 'sign-in-failed' event.
  */
 export async function checkCallerPassword(
   deps: UseCaseDeps,
   caller: { account: Account; sessionId: string },
   password: string,
   client: Client,
-  secondFactor?: () => Promise<boolean>,
+  checkFactor?: () => Promise<SecondFactorOutcome>,
 ): Promise<CallerCheck> {
   const { account, sessionId } = caller;
-  const check = await checkPassword(deps, signedInIdentifier(account), client.address, password, account.passwordHash, secondFactor);
+  const check = await checkPassword(deps, signedInIdentifier(account), client.address, password, account.passwordHash, checkFactor);
   if (check.outcome !== 'wrong') return check;
   await recordWrongPassword(deps.sql, account.id, client.address, sessionId, deps.clock());
-  return { outcome: 'wrong-password' };
+  return { outcome: check.factor === 'missing' ? 'otp-required' : check.factor === 'wrong' ? 'wrong-otp' : 'wrong-password' };
 }
 
 /**
- * A guess at a secret that is not a password (a second-factor code at confirmation), under the
- * same throttle: reserved before `check` runs, and given back only when it passes.
+ * An attempt at a secret that is not a password (a second-factor code at confirmation), under
+ * the same throttle: reserved before `attempt` runs, and counted as a failure unless `passed`
+ * says its result passed. Answers the attempt's result, or 'throttled' without running it.
  */
-export async function checkGuess(deps: UseCaseDeps, identifier: string, clientAddress: string, check: () => Promise<boolean>): Promise<PasswordCheck> {
-  const keys = { identifier: deps.keys.loginIdentifier(identifier), client: deps.keys.client(clientNetwork(clientAddress)) };
+export async function throttledAttempt<T>(deps: UseCaseDeps, identifier: string, clientAddress: string, attempt: () => Promise<T>, passed: (result: T) => boolean): Promise<T | Throttled> {
+  const keys = throttleKeysOf(deps, identifier, clientAddress);
   const perHour = deps.config.loginFailuresPerHour;
   const reservation = await reserveAttempt(deps.sql, keys, perHour, deps.clock());
   if (reservation.wait > 0) return { outcome: 'throttled', retryAfterSeconds: reservation.wait };
-  if (!(await check())) return { outcome: 'wrong' };
-  await settleSuccess(deps.sql, keys, perHour, deps.clock(), reservation.tokenTaken);
-  return { outcome: 'valid' };
+  const result = await attempt();
+  if (passed(result)) await settleSuccess(deps.sql, keys, perHour, deps.clock(), reservation.tokenTaken);
+  return result;
+}
+
+function throttleKeysOf(deps: UseCaseDeps, identifier: string, clientAddress: string): { identifier: Buffer; client: Buffer } {
+  return { identifier: deps.keys.loginIdentifier(identifier), client: deps.keys.client(clientNetwork(clientAddress)) };
 }
 
 /**
@@ -96,15 +114,16 @@ export function throttleKeys(deps: Pick<UseCaseDeps, 'keys'>, account: Pick<Acco
 
 /**
  * Records a wrong password (at sign-in, password change or deletion) as the account's
- * 'sign-in-failed' event; with `accountId` null (a name that has none) the same statement runs
- * and writes nothing. One statement that does not wait for the disk (synchronous_commit off,
- * set for this statement's own transaction): a commit that wrote a row would otherwise wait
- * for the WAL flush and one that wrote nothing would not, so a wrong password on a known name
- * would answer about a millisecond later than on an unknown one. A crash may lose the event.
+ * 'sign-in-failed' event; with `accountId` null (a name that has none) the same statements run
+ * and write nothing. Its commit does not wait for the disk: one that wrote a row would
+ * otherwise wait for the WAL flush and one that wrote nothing would not, and a wrong password
+ * on a known name would answer later than on an unknown one. A crash may lose the event.
  */
 export async function recordWrongPassword(sql: Sql, accountId: string | null, clientAddress: string, sessionId: string | null, now: Date): Promise<void> {
-  await sql`
-    WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true))
-    INSERT INTO security_events (account_id, type, occurred_at, client_address, session_id)
-    SELECT id, 'sign-in-failed', ${now}, ${clientAddress.slice(0, 64)}, ${sessionId}::uuid FROM accounts, unflushed WHERE id = ${accountId}`;
+  await sql.begin(async (tx) => {
+    await tx`SET LOCAL synchronous_commit TO off`;
+    await tx`
+      INSERT INTO security_events (account_id, type, occurred_at, client_address, session_id)
+      SELECT id, 'sign-in-failed', ${now}, ${clientAddress.slice(0, 64)}, ${sessionId}::uuid FROM accounts WHERE id = ${accountId}`;
+  });
 }

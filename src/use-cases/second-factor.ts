@@ -6,7 +6,7 @@ import { base32Encode, generateSecret, matchingStep, otpauthUri, totpCodePattern
 import { recoveryCodeUsedMail, totpDisabledMail, totpEnabledMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import type { Sql } from '../storage/db.ts';
-import { checkCallerPassword, checkGuess, signedInIdentifier, type CallerFactorRefusal, type CallerRefusal } from './password-check.ts';
+import { checkCallerPassword, signedInIdentifier, throttledAttempt, type CallerCheck, type CallerFactorRefusal, type CallerRefusal, type SecondFactorOutcome } from './password-check.ts';
 import { inTransaction, lockAccount, lockCaller, wakeWorkers, type Client, type UseCaseDeps } from './transaction.ts';
 
 /**
@@ -18,10 +18,7 @@ import { inTransaction, lockAccount, lockCaller, wakeWorkers, type Client, type 
 type Caller = { account: Account; sessionId: string };
 type Who = Pick<Account, 'id' | 'name' | 'email' | 'activeFactorSecret'>;
 
-/** What a presented `otp` (a TOTP code or a recovery code) proved. */
-export type SecondFactorOutcome = 'none' | 'passed' | 'missing' | 'wrong';
-
-export type Enrollment = { outcome: 'enrolled'; secret: string; uri: string } | { outcome: 'active' } | CallerRefusal;
+export type Enrollment = { outcome: 'enrolled'; secret: string; uri: string } | { outcome: 'active' } | CallerFactorRefusal;
 
 /**
  * Starts a pending enrollment, replacing a pending one. The password is required (throttled like
@@ -48,12 +45,8 @@ export type Confirmation = { outcome: 'confirmed'; recoveryCodes: string[] } | {
  * token cannot guess its way through a pending enrollment to the recovery codes.
  */
 export async function confirmTotp(deps: UseCaseDeps, caller: Caller, code: string, client: Client): Promise<Confirmation> {
-  let confirmation = { outcome: 'wrong' } as Confirmation;
-  const check = await checkGuess(deps, signedInIdentifier(caller.account), client.address, async () => {
-    confirmation = await activateWithCode(deps, caller, code, client);
-    return confirmation.outcome !== 'wrong';
-  });
-  return check.outcome === 'throttled' ? check : confirmation;
+  const attempt = () => activateWithCode(deps, caller, code, client);
+  return throttledAttempt(deps, signedInIdentifier(caller.account), client.address, attempt, (result) => result.outcome !== 'wrong');
 }
 
 async function activateWithCode(deps: UseCaseDeps, { account, sessionId }: Caller, code: string, client: Client): Promise<Confirmation> {
@@ -137,35 +130,13 @@ export async function checkSecondFactor(deps: UseCaseDeps, account: Who, otp: st
 }
 
 /**
- * The second-factor step of a password check (checkPassword's `secondFactor`): `check` passes
- * when the account has no factor or the otp is right, and `outcome` tells afterwards what it
- * found. It stays 'none' when the password was wrong, as the factor is then never read.
- */
-export function secondFactorGate(deps: UseCaseDeps, account: Who, otp: string | undefined, clientAddress: string, sessionId: string | null, now: Date): { outcome: SecondFactorOutcome; check(): Promise<boolean> } {
-  const gate = {
-    outcome: 'none' as SecondFactorOutcome,
-    async check() {
-      gate.outcome = await checkSecondFactor(deps, account, otp, clientAddress, sessionId, now);
-      return gate.outcome === 'none' || gate.outcome === 'passed';
-    },
-  };
-  return gate;
-}
-
-export type FactorCheck = { outcome: 'valid'; factor: SecondFactorOutcome } | Exclude<CallerFactorRefusal, { outcome: 'session-ended' }>;
-
-/**
  * The password check of a signed-in caller (checkCallerPassword), then, once the password is
  * proven and under the same throttle, the second factor: an active factor needs a right `otp`.
- * A wrong password, a missing otp and a wrong one each have their refusal; `factor` tells a
- * valid check what the second factor found ('none': the account has none).
+ * A valid check's `factor` tells what the second factor found ('none': the account has none).
  */
-export async function checkPasswordAndFactor(deps: UseCaseDeps, caller: Caller, password: string, otp: string | undefined, client: Client): Promise<FactorCheck> {
-  const gate = secondFactorGate(deps, caller.account, otp, client.address, caller.sessionId, deps.clock());
-  const check = await checkCallerPassword(deps, caller, password, client, gate.check);
-  if (check.outcome === 'valid') return { outcome: 'valid', factor: gate.outcome };
-  if (check.outcome === 'throttled') return check;
-  return { outcome: gate.outcome === 'missing' ? 'otp-required' : gate.outcome === 'wrong' ? 'wrong-otp' : 'wrong-password' };
+export function checkPasswordAndFactor(deps: UseCaseDeps, caller: Caller, password: string, otp: string | undefined, client: Client): Promise<CallerCheck> {
+  const checkFactor = () => checkSecondFactor(deps, caller.account, otp, client.address, caller.sessionId, deps.clock());
+  return checkCallerPassword(deps, caller, password, client, checkFactor);
 }
 
 /** Whether the account has an active factor (GET /acc/me). */

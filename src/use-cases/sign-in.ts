@@ -1,7 +1,7 @@
 import { findAccountByLogin } from '../accounts/accounts.ts';
 import { startSession } from '../sessions/sessions.ts';
 import { checkPassword, recordWrongPassword } from './password-check.ts';
-import { secondFactorGate } from './second-factor.ts';
+import { checkSecondFactor } from './second-factor.ts';
 import { retryOnce, type Client, type UseCaseDeps } from './transaction.ts';
 
 export type SignIn =
@@ -24,12 +24,10 @@ export type SignIn =
  */
 export async function signIn(deps: UseCaseDeps, username: string, password: string, otp: string | undefined, client: Client, admit: (accountId: string) => number = () => 0): Promise<SignIn> {
   const account = await findAccountByLogin(deps.sql, username);
-  // Second factor (issue 23): read only after the password is proven, so that a wrong password
-  // answers the same, with the same work, whether or not the account has one.
-  const secondFactor = account === null ? null : secondFactorGate(deps, account, otp, client.address, null, deps.clock());
-  const check = await checkPassword(deps, username, client.address, password, account?.passwordHash ?? null, secondFactor?.check);
+  const checkFactor = account === null ? undefined : () => checkSecondFactor(deps, account, otp, client.address, null, deps.clock());
+  const check = await checkPassword(deps, username, client.address, password, account?.passwordHash ?? null, checkFactor);
   if (check.outcome === 'throttled') return check;
-  if (secondFactor?.outcome === 'missing') return { outcome: 'mfa-required' };
+  if (check.outcome === 'wrong' && check.factor === 'missing') return { outcome: 'mfa-required' };
   if (account === null || check.outcome === 'wrong') {
     await recordWrongPassword(deps.sql, account?.id ?? null, client.address, null, deps.clock());
     return { outcome: 'refused' };
