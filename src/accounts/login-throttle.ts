@@ -107,7 +107,7 @@ function secondsUntil(until: Date | undefined, now: Date): number {
  * perhaps) must not stay past the budget.
  */
 export async function clearThrottle(tx: Transaction, identifiers: Buffer[]): Promise<void> {
-  await tx`WITH ${throttleRowsDeleted(tx, identifiers)} SELECT 1`;
+  await tx`WITH ${throttleDeletionStatements(tx, identifiers)} SELECT 1`;
 }
 
 /**
@@ -115,7 +115,7 @@ export async function clearThrottle(tx: Transaction, identifiers: Buffer[]): Pro
  * budget, known networks), for a statement that does more in the same round trip, such as the
  * deletion's: the one list of the throttle's tables.
  */
-export function throttleRowsDeleted(tx: Transaction, identifiers: Buffer[]) {
+export function throttleDeletionStatements(tx: Transaction, identifiers: Buffer[]) {
   return tx`
     delays AS (DELETE FROM login_delays WHERE identifier_key IN ${tx(identifiers)}),
     budgets AS (DELETE FROM login_budgets WHERE identifier_key IN ${tx(identifiers)}),

@@ -8,11 +8,11 @@ export type PasswordHasher = {
   /**
    * True when `password` matches the stored PHC string. With `stored` null (no such account)
    * it does the same scrypt work and answers false, so that timing cannot tell the cases apart.
-   * `admit` runs first, once the hashing slot is granted; false skips the work and answers false.
+   * `whenSlotGranted` runs first, once the hashing slot is granted; false skips the work and answers false.
    * Why in the slot: a check refused for overload (503) must not have been counted (a throttle
    * reservation made before the slot would charge the owner for the service's load).
    */
-  verify(password: string, stored: string | null, admit?: () => Promise<boolean>): Promise<boolean>;
+  verify(password: string, stored: string | null, whenSlotGranted?: () => Promise<boolean>): Promise<boolean>;
   /** True unless the stored hash is one layer made with the current parameters. */
   needsRehash(stored: string): boolean;
   /**
@@ -52,8 +52,8 @@ export function createPasswordHasher(params: ScryptParams, derive: Derive = deri
       const salt = randomBytes(saltBytes);
       return formatHash({ layers: [{ params, salt }], hash: await derive(password, salt, params) });
     },
-    async verify(password, stored, admit) {
-      if (admit !== undefined && !(await admit())) return false;
+    async verify(password, stored, whenSlotGranted) {
+      if (whenSlotGranted !== undefined && !(await whenSlotGranted())) return false;
       const parsed = stored === null ? null : parseHash(stored);
       // A missing account is checked against a hash that matches nothing, made with the current parameters.
       const target = parsed ?? { layers: [{ params, salt: randomBytes(saltBytes) }], hash: Buffer.alloc(hashBytes) };
@@ -156,7 +156,7 @@ export function parseHash(stored: string): ParsedHash | null {
 export function limitPasswordHasher(hasher: PasswordHasher, limiter: Limiter): PasswordHasher {
   return {
     hash: (password, lane) => limiter.run(() => hasher.hash(password), lane),
-    verify: (password, stored, admit) => limiter.run(async () => (admit === undefined || (await admit())) && hasher.verify(password, stored)),
+    verify: (password, stored, whenSlotGranted) => limiter.run(async () => (whenSlotGranted === undefined || (await whenSlotGranted())) && hasher.verify(password, stored)),
     needsRehash: (stored) => hasher.needsRehash(stored),
     wrap: (stored) => hasher.wrap(stored),
   };

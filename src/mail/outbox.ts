@@ -40,7 +40,7 @@ export async function enqueueMail(tx: Transaction, mail: OutgoingMail, sealer: S
 /**
  * Delivers queued messages one at a time, in three steps that each hold a connection only for
  * one statement: claim a due message (a lease, sql/009), send it with no connection and no lock
- * held, then settle it under the same lease. Several instances share one queue: SKIP LOCKED
+ * held, then record the outcome under the same lease. Several instances share one queue: SKIP LOCKED
  * makes each claim its own message. A message is sent once unless its worker dies or loses the
  * database between sending and settling; then the lease runs out and it is sent again, with
  * the same Message-ID, so that mail systems can drop the copy.
@@ -50,7 +50,7 @@ export function createOutboxWorker(options: OutboxOptions): OutboxWorker {
   return createPollingWorker({ next: () => deliverNext(options), log, failureMessage: 'outbox worker failed', onError, pollMs, wakeJitterMs });
 }
 
-/** A message claimed for one attempt: only the holder of `lease` may settle it. */
+/** A message claimed for one attempt: only the holder of `lease` may record its outcome. */
 type Claimed = { id: string; lease: string; messageId: string; kind: string; recipient: string; sealed: Buffer; attempts: number };
 
 /** How the attempt ended: sent, to be tried again at `retryAt`, or given up. */
@@ -69,7 +69,7 @@ async function deliverNext(options: OutboxOptions): Promise<boolean> {
   const { id, kind, attempts } = claimed;
   const opened = sealer.open(claimed.sealed, 'mail', claimed.messageId);
   if (opened === null) {
-    await settle(sql, claimed, { sent: false, reason: 'content cannot be decrypted with the configured ENCRYPTION_KEYS', retryAt: null }, clock());
+    await recordOutcome(sql, claimed, { sent: false, reason: 'content cannot be decrypted with the configured ENCRYPTION_KEYS', retryAt: null }, clock());
     log.error('outbox message failed', { id, kind, reason: 'undecryptable' });
     return true;
   }
@@ -83,7 +83,7 @@ async function deliverNext(options: OutboxOptions): Promise<boolean> {
     const final = isPermanentFailure(error) || attempts >= (options.maxAttempts ?? 12);
     outcome = { sent: false, reason, retryAt: final ? null : new Date(clock().getTime() + backoffMs(attempts, options)) };
   }
-  const settled = await settle(sql, claimed, outcome, clock());
+  const settled = await recordOutcome(sql, claimed, outcome, clock());
   if (!settled) {
     // The lease ran out during the send and another worker claimed the message, or the account
     // was deleted meanwhile: this worker no longer owns it.
@@ -118,7 +118,7 @@ async function claimNext(sql: Sql, now: Date, leaseMs: number): Promise<Claimed 
 }
 
 /** Records the outcome if the lease still holds; false if it does not (the message is no longer this worker's). */
-async function settle(sql: Sql, claimed: Claimed, outcome: Outcome, now: Date): Promise<boolean> {
+async function recordOutcome(sql: Sql, claimed: Claimed, outcome: Outcome, now: Date): Promise<boolean> {
   const { id, lease } = claimed;
   let rows;
   if (outcome.sent && claimed.kind === 'account-deleted') {

@@ -45,8 +45,8 @@ async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<str
 
 async function refreshGrant(ctx: RequestContext, deps: Deps, params: Record<string, unknown>): Promise<Reply> {
   const presented = stringParameter(params, 'refresh_token', maxRefreshTokenLength);
-  const admit = deps.accountRateLimiter === null ? null : (accountId: string) => takeAccountAllowance(deps, accountId);
-  const result = await refreshSession(deps, presented, clientOf(ctx), admit);
+  const takeAllowance = deps.accountRateLimiter === null ? null : (accountId: string) => takeAccountAllowance(deps, accountId);
+  const result = await refreshSession(deps, presented, clientOf(ctx), takeAllowance);
   if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
   if (result.outcome === 'refused') throw new OAuthError('invalid_grant', 'The refresh token is invalid, expired, revoked or already used.');
   return tokenReply(deps, result.accountPublicId, result.sessionId, result.refreshToken);

@@ -7,7 +7,7 @@ export type Client = { address: string; userAgent: string };
 
 /**
  * Whether the session still exists. Read after the account row is locked (use-cases/transaction.ts
- * lockCaller), in a statement of its own, so that it sees what a transaction that held the lock
+ * lockAccountIfSessionLives), in a statement of its own, so that it sees what a transaction that held the lock
  * before (a password change, reset, deletion or sign-out) committed.
  */
 export async function isSessionLive(tx: Transaction, accountId: string, sessionId: string): Promise<boolean> {

@@ -48,8 +48,9 @@ export async function changeEmail(deps: UseCaseDeps, account: ChangingAccount, c
         accountId: account.id,
         sessionId: null,
         keptSessionId: change.sessionId,
-        event: { type: 'email-changed', clientAddress: client.address, sessionId: change.sessionId, always: true },
+        event: { type: 'email-changed', clientAddress: client.address, sessionId: change.sessionId },
         webhook: deps.webhooks.event('account.email_changed', account.publicId, now, { email: change.newEmail }),
+        record: 'always',
         now,
       });
       // Only the end of the kept session (which takes its code along) can come between the

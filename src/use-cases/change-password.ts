@@ -27,7 +27,7 @@ export async function changePassword(deps: UseCaseDeps, caller: { account: Accou
       WHERE id = ${account.id} AND EXISTS (SELECT 1 FROM sessions WHERE id = ${sessionId} AND account_id = ${account.id})`;
     if (updated.count === 0) return false;
     const webhook = deps.webhooks.event('password.changed', account.publicId, now);
-    await endSessions(tx, { accountId: account.id, sessionId: null, event: { type: 'password-changed', clientAddress: client.address, sessionId, always: true }, webhook, now });
+    await endSessions(tx, { accountId: account.id, sessionId: null, event: { type: 'password-changed', clientAddress: client.address, sessionId }, webhook, record: 'always', now });
     await enqueueMail(tx, passwordChangedMail(account.email, account.name, now, client.address), deps.sealer, now);
     return true;
   });

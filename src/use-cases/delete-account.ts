@@ -1,11 +1,11 @@
 import type { Account } from '../accounts/accounts.ts';
-import { throttleRowsDeleted } from '../accounts/login-throttle.ts';
+import { throttleDeletionStatements } from '../accounts/login-throttle.ts';
 import { accountDeletedMail } from '../mail/messages.ts';
 import { sealMail } from '../mail/outbox.ts';
 import { endSessions } from './end-sessions.ts';
 import { throttleKeys, type CallerFactorRefusal } from './password-check.ts';
 import { checkPasswordAndFactor } from './second-factor.ts';
-import { inTransaction, lockCaller, wakeWorkers, type Client, type UseCaseDeps } from './transaction.ts';
+import { inTransaction, lockAccountIfSessionLives, wakeWorkers, type Client, type UseCaseDeps } from './transaction.ts';
 
 export type Deletion = { outcome: 'deleted' } | CallerFactorRefusal;
 
@@ -30,13 +30,13 @@ export async function deleteAccount(deps: UseCaseDeps, caller: { account: Accoun
   const deleted = await inTransaction(deps.sql, async (tx) => {
     // Step 1 of the lock order: the address's name holds, before the account row, as a code request takes them.
     await tx`SELECT 1 FROM name_holds WHERE address = lower(${account.email}) FOR UPDATE`;
-    if (!(await lockCaller(tx, caller))) return false;
+    if (!(await lockAccountIfSessionLives(tx, caller))) return false;
     // No event: the account's events go with it. The application is told all the same.
-    await endSessions(tx, { accountId: account.id, sessionId: null, event: null, webhook: deps.webhooks.event('account.deleted', account.publicId, now), now });
+    await endSessions(tx, { accountId: account.id, sessionId: null, event: null, webhook: deps.webhooks.event('account.deleted', account.publicId, now), record: 'always', now });
     await tx`
       WITH account AS (DELETE FROM accounts WHERE id = ${account.id}),
         holds AS (DELETE FROM name_holds WHERE address = lower(${account.email})),
-        ${throttleRowsDeleted(tx, identifiers)},
+        ${throttleDeletionStatements(tx, identifiers)},
         mail AS (DELETE FROM outbox WHERE lower(recipient) = lower(${account.email}))
       INSERT INTO outbox (message_id, kind, recipient, sealed_content, next_attempt_at, created_at)
       VALUES (${notice.messageId}, ${notice.kind}, ${account.email}, ${notice.sealed}, ${now}, ${now})`;

@@ -8,8 +8,8 @@ import { inTransaction, lockAccount, retryOnce, type Client, type UseCaseDeps } 
  * the account has no session with this id, which another account's session id also gets.
  */
 export async function endSession(deps: UseCaseDeps, accountId: string, sessionId: string, client: Client): Promise<boolean> {
-  const event = { type: 'session-revoked', clientAddress: client.address, sessionId, always: false } as const;
-  const ended = await retryOnce(() => endSessions(deps.sql, { accountId, sessionId, event, now: deps.clock() }));
+  const event = { type: 'session-revoked', clientAddress: client.address, sessionId } as const;
+  const ended = await retryOnce(() => endSessions(deps.sql, { accountId, sessionId, event, record: 'if-ended', now: deps.clock() }));
   return ended.length === 1;
 }
 
@@ -29,7 +29,7 @@ export async function endAllSessions(deps: UseCaseDeps, account: { id: string; p
   await inTransaction(deps.sql, async (tx) => {
     // Locked by a statement of its own first, so that the delete sees every session started before.
     if (!(await lockAccount(tx, account.id))) return;
-    await endSessions(tx, { accountId: account.id, sessionId: null, event: { type: 'signed-out-everywhere', clientAddress: client.address, sessionId: callerSessionId, always: true }, webhook, now });
+    await endSessions(tx, { accountId: account.id, sessionId: null, event: { type: 'signed-out-everywhere', clientAddress: client.address, sessionId: callerSessionId }, webhook, record: 'always', now });
   });
   deps.webhooks.wake();
 }

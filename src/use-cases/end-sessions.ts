@@ -9,10 +9,15 @@ export type SessionsEnd = {
   sessionId: string | null;
   /** With `sessionId` null: every session but this one (an e-mail change keeps the session that asked for it). */
   keptSessionId?: string;
-  /** Recorded when a session ended, or always for a cause of its own (password change, reset); null records nothing. */
-  event: { type: EventType; clientAddress: string; sessionId: string | null; always: boolean } | null;
-  /** The webhook event of the same cause (Webhooks.event), written when the event is, or always when there is none; null while webhooks are off. */
+  /** The security event that says why; null records none. */
+  event: { type: EventType; clientAddress: string; sessionId: string | null } | null;
+  /** The webhook event of the same cause (Webhooks.event); null while webhooks are off. */
   webhook?: WebhookRow | null;
+  /**
+   * When the two events are written: 'always', for a cause that matters whether or not a
+   * session was live (a password change, a reset); 'if-ended', for the end itself (a revocation).
+   */
+  record: 'always' | 'if-ended';
   now: Date;
 };
 
@@ -30,6 +35,7 @@ export type SessionsEnd = {
  */
 export async function endSessions(sql: Sql | Transaction, end: SessionsEnd): Promise<string[]> {
   const { accountId, sessionId, keptSessionId = null, event, now } = end;
+  const always = end.record === 'always';
   const webhook = end.webhook ?? null;
   const rows = await sql`
     WITH ended AS (
@@ -41,11 +47,11 @@ export async function endSessions(sql: Sql | Transaction, end: SessionsEnd): Pro
     ), event AS (
       INSERT INTO security_events (account_id, type, occurred_at, client_address, session_id)
       SELECT ${accountId}::bigint, ${event?.type ?? null}::text, ${now}::timestamptz, ${event?.clientAddress.slice(0, 64) ?? null}::text, ${event?.sessionId ?? null}::uuid
-      WHERE ${event !== null}::boolean AND (${event?.always ?? false}::boolean OR EXISTS (SELECT 1 FROM ended))
+      WHERE ${event !== null}::boolean AND (${always}::boolean OR EXISTS (SELECT 1 FROM ended))
     ), webhook AS (
       INSERT INTO webhook_events (webhook_id, type, account, body, next_attempt_at, created_at)
       SELECT ${webhook?.webhookId ?? null}::text, ${webhook?.type ?? null}::text, ${webhook?.account ?? null}::uuid, ${webhook?.body ?? null}::text, ${now}::timestamptz, ${now}::timestamptz
-      WHERE ${webhook !== null}::boolean AND (${event?.always ?? true}::boolean OR EXISTS (SELECT 1 FROM ended))
+      WHERE ${webhook !== null}::boolean AND (${always}::boolean OR EXISTS (SELECT 1 FROM ended))
     )
     SELECT id FROM ended`;
   return rows.map((row) => row.id as string);

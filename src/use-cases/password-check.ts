@@ -18,7 +18,7 @@ export type PasswordCheck = { outcome: 'valid'; factor: 'none' | 'passed' } | { 
  * The sign-in policy: checks a password under the throttle (login-throttle.ts) of `identifier`
  * as typed and the client's network (an IPv6 address by its /64, rate-limit.ts). What counts as
  * a failure: a check that was made and failed. The reservation is made inside the hashing slot
- * (PasswordHasher.verify's `admit`), so an overloaded service (503) charges nobody's throttle or
+ * (PasswordHasher.verify's `whenSlotGranted`), so an overloaded service (503) charges nobody's throttle or
  * budget, and a throttled guess costs no scrypt work and learns nothing. `stored` null (no
  * account) does the same work and fails. The throttle never looks at the account, so it acts
  * alike for names that exist and not.

@@ -6,7 +6,7 @@ import { retryOnce, type Client, type UseCaseDeps } from './transaction.ts';
 export type Refresh =
   | { outcome: 'refreshed'; accountPublicId: string; sessionId: string; refreshToken: string }
   | { outcome: 'refused' }
-  /** The account is past its rate limit (`admit`): nothing was rotated. */
+  /** The account is past its rate limit (`takeAllowance`): nothing was rotated. */
   | { outcome: 'limited'; retryAfterSeconds: number };
 
 /**
@@ -16,21 +16,21 @@ export type Refresh =
  * only passes), so ending the session after the first statement decided it loses nothing; if
  * the process stops in between, the next presentation decides the same.
  *
- * `admit`, when the per-account rate limit is on, takes one refresh from the account's
+ * `takeAllowance`, when the per-account rate limit is on, takes one refresh from the account's
  * allowance (0 to go on, else the seconds to wait).
  */
 export async function refreshSession(
   deps: UseCaseDeps,
   presented: string,
   client: Client,
-  admit: ((accountId: string) => number) | null = null,
+  takeAllowance: ((accountId: string) => number) | null = null,
 ): Promise<Refresh> {
-  if (admit !== null) {
+  if (takeAllowance !== null) {
     // Counted before the rotation writes anything: each leaves a spent token behind for a day, so
     // the account's allowance is what bounds how many a client's refresh loop makes the database
     // hold. Finding the account costs one more round trip, only while the limit is on.
     const owner = await findSessionOwner(deps.sql, { refreshToken: presented });
-    const wait = owner === null ? 0 : admit(owner.accountId);
+    const wait = owner === null ? 0 : takeAllowance(owner.accountId);
     if (wait > 0) return { outcome: 'limited', retryAfterSeconds: wait };
   }
   const now = deps.clock();
@@ -40,7 +40,7 @@ export async function refreshSession(
     // The rotation does not name the account's public id on reuse; it never changes, so it is read apart.
     const publicId = await findPublicId(deps.sql, accountId);
     const webhook = publicId === null ? null : deps.webhooks.event('sessions.revoked', publicId, now, { reason: 'refresh_token_reused', session_id: sessionId });
-    await retryOnce(() => endSessions(deps.sql, { accountId, sessionId, event: { type: 'refresh-token-reused', clientAddress: client.address, sessionId, always: false }, webhook, now }));
+    await retryOnce(() => endSessions(deps.sql, { accountId, sessionId, event: { type: 'refresh-token-reused', clientAddress: client.address, sessionId }, webhook, record: 'if-ended', now }));
     deps.webhooks.wake();
     deps.metrics.increment('refresh_token_reuses_total');
     deps.log.warn('spent refresh token presented again; session revoked', { session_id: sessionId });

@@ -7,7 +7,7 @@ import { recoveryCodeUsedMail, totpDisabledMail, totpEnabledMail } from '../mail
 import { enqueueMail } from '../mail/outbox.ts';
 import type { Sql } from '../storage/db.ts';
 import { checkCallerPassword, signedInIdentifier, throttledAttempt, type CallerCheck, type CallerFactorRefusal, type CallerRefusal, type SecondFactorOutcome } from './password-check.ts';
-import { inTransaction, lockAccount, lockCaller, wakeWorkers, type Client, type UseCaseDeps } from './transaction.ts';
+import { inTransaction, lockAccount, lockAccountIfSessionLives, wakeWorkers, type Client, type UseCaseDeps } from './transaction.ts';
 
 /**
  * The second factor (TOTP, RFC 6238): enroll, confirm, disable, and the check that sign-in and
@@ -16,7 +16,7 @@ import { inTransaction, lockAccount, lockCaller, wakeWorkers, type Client, type 
  * events, outbox. Using a TOTP step is one statement on the factor row alone.
  */
 type Caller = { account: Account; sessionId: string };
-type Who = Pick<Account, 'id' | 'name' | 'email' | 'activeFactorSecret'>;
+type FactorAccount = Pick<Account, 'id' | 'name' | 'email' | 'activeFactorSecret'>;
 
 export type Enrollment = { outcome: 'enrolled'; secret: string; uri: string } | { outcome: 'active' } | CallerFactorRefusal;
 
@@ -31,7 +31,7 @@ export async function enrollTotp(deps: UseCaseDeps, caller: Caller, password: st
   const secret = generateSecret();
   const sealed = deps.sealer.seal(secret, 'totp-secret', account.id);
   const now = deps.clock();
-  const started = await inTransaction(deps.sql, async (tx) => ((await lockCaller(tx, caller)) ? startEnrollment(tx, account.id, sealed, now) : null));
+  const started = await inTransaction(deps.sql, async (tx) => ((await lockAccountIfSessionLives(tx, caller)) ? startEnrollment(tx, account.id, sealed, now) : null));
   if (started === null) return { outcome: 'session-ended' };
   if (!started) return { outcome: 'active' };
   return { outcome: 'enrolled', secret: base32Encode(secret), uri: otpauthUri(secret, deps.config.tokenIssuer, account.name) };
@@ -59,7 +59,7 @@ async function activateWithCode(deps: UseCaseDeps, { account, sessionId }: Calle
   if (step === null) return { outcome: 'wrong' };
   const recoveryCodes = Array.from({ length: recoveryCodeCount }, generateRecoveryCode);
   const activated = await inTransaction(deps.sql, async (tx): Promise<Confirmation['outcome']> => {
-    if (!(await lockCaller(tx, { account, sessionId }))) return 'session-ended';
+    if (!(await lockAccountIfSessionLives(tx, { account, sessionId }))) return 'session-ended';
     if (!(await activateFactor(tx, account.id, factor.sealedSecret, step, recoveryCodes.map(hashRecoveryCode), now))) return 'not-pending';
     await recordEvent(tx, account.id, 'totp-enabled', client.address, sessionId, now);
     await enqueueMail(tx, totpEnabledMail(account.email, account.name, now, client.address), deps.sealer, now);
@@ -85,7 +85,7 @@ export async function disableTotp(deps: UseCaseDeps, caller: Caller, password: s
   if (check.factor === 'none') return { outcome: 'not-active' };
   const now = deps.clock();
   const removed = await inTransaction(deps.sql, async (tx): Promise<Removal['outcome']> => {
-    if (!(await lockCaller(tx, caller))) return 'session-ended';
+    if (!(await lockAccountIfSessionLives(tx, caller))) return 'session-ended';
     if (!(await removeFactor(tx, account.id))) return 'not-active';
     await recordEvent(tx, account.id, 'totp-disabled', client.address, sessionId, now);
     await enqueueMail(tx, totpDisabledMail(account.email, account.name, now, client.address), deps.sealer, now);
@@ -105,7 +105,7 @@ export async function disableTotp(deps: UseCaseDeps, caller: Caller, password: s
  * conditional statement; a recovery code is used up in a transaction that also records it and
  * tells the owner.
  */
-export async function checkSecondFactor(deps: UseCaseDeps, account: Who, otp: string | undefined, clientAddress: string, sessionId: string | null, now: Date): Promise<SecondFactorOutcome> {
+export async function checkSecondFactor(deps: UseCaseDeps, account: FactorAccount, otp: string | undefined, clientAddress: string, sessionId: string | null, now: Date): Promise<SecondFactorOutcome> {
   // Sign-in read the secret with the account (one round trip fewer); it is looked at only here.
   const known = account.activeFactorSecret;
   const factor = known === undefined ? await findSecondFactor(deps.sql, account.id) : known === null ? null : { sealedSecret: known, active: true };
@@ -140,7 +140,7 @@ export function checkPasswordAndFactor(deps: UseCaseDeps, caller: Caller, passwo
 }
 
 /** Whether the account has an active factor (GET /acc/me). */
-export async function hasActiveFactor(sql: Sql, account: Who): Promise<boolean> {
+export async function hasActiveFactor(sql: Sql, account: FactorAccount): Promise<boolean> {
   if (account.activeFactorSecret !== undefined) return account.activeFactorSecret !== null;
   return (await findSecondFactor(sql, account.id))?.active ?? false;
 }

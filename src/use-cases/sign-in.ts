@@ -11,7 +11,7 @@ export type SignIn =
   /** The password is right, the account has a second factor, and no otp came with it. */
   | { outcome: 'mfa-required' }
   | { outcome: 'throttled'; retryAfterSeconds: number }
-  /** The password was right, but the account is past its rate limit (`admit`): no session started. */
+  /** The password was right, but the account is past its rate limit (`takeAllowance`): no session started. */
   | { outcome: 'limited'; retryAfterSeconds: number };
 
 /**
@@ -19,10 +19,10 @@ export type SignIn =
  * statements and the same scrypt work, and end in the same outcome, so that neither timing nor
  * answer tells which names exist. The session starts in one statement (startSession) that
  * holds the account row, so that it cannot start after a change, reset or deletion that the
- * password check did not see. `admit` takes one sign-in from the account's allowance (0 to go
+ * password check did not see. `takeAllowance` takes one sign-in from the account's allowance (0 to go
  * on, else the seconds to wait).
  */
-export async function signIn(deps: UseCaseDeps, username: string, password: string, otp: string | undefined, client: Client, admit: (accountId: string) => number = () => 0): Promise<SignIn> {
+export async function signIn(deps: UseCaseDeps, username: string, password: string, otp: string | undefined, client: Client, takeAllowance: (accountId: string) => number = () => 0): Promise<SignIn> {
   const account = await findAccountByLogin(deps.sql, username);
   const checkFactor = account === null ? undefined : () => checkSecondFactor(deps, account, otp, client.address, null, deps.clock());
   const check = await checkPassword(deps, username, client.address, password, account?.passwordHash ?? null, checkFactor);
@@ -33,7 +33,7 @@ export async function signIn(deps: UseCaseDeps, username: string, password: stri
     return { outcome: 'refused' };
   }
   // Counted only once the password is right, so that strangers cannot spend the owner's allowance.
-  const wait = admit(account.id);
+  const wait = takeAllowance(account.id);
   if (wait > 0) return { outcome: 'limited', retryAfterSeconds: wait };
   const upgraded = deps.passwords.needsRehash(account.passwordHash) ? await deps.passwords.hash(password) : null;
   const now = deps.clock();

@@ -132,6 +132,6 @@ export async function lockAccount(tx: Transaction, accountId: string, passwordHa
  * ended it before is seen, and a request of an ended session changes nothing. False if either
  * is gone.
  */
-export async function lockCaller(tx: Transaction, caller: { account: { id: string }; sessionId: string }): Promise<boolean> {
+export async function lockAccountIfSessionLives(tx: Transaction, caller: { account: { id: string }; sessionId: string }): Promise<boolean> {
   return (await lockAccount(tx, caller.account.id)) && isSessionLive(tx, caller.account.id, caller.sessionId);
 }
