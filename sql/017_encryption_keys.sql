@@ -17,11 +17,12 @@ COMMENT ON TABLE keyed_hash_keys IS 'The random keys of the keyed hashes of the 
 -- The ES256 token signing keys of TOKEN_ALG=ES256 (src/sessions/signing-keys.ts): shared by
 -- every instance, the private key only sealed. A key signs from created_at plus a lead of two
 -- minutes; the sweep deletes a key once a newer one has signed for longer than TOKEN_TTL.
+-- The public key is not stored: each instance derives it from the private key, and refuses a
+-- key whose kid is not its thumbprint, so that writing to this table cannot plant a key.
 CREATE TABLE signing_keys (
   kid                text PRIMARY KEY,
   sealed_private_key bytea NOT NULL,
-  public_jwk         jsonb NOT NULL,
   created_at         timestamptz NOT NULL
 );
-COMMENT ON TABLE signing_keys IS 'ES256 token signing keys (TOKEN_ALG=ES256); kid is the RFC 7638 thumbprint of public_jwk.';
+COMMENT ON TABLE signing_keys IS 'ES256 token signing keys (TOKEN_ALG=ES256); kid is the RFC 7638 thumbprint of the public key.';
 COMMENT ON COLUMN signing_keys.sealed_private_key IS 'PKCS #8 private key, sealed under ENCRYPTION_KEYS and bound to kid.';

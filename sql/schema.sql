@@ -411,7 +411,6 @@ CREATE TABLE public.sessions (
 CREATE TABLE public.signing_keys (
     kid text NOT NULL,
     sealed_private_key bytea NOT NULL,
-    public_jwk jsonb NOT NULL,
     created_at timestamp with time zone NOT NULL
 );
 
@@ -419,7 +418,7 @@ CREATE TABLE public.signing_keys (
 -- Name: TABLE signing_keys; Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON TABLE public.signing_keys IS 'ES256 token signing keys (TOKEN_ALG=ES256); kid is the RFC 7638 thumbprint of public_jwk.';
+COMMENT ON TABLE public.signing_keys IS 'ES256 token signing keys (TOKEN_ALG=ES256); kid is the RFC 7638 thumbprint of the public key.';
 
 --
 -- Name: COLUMN signing_keys.sealed_private_key; Type: COMMENT; Schema: public; Owner: -

@@ -49,10 +49,10 @@ const requestSchemas: Record<string, JsonObject> = {
 
 const responseSchemas: Record<string, JsonObject> = {
   Token: objectOf({
-    access_token: { type: 'string', description: 'A JWT (HS256) with iss, aud (when configured), sub, sid, jti, iat and exp.' },
+    access_token: { type: 'string', description: 'A JWT, HS256 or (TOKEN_ALG=ES256) ES256 with a kid, with iss, aud (when configured), sub, sid, jti, iat and exp.' },
     token_type: { const: 'Bearer' },
     expires_in: { type: 'integer' },
-    refresh_token: { type: 'string', description: 'Opaque; single use: each refresh returns the next one.' },
+    refresh_token: { type: 'string', description: 'Opaque; single use: each refresh returns the next one. Presented again within 10 s while its successor is unused, it counts as a retry and is answered again; later, it ends the session.' },
   }),
   Sessions: objectOf({
     sessions: {

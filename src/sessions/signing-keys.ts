@@ -1,5 +1,4 @@
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type JsonWebKey } from 'node:crypto';
-import type postgres from 'postgres';
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type JsonWebKey, type KeyObject } from 'node:crypto';
 import type { Sealer } from '../sealing.ts';
 import type { Sql } from '../storage/db.ts';
 import type { SigningKey } from './tokens.ts';
@@ -66,7 +65,7 @@ export function liveSigningKeys(stored: readonly StoredKey[], now: Date, tokenTt
 /** Adds a key that will sign after the lead; returns its key id. */
 export async function addSigningKey(sql: Sql, sealer: Sealer, now: Date): Promise<string> {
   const key = generateSigningKey(sealer);
-  await sql`INSERT INTO signing_keys (kid, sealed_private_key, public_jwk, created_at) VALUES (${key.kid}, ${key.sealed}, ${sql.json(key.jwk as postgres.JSONValue)}, ${now})`;
+  await sql`INSERT INTO signing_keys (kid, sealed_private_key, created_at) VALUES (${key.kid}, ${key.sealed}, ${now})`;
   return key.kid;
 }
 
@@ -76,8 +75,8 @@ async function addFirstSigningKey(sql: Sql, sealer: Sealer, now: Date): Promise<
   await sql.begin(async (tx) => {
     await tx`LOCK TABLE signing_keys IN SHARE ROW EXCLUSIVE MODE`;
     await tx`
-      INSERT INTO signing_keys (kid, sealed_private_key, public_jwk, created_at)
-      SELECT ${key.kid}, ${key.sealed}, ${tx.json(key.jwk as postgres.JSONValue)}, ${now} WHERE NOT EXISTS (SELECT 1 FROM signing_keys)`;
+      INSERT INTO signing_keys (kid, sealed_private_key, created_at)
+      SELECT ${key.kid}, ${key.sealed}, ${now} WHERE NOT EXISTS (SELECT 1 FROM signing_keys)`;
   });
 }
 
@@ -100,22 +99,34 @@ export async function deleteRetiredSigningKeys(sql: Sql, now: Date, tokenTtlSeco
   return rows.count;
 }
 
+/**
+ * Every stored key, opened. The public key is derived from the sealed private key, and the kid
+ * (the associated data of the sealed value) must be its thumbprint: nothing but ENCRYPTION_KEYS
+ * can add a key, or pair a kid with another key.
+ */
 async function readSigningKeys(sql: Sql, sealer: Sealer): Promise<StoredKey[]> {
-  const rows = await sql<{ kid: string; sealed: Buffer; jwk: JsonWebKey; createdAt: Date }[]>`
-    SELECT kid, sealed_private_key AS sealed, public_jwk AS jwk, created_at AS "createdAt" FROM signing_keys ORDER BY created_at DESC, kid`;
+  const rows = await sql<{ kid: string; sealed: Buffer; createdAt: Date }[]>`
+    SELECT kid, sealed_private_key AS sealed, created_at AS "createdAt" FROM signing_keys ORDER BY created_at DESC, kid`;
   return rows.map((row) => {
     const opened = sealer.open(row.sealed, 'signing-key', row.kid);
     if (opened === null) throw new Error(`the token signing key ${row.kid} opens with no key of ENCRYPTION_KEYS; add the previous key after the new one`);
     const privateKey = createPrivateKey({ key: opened.plaintext, format: 'der', type: 'pkcs8' });
-    return { kid: row.kid, privateKey, publicKey: createPublicKey({ key: row.jwk, format: 'jwk' }), createdAt: row.createdAt, jwk: row.jwk };
+    const publicKey = createPublicKey(privateKey);
+    const jwk = publicJwk(publicKey);
+    if (jwk.kid !== row.kid) throw new Error(`the token signing key ${row.kid} is not the key its kid names`);
+    return { kid: row.kid, privateKey, publicKey, createdAt: row.createdAt, jwk };
   });
 }
 
-function generateSigningKey(sealer: Sealer): { kid: string; sealed: Buffer; jwk: JsonWebKey } {
+function generateSigningKey(sealer: Sealer): { kid: string; sealed: Buffer } {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const { kid } = publicJwk(publicKey);
+  return { kid, sealed: sealer.seal(privateKey.export({ format: 'der', type: 'pkcs8' }), 'signing-key', kid) };
+}
+
+/** The public key as a JWK, its kid the RFC 7638 thumbprint: the required members, in lexical order, hashed. */
+function publicJwk(publicKey: KeyObject): JsonWebKey & { kid: string } {
   const { crv, kty, x, y } = publicKey.export({ format: 'jwk' });
-  // RFC 7638 thumbprint: the required members, in lexical order, hashed.
   const kid = createHash('sha256').update(JSON.stringify({ crv, kty, x, y })).digest('base64url');
-  const sealed = sealer.seal(privateKey.export({ format: 'der', type: 'pkcs8' }), 'signing-key', kid);
-  return { kid, sealed, jwk: { kty, crv, x, y, kid, alg: 'ES256', use: 'sig' } };
+  return { kty, crv, x, y, kid, alg: 'ES256', use: 'sig' };
 }

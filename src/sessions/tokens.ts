@@ -82,16 +82,29 @@ export function ecTokenKeys(current: () => readonly SigningKey[]): TokenKeys {
       const key = current()[0];
       if (key?.privateKey === undefined || key.privateKey === null) throw new Error('no signing key');
       const privateKey = key.privateKey;
-      return { header: header(key.kid), sign: (data) => sign('sha256', Buffer.from(data), { key: privateKey, dsaEncoding: 'ieee-p1363' }).toString('base64url') };
+      return { header: header(key.kid), sign: (data) => lowS(sign('sha256', Buffer.from(data), { key: privateKey, dsaEncoding: 'ieee-p1363' })).toString('base64url') };
     },
     verify(given, data, signature) {
       const key = current().find((candidate) => header(candidate.kid) === given);
       const bytes = Buffer.from(signature, 'base64url');
-      // Only the canonical encoding of a 64-byte signature: r and s, 32 bytes each.
+      // Only the canonical encoding of a 64-byte signature (r and s, 32 bytes each), with a low
+      // s: (r, n - s) verifies as well, and a token must have one form only.
       if (key === undefined || bytes.length !== 64 || bytes.toString('base64url') !== signature) return false;
+      if (BigInt(`0x${bytes.subarray(32).toString('hex')}`) > halfOrder) return false;
       return verify('sha256', Buffer.from(data), { key: key.publicKey, dsaEncoding: 'ieee-p1363' }, bytes);
     },
   };
+}
+
+/** The order n of P-256, and n / 2: ECDSA's s and n - s both verify; only s <= n / 2 is accepted. */
+const curveOrder = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n;
+const halfOrder = curveOrder / 2n;
+
+/** The signature with s replaced by n - s when s is high, so that every token this service makes is accepted. */
+function lowS(signature: Buffer): Buffer {
+  const s = BigInt(`0x${signature.subarray(32).toString('hex')}`);
+  if (s <= halfOrder) return signature;
+  return Buffer.concat([signature.subarray(0, 32), Buffer.from((curveOrder - s).toString(16).padStart(64, '0'), 'hex')]);
 }
 
 /** Constant-time comparison, so the time taken does not reveal how much of a forged signature is right. */

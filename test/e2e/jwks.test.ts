@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import * as client from 'openid-client';
@@ -57,9 +58,8 @@ describe('TOKEN_ALG=ES256', () => {
   });
 
   it('keeps the private key only sealed, and shares the keys with every instance', async () => {
-    const [row] = await app.service.sql<{ sealed: Buffer; jwk: Record<string, string> }[]>`SELECT sealed_private_key AS sealed, public_jwk AS jwk FROM signing_keys`;
+    const [row] = await app.service.sql<{ sealed: Buffer }[]>`SELECT sealed_private_key AS sealed FROM signing_keys`;
     assert.equal(row!.sealed[0], 2, 'a sealed value');
-    assert.equal('d' in row!.jwk, false, 'no private member in the public key');
     const second = await startTestService({ databaseUrl: database.url, env: { TOKEN_ALG: 'ES256', TOKEN_SECRET: '', TOKEN_ISSUER: issuer } });
     try {
       const { token } = await registerAndSignIn(second);
@@ -67,6 +67,22 @@ describe('TOKEN_ALG=ES256', () => {
       assert.equal(headerOf(token).kid, (await kids())[0]);
     } finally {
       await second.stop();
+    }
+  });
+
+  it('takes no key that was planted in the table: a sealed key under another kid, or a kid that is not its key', async () => {
+    const [real] = await app.service.sql<{ kid: string; sealed: Buffer }[]>`SELECT kid, sealed_private_key AS sealed FROM signing_keys`;
+    const { token } = await registerAndSignIn(app);
+    const other = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'der', type: 'pkcs8' });
+    for (const [kid, sealed] of [
+      ['planted', real!.sealed],
+      ['mislabelled', sealer.seal(other, 'signing-key', 'mislabelled')],
+    ] as const) {
+      await app.service.sql`INSERT INTO signing_keys (kid, sealed_private_key, created_at) VALUES (${kid}, ${sealed}, now() - interval '1 hour')`;
+      await assert.rejects(app.service.sweep(), kid === 'planted' ? /opens with no key/ : /is not the key its kid names/);
+      await app.service.sql`DELETE FROM signing_keys WHERE kid = ${kid}`;
+      assert.deepEqual(await kids(), [real!.kid], 'the key set is unchanged');
+      assert.equal((await app.call('GET', '/acc/me', { token })).status, 200);
     }
   });
 

@@ -126,4 +126,18 @@ describe('ES256 tokens', () => {
     const der = sign('sha256', Buffer.from(data), first.privateKey!).toString('base64url');
     assert.equal(es.verifyToken(`${data}.${der}`, now), null, 'only the 64-byte JWS form');
   });
+
+  it('signs with a low s only, and refuses the high-s twin of a valid signature', () => {
+    live = [first];
+    const n = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n;
+    const sOf = (token: string) => BigInt(`0x${Buffer.from(token.split('.')[2]!, 'base64url').subarray(32).toString('hex')}`);
+    const tokensMade = Array.from({ length: 40 }, () => es.issueToken(account, session, now).token);
+    assert.ok(tokensMade.every((token) => sOf(token) <= n / 2n), 'every s at most n / 2');
+    const [token] = tokensMade as [string];
+    const signature = Buffer.from(token.split('.')[2]!, 'base64url');
+    const twin = Buffer.concat([signature.subarray(0, 32), Buffer.from((n - sOf(token)).toString(16).padStart(64, '0'), 'hex')]);
+    const highS = `${token.split('.').slice(0, 2).join('.')}.${twin.toString('base64url')}`;
+    assert.notEqual(es.verifyToken(token, now), null);
+    assert.equal(es.verifyToken(highS, now), null, 'n - s verifies in ECDSA, and is refused here');
+  });
 });
