@@ -1,5 +1,6 @@
 import type { Transaction } from '../storage/db.ts';
-import type { SealedMail } from '../mail/outbox.ts';
+import { insertMail, type SealedMail } from '../mail/outbox.ts';
+import { insertEvents } from './security-events.ts';
 
 export type ResetAccount = { id: string; publicId: string; name: string; email: string };
 
@@ -7,8 +8,8 @@ export type ResetAccount = { id: string; publicId: string; name: string; email: 
  * Issues a reset code to the active account with this address, if there is one, and queues
  * the sealed message to the address stored for it. The reset-request worker calls it
  * (reset-requests.ts), never the request itself: how many rows it writes tells whether the
- * address has an account. (The same inserts as storeCode in one-time-codes.ts, recordEvent in
- * security-events.ts and enqueueMail in mail/outbox.ts, in one statement.)
+ * address has an account. (storeCode's insert, in one-time-codes.ts, and the event's and the
+ * mail's, in one statement.)
  */
 export async function issueResetCode(tx: Transaction, email: string, codeHash: Buffer, expiresAt: Date, mail: SealedMail, clientAddress: string, now: Date): Promise<void> {
   await tx`
@@ -20,11 +21,9 @@ export async function issueResetCode(tx: Transaction, email: string, codeHash: B
       INSERT INTO one_time_codes (code_hash, purpose, account_id, expires_at, created_at)
       SELECT ${codeHash}, 'reset', id, ${expiresAt}, ${now} FROM account
     ), event AS (
-      INSERT INTO security_events (account_id, type, occurred_at, client_address)
-      SELECT id, 'reset-requested', ${now}, ${clientAddress.slice(0, 64)} FROM account
+      ${insertEvents(tx, { account: tx`id`, type: 'reset-requested', clientAddress, session: null, now }, tx`FROM account`)}
     )
-    INSERT INTO outbox (message_id, kind, recipient, sealed_content, next_attempt_at, created_at)
-    SELECT ${mail.messageId}, ${mail.kind}, email, ${mail.sealed}, ${now}, ${now} FROM account`;
+    ${insertMail(tx, mail, tx`email`, now, tx`FROM account`)}`;
 }
 
 /** Sets a new password on an active account. Null if the account is gone. */

@@ -1,4 +1,4 @@
-import type { Sql, Transaction } from '../storage/db.ts';
+import type { Fragment, Sql, Transaction } from '../storage/db.ts';
 
 export type EventType =
   | 'activated'
@@ -37,10 +37,20 @@ export const shownStrangerEvents = 10;
  * nothing, so that a failed sign-in on an unknown name costs what one on a known name costs.
  */
 export async function recordEvent(sql: Sql | Transaction, accountId: string | null, type: EventType, clientAddress: string, sessionId: string | null, now: Date): Promise<void> {
-  await sql`
-    INSERT INTO security_events (account_id, type, occurred_at, client_address, session_id)
-    SELECT id, ${type}, ${now}, ${clientAddress.slice(0, 64)}, ${sessionId} FROM accounts WHERE id = ${accountId}`;
+  await sql`${insertEvents(sql, { account: sql`id`, type, clientAddress, session: sql`${sessionId}::uuid`, now }, sql`FROM accounts WHERE id = ${accountId}`)}`;
 }
+
+/**
+ * THE insert of security events, for every statement that writes them: one row for each row of
+ * `source` (a FROM clause, and its WHERE), `account` and `session` being expressions over it.
+ */
+export function insertEvents(sql: Sql | Transaction, event: EventRow, source: Fragment): Fragment {
+  return sql`
+    INSERT INTO security_events (account_id, type, occurred_at, client_address, session_id)
+    SELECT ${event.account}, ${event.type}::text, ${event.now}::timestamptz, ${event.clientAddress.slice(0, 64)}::text, ${event.session ?? sql`NULL`}::uuid ${source}`;
+}
+
+export type EventRow = { account: Fragment; type: EventType; clientAddress: string; session: Fragment | null; now: Date };
 
 /** The account's latest events, newest first, of which at most `shownStrangerEvents` of the strangers' kinds. */
 export async function listEvents(sql: Sql, accountId: string): Promise<SecurityEvent[]> {

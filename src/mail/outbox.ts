@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Sql, Transaction } from '../storage/db.ts';
+import type { Fragment, Sql, Transaction } from '../storage/db.ts';
 import { createPollingWorker, type PollingSettings, type PollingWorker } from '../polling-worker.ts';
 import { backoffMs, type Backoff } from '../queue.ts';
 import type { Sealer } from '../sealing.ts';
@@ -31,10 +31,17 @@ export function sealMail(mail: UnaddressedMail, sealer: Sealer): SealedMail {
 
 /** Queues a message in the caller's transaction, so it exists exactly when the change that causes it does. */
 export async function enqueueMail(tx: Transaction, mail: OutgoingMail, sealer: Sealer, now: Date): Promise<void> {
-  const { messageId, kind, sealed } = sealMail(mail, sealer);
-  await tx`
+  await tx`${insertMail(tx, sealMail(mail, sealer), tx`${mail.to}::text`, now)}`;
+}
+
+/**
+ * THE insert of queued mail, for every statement that queues it: once, or once for each row of
+ * `source` (a FROM clause, and its WHERE), `recipient` being an expression over it.
+ */
+export function insertMail(sql: Sql | Transaction, mail: SealedMail, recipient: Fragment, now: Date, source: Fragment = sql``): Fragment {
+  return sql`
     INSERT INTO outbox (message_id, kind, recipient, sealed_content, next_attempt_at, created_at)
-    VALUES (${messageId}, ${kind}, ${mail.to}, ${sealed}, ${now}, ${now})`;
+    SELECT ${mail.messageId}, ${mail.kind}, ${recipient}, ${mail.sealed}, ${now}::timestamptz, ${now}::timestamptz ${source}`;
 }
 
 /**

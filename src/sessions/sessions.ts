@@ -1,5 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Account } from '../accounts/accounts.ts';
+import { insertEvents } from '../accounts/security-events.ts';
 import type { Sql, Transaction } from '../storage/db.ts';
 
 /** Who acted: the client address and user agent a request came from, as a session records them. */
@@ -74,8 +75,7 @@ export async function startSession(sql: Sql, accountId: string, checkedHash: str
       )
       RETURNING id
     ), evicted_events AS (
-      INSERT INTO security_events (account_id, type, occurred_at, client_address, session_id)
-      SELECT ${accountId}, 'session-evicted', ${now}, ${client.address.slice(0, 64)}, id FROM evicted
+      ${insertEvents(sql, { account: sql`${accountId}::bigint`, type: 'session-evicted', clientAddress: client.address, session: sql`id`, now }, sql`FROM evicted`)}
     ), session AS (
       INSERT INTO sessions (id, account_id, created_at, last_used_at, expires_at, client_address, user_agent)
       SELECT ${sessionId}, id, ${now}, ${now}, ${expiresAt}, ${client.address.slice(0, 64)}, ${client.userAgent.slice(0, maxUserAgentLength)} FROM account
@@ -83,8 +83,7 @@ export async function startSession(sql: Sql, accountId: string, checkedHash: str
     ), token AS (
       INSERT INTO refresh_tokens (token_hash, session_id, created_at) SELECT ${hashRefreshToken(refreshToken)}, id, ${now} FROM session
     )
-    INSERT INTO security_events (account_id, type, occurred_at, client_address, session_id)
-    SELECT account.id, 'signed-in', ${now}, ${client.address.slice(0, 64)}, session.id FROM account, session
+    ${insertEvents(sql, { account: sql`account.id`, type: 'signed-in', clientAddress: client.address, session: sql`session.id`, now }, sql`FROM account, session`)}
     RETURNING 1`;
   return rows.count === 1 ? { sessionId, refreshToken } : null;
 }

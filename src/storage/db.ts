@@ -4,6 +4,8 @@ import { createGate, type Gate } from './gate.ts';
 
 export type Sql = postgres.Sql;
 export type Transaction = postgres.TransactionSql;
+/** A piece of a statement, for statements that embed another's insert (security-events.ts insertEvents). */
+export type Fragment = postgres.Fragment;
 
 /**
  * The pool behind a stable handle, so that it can be replaced without rewiring, a bounded queue

@@ -1,5 +1,7 @@
 import { accountActiveMail } from '../mail/messages.ts';
-import { sealMail } from '../mail/outbox.ts';
+import { insertEvents } from '../accounts/security-events.ts';
+import { insertMail, sealMail } from '../mail/outbox.ts';
+import { insertWebhookEvents } from '../webhooks/events.ts';
 import { retryOnce, wakeWorkers, type Client, type UseCaseDeps } from './transaction.ts';
 
 /** The pending registration a live registration code belongs to, as the code lookup found it. */
@@ -26,14 +28,9 @@ export async function activateAccount(deps: UseCaseDeps, pending: PendingAccount
       ), activated AS (
         UPDATE accounts SET activated_at = ${now}, expires_at = NULL WHERE id = (SELECT account_id FROM code) RETURNING id, email
       ), event AS (
-        INSERT INTO security_events (account_id, type, occurred_at, client_address) SELECT id, 'activated', ${now}, ${client.address.slice(0, 64)} FROM activated
-      ), webhook AS (
-        INSERT INTO webhook_events (webhook_id, type, account, body, next_attempt_at, created_at)
-        SELECT ${webhook?.webhookId ?? null}::text, ${webhook?.type ?? null}::text, ${webhook?.account ?? null}::uuid, ${webhook?.body ?? null}::text, ${now}, ${now}
-        FROM activated WHERE ${webhook !== null}::boolean
-      )
-      INSERT INTO outbox (message_id, kind, recipient, sealed_content, next_attempt_at, created_at)
-      SELECT ${mail.messageId}, ${mail.kind}, email, ${mail.sealed}, ${now}, ${now} FROM activated
+        ${insertEvents(deps.sql, { account: deps.sql`id`, type: 'activated', clientAddress: client.address, session: null, now }, deps.sql`FROM activated`)}
+      )${webhook === null ? deps.sql`` : deps.sql`, webhook AS (${insertWebhookEvents(deps.sql, webhook, deps.sql`FROM activated`)})`}
+      ${insertMail(deps.sql, mail, deps.sql`email`, now, deps.sql`FROM activated`)}
       RETURNING 1`,
   );
   if (rows.count === 0) return false;

@@ -1,7 +1,7 @@
 import type { Account } from '../accounts/accounts.ts';
 import { throttleDeletionStatements } from '../accounts/login-throttle.ts';
 import { accountDeletedMail } from '../mail/messages.ts';
-import { sealMail } from '../mail/outbox.ts';
+import { insertMail, sealMail } from '../mail/outbox.ts';
 import { endSessions } from './end-sessions.ts';
 import { throttleKeys, type CallerFactorRefusal } from './password-check.ts';
 import { checkPasswordAndFactor } from './second-factor.ts';
@@ -38,8 +38,7 @@ export async function deleteAccount(deps: UseCaseDeps, caller: { account: Accoun
         holds AS (DELETE FROM name_holds WHERE address = lower(${account.email})),
         ${throttleDeletionStatements(tx, identifiers)},
         mail AS (DELETE FROM outbox WHERE lower(recipient) = lower(${account.email}))
-      INSERT INTO outbox (message_id, kind, recipient, sealed_content, next_attempt_at, created_at)
-      VALUES (${notice.messageId}, ${notice.kind}, ${account.email}, ${notice.sealed}, ${now}, ${now})`;
+      ${insertMail(tx, notice, tx`${account.email}::text`, now)}`;
     return true;
   });
   if (!deleted) return { outcome: 'session-ended' };

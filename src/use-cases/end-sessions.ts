@@ -1,6 +1,6 @@
-import type { EventType } from '../accounts/security-events.ts';
+import { insertEvents, type EventType } from '../accounts/security-events.ts';
 import type { Sql, Transaction } from '../storage/db.ts';
-import type { WebhookRow } from '../webhooks/events.ts';
+import { insertWebhookEvents, type WebhookRow } from '../webhooks/events.ts';
 
 /** Which sessions end, and the event that says why. */
 export type SessionsEnd = {
@@ -35,7 +35,7 @@ export type SessionsEnd = {
  */
 export async function endSessions(sql: Sql | Transaction, end: SessionsEnd): Promise<string[]> {
   const { accountId, sessionId, keptSessionId = null, event, now } = end;
-  const always = end.record === 'always';
+  const when = end.record === 'always' ? sql`` : sql`WHERE EXISTS (SELECT 1 FROM ended)`;
   const webhook = end.webhook ?? null;
   const rows = await sql`
     WITH ended AS (
@@ -44,15 +44,8 @@ export async function endSessions(sql: Sql | Transaction, end: SessionsEnd): Pro
         AND (${sessionId}::uuid IS NULL OR id = ${sessionId}::uuid)
         AND (${keptSessionId}::uuid IS NULL OR id <> ${keptSessionId}::uuid)
       RETURNING id
-    ), event AS (
-      INSERT INTO security_events (account_id, type, occurred_at, client_address, session_id)
-      SELECT ${accountId}::bigint, ${event?.type ?? null}::text, ${now}::timestamptz, ${event?.clientAddress.slice(0, 64) ?? null}::text, ${event?.sessionId ?? null}::uuid
-      WHERE ${event !== null}::boolean AND (${always}::boolean OR EXISTS (SELECT 1 FROM ended))
-    ), webhook AS (
-      INSERT INTO webhook_events (webhook_id, type, account, body, next_attempt_at, created_at)
-      SELECT ${webhook?.webhookId ?? null}::text, ${webhook?.type ?? null}::text, ${webhook?.account ?? null}::uuid, ${webhook?.body ?? null}::text, ${now}::timestamptz, ${now}::timestamptz
-      WHERE ${webhook !== null}::boolean AND (${always}::boolean OR EXISTS (SELECT 1 FROM ended))
-    )
+    )${event === null ? sql`` : sql`, event AS (${insertEvents(sql, { ...event, account: sql`${accountId}::bigint`, session: sql`${event.sessionId}::uuid`, now }, when)})`}
+    ${webhook === null ? sql`` : sql`, webhook AS (${insertWebhookEvents(sql, webhook, when)})`}
     SELECT id FROM ended`;
   return rows.map((row) => row.id as string);
 }

@@ -1,5 +1,6 @@
 import type { Account } from '../accounts/accounts.ts';
 import { reserveAttempt, settleSuccess, type Reservation } from '../accounts/login-throttle.ts';
+import { recordEvent } from '../accounts/security-events.ts';
 import { clientNetwork } from '../rate-limit.ts';
 import type { Sql } from '../storage/db.ts';
 import type { Client, UseCaseDeps } from './transaction.ts';
@@ -122,8 +123,6 @@ export function throttleKeys(deps: Pick<UseCaseDeps, 'keys'>, account: Pick<Acco
 export async function recordWrongPassword(sql: Sql, accountId: string | null, clientAddress: string, sessionId: string | null, now: Date): Promise<void> {
   await sql.begin(async (tx) => {
     await tx`SET LOCAL synchronous_commit TO off`;
-    await tx`
-      INSERT INTO security_events (account_id, type, occurred_at, client_address, session_id)
-      SELECT id, 'sign-in-failed', ${now}, ${clientAddress.slice(0, 64)}, ${sessionId}::uuid FROM accounts WHERE id = ${accountId}`;
+    await recordEvent(tx, accountId, 'sign-in-failed', clientAddress, sessionId, now);
   });
 }

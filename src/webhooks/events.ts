@@ -1,4 +1,4 @@
-import type { Transaction } from '../storage/db.ts';
+import type { Fragment, Sql, Transaction } from '../storage/db.ts';
 import { newWebhookId } from './signing.ts';
 
 /**
@@ -62,7 +62,16 @@ export function webhookBody(type: WebhookEventType, accountPublicId: string, now
 }
 
 async function insertWebhook(tx: Transaction, row: WebhookRow): Promise<void> {
-  await tx`
+  await tx`${insertWebhookEvents(tx, row)}`;
+}
+
+/**
+ * THE insert of webhook events, for every statement that writes them: once, or once for each row
+ * of `source` (a FROM clause, and its WHERE). A trigger (sql/016) moves an event's first attempt
+ * to no earlier than its account's pending events, so that none is due before an earlier one.
+ */
+export function insertWebhookEvents(sql: Sql | Transaction, row: WebhookRow, source: Fragment = sql``): Fragment {
+  return sql`
     INSERT INTO webhook_events (webhook_id, type, account, body, next_attempt_at, created_at)
-    VALUES (${row.webhookId}, ${row.type}, ${row.account}, ${row.body}, ${row.createdAt}, ${row.createdAt})`;
+    SELECT ${row.webhookId}::text, ${row.type}::text, ${row.account}::uuid, ${row.body}::text, ${row.createdAt}::timestamptz, ${row.createdAt}::timestamptz ${source}`;
 }
