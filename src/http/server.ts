@@ -168,7 +168,8 @@ function send(req: IncomingMessage, res: ServerResponse, deps: Deps, requestId: 
     body = reply.body;
   } else if (reply.body !== undefined) {
     if (!typed) headers.push('Content-Type', 'application/json');
-    body = JSON.stringify(reply.body);
+    // Ended by a newline, as text is: in a terminal, the prompt then starts on a line of its own.
+    body = `${JSON.stringify(reply.body)}\n`;
   }
   // What node:http works out itself when end() writes the headers: with writeHead first it
   // would send the body chunked instead. A HEAD answer carries the Content-Length of the GET
