@@ -144,7 +144,7 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
     webhook: parseWebhook(env, host, port),
     warnings,
   };
-  warnings.push(...lookalikeWarnings(Object.keys(given), [...read]));
+  warnings.push(...lookalikeWarnings(Object.keys(given), [...read]), ...databaseHints(given, databaseUrl));
   return config;
 }
 
@@ -163,6 +163,23 @@ export function lookalikeWarnings(names: readonly string[], known: readonly stri
     if (guesses.length > 0) warnings.push(`${name} is not a variable of this service and is ignored; did you mean ${guesses.slice(0, 3).join(' or ')}?`);
   }
   return warnings;
+}
+
+/** What people set for a database, meaning DATABASE_URL: said at once, not guessed at. */
+const databaseAliases = ['POSTGRES_URL', 'POSTGRESQL_URL', 'PG_URL', 'DB_URL', 'DATABASE_URI'];
+const libpqHosts = ['PGHOST', 'PGPORT', 'PGDATABASE', 'PGUSER'];
+
+/**
+ * One warning for each variable that names a database the service will not use: another name
+ * for DATABASE_URL, or libpq's PGHOST and the like while DATABASE_URL is unset (the embedded
+ * database runs then; with DATABASE_URL set, the driver does read them for what the URL leaves
+ * out). Never the value: it may hold a password.
+ */
+function databaseHints(given: NodeJS.ProcessEnv, databaseUrl: string | null): string[] {
+  const set = (name: string) => given[name] !== undefined && given[name] !== '';
+  const aliases = databaseAliases.filter(set).map((name) => `${name} is not read by this service; set DATABASE_URL (postgres://user:password@host:port/database)`);
+  const libpq = databaseUrl !== null ? [] : libpqHosts.filter(set).map((name) => `${name} is set but DATABASE_URL is not: the embedded database is used; set DATABASE_URL (postgres:/// takes the host from ${name})`);
+  return [...aliases, ...libpq];
 }
 
 /** Edit distance: the fewest single-character insertions, deletions, substitutions and swaps of neighbours from a to b. */
