@@ -38,6 +38,10 @@ npm run build: node --env-file=FILE dist/main.js.
 
 ${commandUsage}`;
 
+function localRelyingParty(port: number): ServiceConfig['webauthn'] {
+  return { id: 'localhost', name: 'account-service (development)', origins: [`http://localhost:${port}`] };
+}
+
 /** An ENCRYPTION_KEYS value of one random key, for the embedded mode. */
 function newEncryptionKey(): string {
   return `local:${randomBytes(32).toString('base64')}`;
@@ -86,6 +90,8 @@ async function main(argv: string[]): Promise<void> {
       // Embedded (development) mode keeps generated keys in DATA_DIR; production must pass them.
       tokenSecrets: config.tokenSecrets ?? [Buffer.from(await loadOrCreateSecret(config.dataDir, 'token-secret'))],
       encryptionKeys: config.encryptionKeys ?? parseEncryptionKeys(await loadOrCreateSecret(config.dataDir, 'encryption-keys', newEncryptionKey), [])!,
+      // Embedded (development) mode: passkeys work on the service's own origin without any setting.
+      webauthn: config.webauthn ?? (config.databaseUrl === null ? localRelyingParty(config.port) : null),
     };
     if (command !== null) {
       const code = await runCommand(command, settled, log, (line) => process.stdout.write(`${line}\n`));
