@@ -101,6 +101,30 @@ CREATE TABLE public.accounts (
 );
 
 --
+-- Name: TABLE accounts; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.accounts IS 'Accounts, pending (activated_at NULL, until expires_at) or active. id is internal; public_id is the sub of tokens and the account of webhooks.';
+
+--
+-- Name: COLUMN accounts.password_hash; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.accounts.password_hash IS 'A PHC string: $scrypt$ln=,r=,p=$salt$hash, or a chain of layers after a SCRYPT_PARAMS change (accounts/passwords.ts).';
+
+--
+-- Name: COLUMN accounts.expires_at; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.accounts.expires_at IS 'A pending registration lives until then; NULL once active.';
+
+--
+-- Name: COLUMN accounts.attempt_notified_at; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.accounts.attempt_notified_at IS 'When the owner was last told that someone tried to register with their address; bounds those notices.';
+
+--
 -- Name: accounts_id_seq; Type: SEQUENCE; Schema: public; Owner: -
 --
 
@@ -125,6 +149,12 @@ CREATE TABLE public.address_quotas (
     CONSTRAINT address_quotas_address_key_check CHECK ((octet_length(address_key) = 32)),
     CONSTRAINT address_quotas_purpose_check CHECK ((purpose = ANY ('{email-change,passkey,registration,reset}'::text[])))
 );
+
+--
+-- Name: TABLE address_quotas; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.address_quotas IS 'Per purpose and address (a keyed hash, keyed_hash_keys): the code requests of the last 24 hours, for the cooldown and the daily cap.';
 
 --
 -- Name: keyed_hash_keys; Type: TABLE; Schema: public; Owner: -
@@ -153,6 +183,12 @@ CREATE TABLE public.login_budgets (
 );
 
 --
+-- Name: TABLE login_budgets; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.login_budgets IS 'The sign-in throttle''s budget per identifier (keyed hash of a name, an address or account:<public id>): tokens refill LOGIN_FAILURES_PER_HOUR an hour.';
+
+--
 -- Name: login_delays; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -168,6 +204,12 @@ CREATE TABLE public.login_delays (
 );
 
 --
+-- Name: TABLE login_delays; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.login_delays IS 'The sign-in throttle''s doubling delay per identifier and client network (keyed hashes), after four failures.';
+
+--
 -- Name: login_known_clients; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -180,6 +222,12 @@ CREATE TABLE public.login_known_clients (
 );
 
 --
+-- Name: TABLE login_known_clients; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.login_known_clients IS 'Client networks that proved an identifier''s password in the last 30 days; they pass a spent budget.';
+
+--
 -- Name: name_holds; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -190,6 +238,12 @@ CREATE TABLE public.name_holds (
     CONSTRAINT name_holds_address_check CHECK ((length(address) <= 254)),
     CONSTRAINT name_holds_name_check CHECK ((name ~ '^[a-z0-9-]{2,32}$'::text))
 );
+
+--
+-- Name: TABLE name_holds; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.name_holds IS 'A name held for the address that asked for it until the code lifetime ends, whatever the address holds, so that a second request with the name tells nothing about the first address.';
 
 --
 -- Name: one_time_codes; Type: TABLE; Schema: public; Owner: -
@@ -208,6 +262,18 @@ CREATE TABLE public.one_time_codes (
     CONSTRAINT one_time_codes_new_email_check CHECK ((length(new_email) <= 254)),
     CONSTRAINT one_time_codes_purpose_check CHECK ((purpose = ANY ('{email-change,passkey,registration,reset}'::text[])))
 );
+
+--
+-- Name: TABLE one_time_codes; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.one_time_codes IS 'E-mailed codes of every purpose, as SHA-256 hashes only; single use (deleting the row is the use).';
+
+--
+-- Name: COLUMN one_time_codes.session_id; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.one_time_codes.session_id IS 'For an e-mail change: the session that asked for it, the one the change keeps.';
 
 --
 -- Name: outbox; Type: TABLE; Schema: public; Owner: -
@@ -234,10 +300,22 @@ CREATE TABLE public.outbox (
 );
 
 --
+-- Name: TABLE outbox; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.outbox IS 'Mail to send, sent by the outbox worker (mail/outbox.ts); a sent row keeps neither content nor recipient, and goes after 7 days.';
+
+--
 -- Name: COLUMN outbox.sealed_content; Type: COMMENT; Schema: public; Owner: -
 --
 
 COMMENT ON COLUMN public.outbox.sealed_content IS 'The message, sealed under ENCRYPTION_KEYS and bound to message_id; erased once sent.';
+
+--
+-- Name: COLUMN outbox.lease; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.outbox.lease IS 'Set by the worker that claimed the row; only that worker may record the outcome.';
 
 --
 -- Name: outbox_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -314,6 +392,12 @@ CREATE TABLE public.recovery_codes (
 );
 
 --
+-- Name: TABLE recovery_codes; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.recovery_codes IS 'Second-factor recovery codes, as hashes; single use.';
+
+--
 -- Name: refresh_tokens; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -326,6 +410,18 @@ CREATE TABLE public.refresh_tokens (
     CONSTRAINT refresh_tokens_parent_hash_check CHECK ((octet_length(parent_hash) = 32)),
     CONSTRAINT refresh_tokens_token_hash_check CHECK ((octet_length(token_hash) = 32))
 );
+
+--
+-- Name: TABLE refresh_tokens; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.refresh_tokens IS 'Refresh tokens as SHA-256 hashes. A spent one is kept a day, so that presenting it again is seen as reuse.';
+
+--
+-- Name: COLUMN refresh_tokens.parent_hash; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.refresh_tokens.parent_hash IS 'The token this one replaced: presented again within the retry window, it is answered with this one (sql/008 refresh_session).';
 
 --
 -- Name: registration_requests; Type: TABLE; Schema: public; Owner: -
@@ -343,6 +439,12 @@ CREATE TABLE public.registration_requests (
     CONSTRAINT registration_requests_name_check CHECK ((name ~ '^[a-z0-9-]{2,32}$'::text)),
     CONSTRAINT registration_requests_password_hash_check CHECK ((password_hash ~~ '$scrypt$%'::text))
 );
+
+--
+-- Name: TABLE registration_requests; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.registration_requests IS 'Registration requests recorded by POST /acc/reg/code and resolved later by the request resolver, so that the answer does not tell whether the address has an account.';
 
 --
 -- Name: registration_requests_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -369,6 +471,12 @@ CREATE TABLE public.reset_requests (
     CONSTRAINT reset_requests_address_check CHECK ((length(address) <= 254)),
     CONSTRAINT reset_requests_client_address_check CHECK ((length(client_address) <= 64))
 );
+
+--
+-- Name: TABLE reset_requests; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.reset_requests IS 'Reset requests recorded by POST /acc/pwd/code and resolved later by the request resolver, for the same reason.';
 
 --
 -- Name: reset_requests_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -407,10 +515,22 @@ CREATE TABLE public.second_factors (
 );
 
 --
+-- Name: TABLE second_factors; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.second_factors IS 'One TOTP factor per account: pending until its first code confirms it (activated_at).';
+
+--
 -- Name: COLUMN second_factors.sealed_secret; Type: COMMENT; Schema: public; Owner: -
 --
 
 COMMENT ON COLUMN public.second_factors.sealed_secret IS 'The TOTP secret, sealed under ENCRYPTION_KEYS and bound to account_id (src/sealing.ts).';
+
+--
+-- Name: COLUMN second_factors.last_used_step; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.second_factors.last_used_step IS 'The last TOTP step used: a code of that step or an earlier one is refused, so each code works once.';
 
 --
 -- Name: security_events; Type: TABLE; Schema: public; Owner: -
@@ -426,6 +546,12 @@ CREATE TABLE public.security_events (
     CONSTRAINT security_events_client_address_check CHECK ((length(client_address) <= 64)),
     CONSTRAINT security_events_type_check CHECK ((type = ANY ('{activated,email-change-requested,email-changed,passkey-added,passkey-counter-regressed,passkey-removed,password-changed,password-reset,recovery-code-used,refresh-retried,refresh-token-reused,reset-requested,session-evicted,session-revoked,sign-in-failed,signed-in,signed-out-everywhere,totp-disabled,totp-enabled}'::text[])))
 );
+
+--
+-- Name: TABLE security_events; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.security_events IS 'Each account''s security activity (GET /acc/me/events); kept EVENT_RETENTION_DAYS, strangers'' failed sign-ins and reset requests 7 days.';
 
 --
 -- Name: security_events_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -455,6 +581,12 @@ CREATE TABLE public.sessions (
     CONSTRAINT sessions_client_address_check CHECK ((length(client_address) <= 64)),
     CONSTRAINT sessions_user_agent_check CHECK ((length(user_agent) <= 200))
 );
+
+--
+-- Name: TABLE sessions; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sessions IS 'Sign-in sessions; deleting one revokes its refresh tokens (by cascade) and its access tokens (every request reads it).';
 
 --
 -- Name: signing_keys; Type: TABLE; Schema: public; Owner: -
@@ -517,6 +649,18 @@ CREATE TABLE public.webhook_events (
     CONSTRAINT webhook_events_type_check CHECK ((type = ANY (ARRAY['account.activated'::text, 'account.deleted'::text, 'account.email_changed'::text, 'password.changed'::text, 'password.reset'::text, 'sessions.revoked'::text, 'second_factor.enabled'::text, 'second_factor.disabled'::text]))),
     CONSTRAINT webhook_events_webhook_id_check CHECK ((webhook_id ~ '^msg_[A-Za-z0-9_-]{1,64}$'::text))
 );
+
+--
+-- Name: TABLE webhook_events; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.webhook_events IS 'Events for WEBHOOK_URL, delivered in order per account; a delivered row keeps no body and goes after 7 days. A trigger (sql/016) queues an event no earlier than its account''s pending ones.';
+
+--
+-- Name: COLUMN webhook_events.claimed_until; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.webhook_events.claimed_until IS 'Set by the worker that claimed the row, until then; only that worker may record the outcome.';
 
 --
 -- Name: webhook_events_id_seq; Type: SEQUENCE; Schema: public; Owner: -

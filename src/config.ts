@@ -27,6 +27,8 @@ export type Config = {
   tokenIssuer: string;
   /** Null: tokens carry no `aud`, and tokens with one are refused. */
   tokenAudience: string | null;
+  /** The issuer an authenticator app shows for a second factor: TOTP_ISSUER, else TOKEN_ISSUER's host, else TOKEN_ISSUER. */
+  totpIssuer: string;
   regCodeTtlSeconds: number;
   resetCodeTtlSeconds: number;
   emailCodeTtlSeconds: number;
@@ -106,6 +108,7 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
   if (databaseUrl !== null && smtpUrl === null) warnings.push('SMTP_URL is not set: mail, codes included, is written as plain-text files under DATA_DIR/mail instead of being sent');
   if (databaseUrl !== null && metricsToken === null) warnings.push('METRICS_TOKEN is not set: /metrics is open to anyone who reaches the service');
   const port = integer(env, 'PORT', 8080, 0, 65535);
+  const tokenIssuer = claimString(env, 'TOKEN_ISSUER') ?? 'account-service';
   const host = parseHost(env);
   const config: Config = {
     port,
@@ -124,8 +127,9 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
     encryptionKeys,
     tokenTtlSeconds: integer(env, 'TOKEN_TTL', 900, 60, 7 * 24 * 3600),
     refreshTtlSeconds: integer(env, 'REFRESH_TTL', 30 * 24 * 3600, 300, 365 * 24 * 3600),
-    tokenIssuer: claimString(env, 'TOKEN_ISSUER') ?? 'account-service',
+    tokenIssuer,
     tokenAudience: claimString(env, 'TOKEN_AUDIENCE'),
+    totpIssuer: parseTotpIssuer(env, tokenIssuer),
     regCodeTtlSeconds: integer(env, 'REG_CODE_TTL', 1800, 60, 7 * 24 * 3600),
     resetCodeTtlSeconds: integer(env, 'RESET_CODE_TTL', 900, 60, 24 * 3600),
     emailCodeTtlSeconds: integer(env, 'EMAIL_CODE_TTL', 1800, 60, 24 * 3600),
@@ -383,6 +387,17 @@ function parseTokenSecrets(raw: string | undefined): Buffer[] | null {
     }
   });
   return secrets;
+}
+
+/**
+ * The Key URI Format forbids a colon in the issuer (it ends the issuer in the label), and a URL
+ * issuer would show as one: an issuer URL gives its host name.
+ */
+function parseTotpIssuer(env: NodeJS.ProcessEnv, tokenIssuer: string): string {
+  const configured = checkedValue(env, 'TOTP_ISSUER', (raw) => /^[^:\x00-\x1f\x7f]{1,100}$/.test(raw), '1 to 100 characters without a colon');
+  if (configured !== null) return configured;
+  if (URL.canParse(tokenIssuer) && /^https?:$/.test(new URL(tokenIssuer).protocol)) return new URL(tokenIssuer).hostname;
+  return tokenIssuer.replaceAll(':', ' ');
 }
 
 const encryptionKeysForm = 'comma-separated id:key pairs, each key the base64 of 32 random bytes: k1:$(openssl rand -base64 32)';

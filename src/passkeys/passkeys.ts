@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Sql, Transaction } from '../storage/db.ts';
 import type { NewCredential } from './webauthn.ts';
 
-/** The passkeys table (sql/019) and the registration challenges. The use cases hold the locks. */
+/** The passkeys table (sql/020) and the registration challenges. The use cases hold the locks. */
 export const maxPasskeysPerAccount = 20;
 
 /** A passkey as its owner sees it. */

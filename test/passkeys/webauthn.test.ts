@@ -55,7 +55,7 @@ describe('W3C WebAuthn §16 test vectors (published data; expected results writt
       const [authData, clientData, signature] = [hex(vector.authenticatorData), hex(vector.clientDataJSON), hex(vector.signature)];
       assert.equal(verifySignature(key, authData, clientData, signature), true);
       const bent = Buffer.from(clientData);
-      bent[bent.length - 3] ^= 1;
+      bent[bent.length - 3] = bent[bent.length - 3]! ^ 1;
       assert.equal(verifySignature(key, authData, bent, signature), false);
       const id = b64(hex(vector.credentialID));
       const assertion = readAssertion({ id, rawId: id, type: 'public-key', response: { clientDataJSON: b64(clientData), authenticatorData: b64(authData), signature: b64(signature), userHandle: 'AA' } })!;
@@ -114,7 +114,7 @@ for (const algorithm of [-7, -8, -257] as Algorithm[]) {
       assert.equal(reason(verifyRegistration(rp, challenge, truncated)), 'malformed');
       const trailing = auth.register(options, origin, rp.id, { attestationObject: Buffer.concat([bytes, Buffer.from([0])]) });
       assert.equal(reason(verifyRegistration(rp, challenge, trailing)), 'malformed');
-      const oversized = auth.register(options, origin, rp.id, { attestationObject: encodeCbor(new Map([['fmt', 'none'], ['attStmt', new Map()], ['authData', Buffer.alloc(5000)]])) });
+      const oversized = auth.register(options, origin, rp.id, { attestationObject: encodeCbor(new Map<string, unknown>([['fmt', 'none'], ['attStmt', new Map()], ['authData', Buffer.alloc(5000)]])) });
       assert.equal(reason(verifyRegistration(rp, challenge, oversized)), 'malformed');
       assert.equal(reason(verifyRegistration(rp, challenge, auth.register(options, origin, rp.id, { fmt: 'packed' }))), 'attestation');
     });
