@@ -93,6 +93,7 @@ CREATE TABLE public.accounts (
     expires_at timestamp with time zone,
     attempt_notified_at timestamp with time zone,
     public_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    user_handle bytea DEFAULT uuid_send(gen_random_uuid()) NOT NULL,
     CONSTRAINT accounts_email_check CHECK ((length(email) <= 254)),
     CONSTRAINT accounts_name_check CHECK ((name ~ '^[a-z0-9-]{2,32}$'::text)),
     CONSTRAINT accounts_password_hash_check CHECK ((password_hash ~~ '$scrypt$%'::text)),
@@ -146,7 +147,7 @@ CREATE TABLE public.address_quotas (
     requested_at timestamp with time zone[] NOT NULL,
     last_at timestamp with time zone NOT NULL,
     CONSTRAINT address_quotas_address_key_check CHECK ((octet_length(address_key) = 32)),
-    CONSTRAINT address_quotas_purpose_check CHECK ((purpose = ANY (ARRAY['registration'::text, 'reset'::text, 'email-change'::text, 'account-email-change'::text])))
+    CONSTRAINT address_quotas_purpose_check CHECK ((purpose = ANY ('{account-email-change,email-change,passkey,registration,reset}'::text[])))
 );
 
 --
@@ -259,7 +260,7 @@ CREATE TABLE public.one_time_codes (
     CONSTRAINT email_change_codes_carry_the_change CHECK (((purpose = 'email-change'::text) = ((new_email IS NOT NULL) AND (session_id IS NOT NULL)))),
     CONSTRAINT one_time_codes_code_hash_check CHECK ((octet_length(code_hash) = 32)),
     CONSTRAINT one_time_codes_new_email_check CHECK ((length(new_email) <= 254)),
-    CONSTRAINT one_time_codes_purpose_check CHECK ((purpose = ANY ('{email-change,registration,reset}'::text[])))
+    CONSTRAINT one_time_codes_purpose_check CHECK ((purpose = ANY ('{email-change,passkey,registration,reset}'::text[])))
 );
 
 --
@@ -328,6 +329,57 @@ ALTER TABLE public.outbox ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     NO MAXVALUE
     CACHE 1
 );
+
+--
+-- Name: passkey_challenges; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.passkey_challenges (
+    id uuid NOT NULL,
+    account_id bigint NOT NULL,
+    session_id uuid NOT NULL,
+    challenge bytea NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    CONSTRAINT passkey_challenges_challenge_check CHECK ((octet_length(challenge) = 32))
+);
+
+--
+-- Name: TABLE passkey_challenges; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.passkey_challenges IS 'Registration challenges: one per account, bound to its session, used once, 5 minutes';
+
+--
+-- Name: passkeys; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.passkeys (
+    id uuid NOT NULL,
+    account_id bigint NOT NULL,
+    credential_id bytea NOT NULL,
+    public_key bytea NOT NULL,
+    algorithm integer NOT NULL,
+    sign_count bigint NOT NULL,
+    transports text[] NOT NULL,
+    backup_eligible boolean NOT NULL,
+    backed_up boolean NOT NULL,
+    aaguid uuid NOT NULL,
+    name text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    last_used_at timestamp with time zone,
+    CONSTRAINT passkeys_algorithm_check CHECK ((algorithm = ANY (ARRAY['-7'::integer, '-8'::integer, '-257'::integer]))),
+    CONSTRAINT passkeys_credential_id_check CHECK (((octet_length(credential_id) >= 1) AND (octet_length(credential_id) <= 1023))),
+    CONSTRAINT passkeys_name_check CHECK (((length(name) >= 1) AND (length(name) <= 64))),
+    CONSTRAINT passkeys_public_key_check CHECK ((octet_length(public_key) <= 1024)),
+    CONSTRAINT passkeys_sign_count_check CHECK (((sign_count >= 0) AND (sign_count <= '4294967295'::bigint))),
+    CONSTRAINT passkeys_transports_check CHECK ((cardinality(transports) <= 8))
+);
+
+--
+-- Name: TABLE passkeys; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.passkeys IS 'WebAuthn credentials (issue 32); removed with their account';
 
 --
 -- Name: recovery_codes; Type: TABLE; Schema: public; Owner: -
@@ -492,7 +544,7 @@ CREATE TABLE public.security_events (
     client_address text NOT NULL,
     session_id uuid,
     CONSTRAINT security_events_client_address_check CHECK ((length(client_address) <= 64)),
-    CONSTRAINT security_events_type_check CHECK ((type = ANY ('{activated,email-change-requested,email-changed,password-changed,password-reset,recovery-code-used,refresh-retried,refresh-token-reused,reset-requested,session-evicted,session-revoked,sign-in-failed,signed-in,signed-out-everywhere,totp-disabled,totp-enabled}'::text[])))
+    CONSTRAINT security_events_type_check CHECK ((type = ANY ('{activated,email-change-requested,email-changed,passkey-added,passkey-counter-regressed,passkey-removed,password-changed,password-reset,recovery-code-used,refresh-retried,refresh-token-reused,reset-requested,session-evicted,session-revoked,sign-in-failed,signed-in,signed-out-everywhere,totp-disabled,totp-enabled}'::text[])))
 );
 
 --
@@ -559,6 +611,22 @@ COMMENT ON TABLE public.signing_keys IS 'ES256 token signing keys (TOKEN_ALG=ES2
 COMMENT ON COLUMN public.signing_keys.sealed_private_key IS 'PKCS #8 private key, sealed under ENCRYPTION_KEYS and bound to kid.';
 
 --
+-- Name: spent_passkey_challenges; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.spent_passkey_challenges (
+    challenge bytea NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    CONSTRAINT spent_passkey_challenges_challenge_check CHECK ((octet_length(challenge) = 32))
+);
+
+--
+-- Name: TABLE spent_passkey_challenges; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.spent_passkey_challenges IS 'Sign-in challenges already presented, kept until they expire (single use)';
+
+--
 -- Name: webhook_events; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -613,6 +681,13 @@ ALTER TABLE public.webhook_events ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTI
 
 ALTER TABLE ONLY public.accounts
     ADD CONSTRAINT accounts_pkey PRIMARY KEY (id);
+
+--
+-- Name: accounts accounts_user_handle_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.accounts
+    ADD CONSTRAINT accounts_user_handle_key UNIQUE (user_handle);
 
 --
 -- Name: address_quotas address_quotas_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -678,6 +753,34 @@ ALTER TABLE ONLY public.outbox
     ADD CONSTRAINT outbox_pkey PRIMARY KEY (id);
 
 --
+-- Name: passkey_challenges passkey_challenges_account_id_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.passkey_challenges
+    ADD CONSTRAINT passkey_challenges_account_id_key UNIQUE (account_id);
+
+--
+-- Name: passkey_challenges passkey_challenges_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.passkey_challenges
+    ADD CONSTRAINT passkey_challenges_pkey PRIMARY KEY (id);
+
+--
+-- Name: passkeys passkeys_credential_id_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.passkeys
+    ADD CONSTRAINT passkeys_credential_id_key UNIQUE (credential_id);
+
+--
+-- Name: passkeys passkeys_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.passkeys
+    ADD CONSTRAINT passkeys_pkey PRIMARY KEY (id);
+
+--
 -- Name: recovery_codes recovery_codes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -739,6 +842,13 @@ ALTER TABLE ONLY public.sessions
 
 ALTER TABLE ONLY public.signing_keys
     ADD CONSTRAINT signing_keys_pkey PRIMARY KEY (kid);
+
+--
+-- Name: spent_passkey_challenges spent_passkey_challenges_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.spent_passkey_challenges
+    ADD CONSTRAINT spent_passkey_challenges_pkey PRIMARY KEY (challenge);
 
 --
 -- Name: webhook_events webhook_events_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -857,6 +967,24 @@ CREATE INDEX outbox_finished ON public.outbox USING btree (created_at) WHERE (st
 CREATE INDEX outbox_recipient ON public.outbox USING btree (lower(recipient)) WHERE (recipient IS NOT NULL);
 
 --
+-- Name: passkey_challenges_expiry; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX passkey_challenges_expiry ON public.passkey_challenges USING btree (expires_at);
+
+--
+-- Name: passkey_challenges_session; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX passkey_challenges_session ON public.passkey_challenges USING btree (session_id);
+
+--
+-- Name: passkeys_account; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX passkeys_account ON public.passkeys USING btree (account_id);
+
+--
 -- Name: refresh_tokens_session; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -911,6 +1039,12 @@ CREATE INDEX sessions_account ON public.sessions USING btree (account_id);
 CREATE INDEX sessions_expiry ON public.sessions USING btree (expires_at);
 
 --
+-- Name: spent_passkey_challenges_expiry; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX spent_passkey_challenges_expiry ON public.spent_passkey_challenges USING btree (expires_at);
+
+--
 -- Name: webhook_events_delivered; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -959,6 +1093,27 @@ ALTER TABLE ONLY public.one_time_codes
 
 ALTER TABLE ONLY public.one_time_codes
     ADD CONSTRAINT one_time_codes_session_id_fkey FOREIGN KEY (session_id) REFERENCES public.sessions(id) ON DELETE CASCADE;
+
+--
+-- Name: passkey_challenges passkey_challenges_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.passkey_challenges
+    ADD CONSTRAINT passkey_challenges_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id) ON DELETE CASCADE;
+
+--
+-- Name: passkey_challenges passkey_challenges_session_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.passkey_challenges
+    ADD CONSTRAINT passkey_challenges_session_id_fkey FOREIGN KEY (session_id) REFERENCES public.sessions(id) ON DELETE CASCADE;
+
+--
+-- Name: passkeys passkeys_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.passkeys
+    ADD CONSTRAINT passkeys_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id) ON DELETE CASCADE;
 
 --
 -- Name: recovery_codes recovery_codes_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

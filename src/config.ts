@@ -1,6 +1,7 @@
 import { BlockList, isIP } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
 import { resolve } from 'node:path';
+import type { RelyingParty } from './passkeys/webauthn.ts';
 import type { EncryptionKey } from './sealing.ts';
 
 export type ScryptParams = { ln: number; r: number; p: number };
@@ -48,6 +49,8 @@ export type Config = {
   /** Null: /metrics is public and leaves out the gauges that follow single accounts. */
   metricsToken: string | null;
   logLevel: LogLevel;
+  /** Passkeys' relying party (WEBAUTHN_*); null: the passkey routes answer 404 (main.ts fills it in embedded mode). */
+  webauthn: RelyingParty | null;
   /** Where events are POSTed, and the keys that sign them (the first is current); null: no webhooks. */
   webhook: { url: string; keys: Buffer[] } | null;
   /** Human-readable reasons why the configuration is weaker than production defaults. */
@@ -142,6 +145,7 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
     metricsToken,
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info'),
     webhook: parseWebhook(env, host, port),
+    webauthn: parseRelyingParty(env),
     warnings,
   };
   warnings.push(...lookalikeWarnings(Object.keys(given), [...read]), ...databaseHints(given, databaseUrl));
@@ -304,6 +308,22 @@ function parseOrigins(raw: string | undefined): string[] {
   const bad = origins.find((origin) => !isOrigin(origin));
   if (bad !== undefined) throw new ConfigError(`CORS_ORIGINS must be a comma-separated list of origins such as https://app.example.com, got ${JSON.stringify(bad)}`);
   return origins;
+}
+
+/**
+ * WEBAUTHN_RP_ID, WEBAUTHN_ORIGINS and WEBAUTHN_RP_NAME, never derived from a request's Host or
+ * Origin (which whoever sends the request chooses). Each origin's host must be the RP ID or
+ * end with '.' and it, as browsers require.
+ */
+function parseRelyingParty(env: NodeJS.ProcessEnv): RelyingParty | null {
+  const id = checkedValue(env, 'WEBAUTHN_RP_ID', (raw) => /^[a-z0-9.-]{1,253}$/.test(raw), 'a lower-case domain such as example.com');
+  const origins = (env.WEBAUTHN_ORIGINS ?? '').split(',').map((origin) => origin.trim()).filter((origin) => origin !== '');
+  const name = checkedValue(env, 'WEBAUTHN_RP_NAME', (raw) => /^[^\x00-\x1f\x7f]{1,64}$/u.test(raw), '1 to 64 printable characters');
+  if (id === null && origins.length === 0) return null;
+  if (id === null || origins.length === 0) throw new ConfigError('WEBAUTHN_RP_ID and WEBAUTHN_ORIGINS must be set together');
+  const bad = origins.find((origin) => !isOrigin(origin) || !(new URL(origin).hostname === id || new URL(origin).hostname.endsWith(`.${id}`)));
+  if (bad !== undefined) throw new ConfigError(`WEBAUTHN_ORIGINS must be exact origins on WEBAUTHN_RP_ID or its subdomains, got ${JSON.stringify(bad)}`);
+  return { id, origins, name: name ?? id };
 }
 
 function parseMetricsToken(raw: string | undefined): string | null {

@@ -31,7 +31,8 @@ REFRESH_TTL, TOKEN_ISSUER, TOKEN_AUDIENCE, TOKEN_ALG, TOTP_ISSUER, ENCRYPTION_KE
 REG_CODE_TTL, RESET_CODE_TTL, EMAIL_CODE_TTL, SCRYPT_PARAMS, HASH_CONCURRENCY,
 LOGIN_FAILURES_PER_HOUR, EVENT_RETENTION_DAYS, RATE_LIMIT, ACCOUNT_RATE_LIMIT,
 SESSIONS_PER_ACCOUNT, TRUST_PROXY, CORS_ORIGINS, METRICS_TOKEN, LOG_LEVEL, WEBHOOK_URL,
-WEBHOOK_SECRET); see README.md and service.env.example. To read them from a file, after
+WEBHOOK_SECRET, WEBAUTHN_RP_ID, WEBAUTHN_ORIGINS, WEBAUTHN_RP_NAME); see README.md and
+service.env.example. To read them from a file, after
 npm run build: node --env-file=FILE dist/main.js.
 
   --migrate   apply the database migrations and exit
@@ -39,6 +40,10 @@ npm run build: node --env-file=FILE dist/main.js.
   --version   print the version and exit
 
 ${commandUsage}`;
+
+function localRelyingParty(port: number): ServiceConfig['webauthn'] {
+  return { id: 'localhost', name: 'account-service (development)', origins: [`http://localhost:${port}`] };
+}
 
 /** An ENCRYPTION_KEYS value of one random key, for the embedded mode. */
 function newEncryptionKey(): string {
@@ -93,6 +98,8 @@ async function main(argv: string[]): Promise<void> {
       // Embedded (development) mode keeps generated keys in DATA_DIR; production must pass them.
       tokenSecrets: config.tokenSecrets ?? [Buffer.from(await loadOrCreateSecret(config.dataDir, 'token-secret'))],
       encryptionKeys: config.encryptionKeys ?? parseEncryptionKeys(await loadOrCreateSecret(config.dataDir, 'encryption-keys', newEncryptionKey), [])!,
+      // Embedded (development) mode: passkeys work on the service's own origin without any setting.
+      webauthn: config.webauthn ?? (config.databaseUrl === null ? localRelyingParty(config.port) : null),
     };
     if (command !== null) {
       const code = await runCommand(command, settled, log, (line) => process.stdout.write(`${line}\n`));

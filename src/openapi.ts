@@ -1,5 +1,6 @@
 import { problems, problemTypePrefix } from './http/errors.ts';
 import type { Route } from './http/router.ts';
+import { passkeyAdditionSchema, passkeyOptionsSchema, passkeyRemovalSchema, passkeyRenameSchema } from './validation.ts';
 import { accountDeletionSchema, activationSchema, emailChangeRequestSchema, emailChangeSchema, passwordChangeSchema, passwordResetSchema, registrationSchema, resetCodeRequestSchema, totpConfirmationSchema, totpEnrollmentSchema, totpRemovalSchema, patterns, type Schema } from './validation.ts';
 import { license } from './version.ts';
 
@@ -18,6 +19,10 @@ const requestSchemas: Record<string, JsonObject> = {
   TotpRemovalRequest: objectSchema(totpRemovalSchema),
   EmailChangeRequest: objectSchema(emailChangeRequestSchema),
   EmailChangeConfirmation: objectSchema(emailChangeSchema),
+  PasskeyOptionsRequest: objectSchema(passkeyOptionsSchema),
+  PasskeyAdditionRequest: withCredential(objectSchema(passkeyAdditionSchema), 'RegistrationResponseJSON (WebAuthn Level 3), as the browser made it.'),
+  PasskeyRenameRequest: objectSchema(passkeyRenameSchema),
+  PasskeyRemovalRequest: objectSchema(passkeyRemovalSchema),
   TokenRequest: {
     oneOf: [
       {
@@ -35,6 +40,11 @@ const requestSchemas: Record<string, JsonObject> = {
         },
       },
       objectOf({ grant_type: { const: 'refresh_token' }, refresh_token: { type: 'string', minLength: 1, maxLength: 256 } }),
+      objectOf({
+        grant_type: { const: 'urn:account-service:grant-type:passkey' },
+        challenge_id: { type: 'string', maxLength: 200, description: 'From POST /auth/passkey/options; used once.' },
+        credential: { type: ['object', 'string'], description: 'The AuthenticationResponseJSON: an object in a JSON body, a JSON string in a form body.' },
+      }),
     ],
   },
   RevocationRequest: {
@@ -82,12 +92,18 @@ const responseSchemas: Record<string, JsonObject> = {
     },
   }),
   Status: objectOf({ status: { type: 'string' } }),
+  PasskeyOptions: objectOf({
+    challenge_id: { type: 'string', description: 'Sent back with the response; the challenge lasts 5 minutes and is used once.' },
+    options: { type: 'object', description: 'PublicKeyCredentialCreationOptionsJSON or PublicKeyCredentialRequestOptionsJSON, for PublicKeyCredential.parse…OptionsFromJSON.' },
+  }),
+  Passkey: passkeySchema(),
+  Passkeys: objectOf({ passkeys: { type: 'array', maxItems: 20, items: passkeySchema() } }),
   Events: objectOf({
     events: {
       type: 'array',
       maxItems: 50,
       items: objectOf({
-        type: { type: 'string', description: 'An open set; known values: activated, signed-in, sign-in-failed, password-changed, reset-requested, password-reset, session-revoked, signed-out-everywhere, refresh-retried, refresh-token-reused, session-evicted (a sign-in beyond SESSIONS_PER_ACCOUNT ended it), totp-enabled, totp-disabled, recovery-code-used, email-change-requested, email-changed.' },
+        type: { type: 'string', description: 'An open set; known values: activated, signed-in, sign-in-failed, password-changed, reset-requested, password-reset, session-revoked, signed-out-everywhere, refresh-retried, refresh-token-reused, session-evicted (a sign-in beyond SESSIONS_PER_ACCOUNT ended it), totp-enabled, totp-disabled, recovery-code-used, email-change-requested, email-changed, passkey-added, passkey-removed, passkey-counter-regressed.' },
         occurred_at: { type: 'string', format: 'date-time' },
         client_address: { type: 'string' },
         session_id: { type: ['string', 'null'], format: 'uuid' },
@@ -261,6 +277,22 @@ function headerRefs(...names: string[]): JsonObject {
 /** An object whose every property is required: the list is made from the properties, so that the two cannot drift apart. */
 function objectOf(properties: Record<string, JsonObject>): JsonObject {
   return { type: 'object', required: Object.keys(properties), properties };
+}
+
+function passkeySchema(): JsonObject {
+  return objectOf({
+    id: { type: 'string', format: 'uuid' },
+    name: { type: 'string' },
+    created_at: { type: 'string', format: 'date-time' },
+    last_used_at: { type: ['string', 'null'], format: 'date-time' },
+    backed_up: { type: 'boolean', description: 'The BS flag last seen: the passkey is synced to other devices.' },
+    transports: { type: 'array', items: { type: 'string' } },
+  });
+}
+
+function withCredential(schema: JsonObject, description: string): JsonObject {
+  const properties = { ...(schema.properties as JsonObject), credential: { type: 'object', description } };
+  return { ...schema, required: [...(schema.required as string[]), 'credential'], properties };
 }
 
 function withOptional(schema: JsonObject, optional: string[]): JsonObject {

@@ -19,7 +19,7 @@ export type Sealer = {
 export type Opened = { plaintext: Buffer; /** False: sealed under a key other than the first; seal it again. */ current: boolean };
 
 /** What a sealed value is; part of its associated data. */
-export type SealPurpose = 'totp-secret' | 'mail' | 'keyed-hash-key' | 'signing-key';
+export type SealPurpose = 'totp-secret' | 'mail' | 'keyed-hash-key' | 'signing-key' | 'passkey-challenge';
 
 export type EncryptionKey = { id: string; key: Buffer };
 

@@ -18,6 +18,7 @@ import { deleteExpiredNameHolds, deleteExpiredRegistrations } from './accounts/r
 import { deleteStaleQuotas } from './accounts/address-quotas.ts';
 import { loadKeyedHashes } from './keyed-hashes.ts';
 import { deleteExpiredCodes } from './accounts/one-time-codes.ts';
+import { deleteExpiredChallenges } from './passkeys/passkeys.ts';
 import { deleteStaleResetRequests } from './accounts/reset-requests.ts';
 import { deleteStaleRegistrationRequests } from './accounts/registration-requests.ts';
 import { createRequestResolver } from './accounts/request-resolver.ts';
@@ -145,7 +146,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       const now = clock();
       const ago = (ms: number) => new Date(now.getTime() - ms);
       const dayMs = 24 * 3600 * 1000;
-      const [registrations, codes, throttle, quotas, sessions, events, holds, mail, resetRequests, registrationRequests, webhooks] = await Promise.all([
+      const [registrations, codes, throttle, quotas, sessions, events, holds, mail, resetRequests, registrationRequests, webhooks, challenges] = await Promise.all([
         deleteExpiredRegistrations(sql, ago(expiredRegistrationGraceMs)),
         deleteExpiredCodes(sql, ago(expiredRegistrationGraceMs)),
         deleteStaleThrottleRows(sql, now),
@@ -157,10 +158,11 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         deleteStaleResetRequests(sql, ago(config.resetCodeTtlSeconds * 1000)),
         deleteStaleRegistrationRequests(sql, now),
         deleteDeliveredWebhooks(sql, ago(deliveredWebhookRetentionMs)),
+        deleteExpiredChallenges(sql, now),
       ]);
       await Promise.all([webhookWorker?.refreshCounts(), liveSessions.refresh(), signingKeys?.refresh()]);
       const signingKeysRetired = signingKeys === null ? 0 : await deleteRetiredSigningKeys(sql, now, config.tokenTtlSeconds);
-      log.debug('sweep done', { registrations, codes, throttle, quotas, ...sessions, events, holds, mail, resetRequests, registrationRequests, webhooks, signingKeysRetired });
+      log.debug('sweep done', { registrations, codes, throttle, quotas, ...sessions, events, holds, mail, resetRequests, registrationRequests, webhooks, challenges, signingKeysRetired });
     };
     const sweepTimer = setInterval(() => void sweep().catch((error: unknown) => log.warn('sweep failed', describeError(error))), sweepIntervalMs);
     sweepTimer.unref();

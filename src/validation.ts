@@ -58,6 +58,22 @@ export const emailChangeRequestSchema = {
   otp: field(patterns.otp, { required: false }),
 } satisfies Schema;
 
+/** Ours (passkeys): a name its owner gives a passkey, any printable text. */
+const passkeyName = /^[^\x00-\x1f\x7f]{1,64}$/u;
+
+export const passkeyOptionsSchema = { pwd: field(patterns.password), otp: field(patterns.otp, { required: false }) } satisfies Schema;
+
+/** Without `credential`, an object that the verifier reads (passkeys/webauthn.ts). */
+export const passkeyAdditionSchema = {
+  challenge_id: field(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/),
+  email_code: field(patterns.code),
+  name: field(passkeyName, { required: false }),
+} satisfies Schema;
+
+export const passkeyRenameSchema = { name: field(passkeyName) } satisfies Schema;
+
+export const passkeyRemovalSchema = { pwd: field(patterns.password) } satisfies Schema;
+
 export const emailChangeSchema = { code: field(patterns.code) } satisfies Schema;
 
 

@@ -1,6 +1,6 @@
 // The layers of src/, read from the import statements of its files:
 // - routes/ take only http/, use-cases/ and the leaf files (the files directly in src/);
-// - http/ takes no domain folder (accounts/, sessions/, mail/, webhooks/, storage/);
+// - http/ takes no domain folder (accounts/, sessions/, mail/, webhooks/, storage/, passkeys/);
 // - leaf files take no folder, except the wiring files, which build the service from all of them;
 // - and no file reaches itself through its imports.
 // `import type` and `export type` are erased at run time and are allowed everywhere.
@@ -12,7 +12,7 @@ import { describe, it } from 'node:test';
 export type Import = { from: string; to: string; typeOnly: boolean };
 
 const src = new URL('../src/', import.meta.url).pathname;
-const domain = ['accounts', 'sessions', 'mail', 'webhooks', 'storage'];
+const domain = ['accounts', 'sessions', 'mail', 'webhooks', 'storage', 'passkeys'];
 // The wiring: main.ts and service.ts start the service, and commands.ts runs main.ts's operator
 // commands (reseal, signing-key) on the same parts; they are where every folder meets.
 const wiring = ['main.ts', 'service.ts', 'commands.ts'];

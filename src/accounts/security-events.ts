@@ -17,7 +17,11 @@ export type EventType =
   | 'totp-disabled'
   | 'recovery-code-used'
   | 'email-change-requested'
-  | 'email-changed';
+  | 'email-changed'
+  | 'passkey-added'
+  | 'passkey-removed'
+  /** A passkey's sign counter did not grow: a clone signal; the sign-in was refused. */
+  | 'passkey-counter-regressed';
 
 export type SecurityEvent = { type: EventType; occurredAt: Date; clientAddress: string; sessionId: string | null };
 

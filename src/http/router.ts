@@ -36,7 +36,7 @@ export type RequestContext = { req: IncomingMessage; requestId: string; clientAd
 export type Reply = { status: number; body?: unknown; headers?: Record<string, string> };
 export type Handler = (ctx: RequestContext, deps: Deps) => Promise<Reply>;
 export type Route = {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   path: string;
   handler: Handler;
   /** Counted against the per-address rate limit (the unauthenticated POSTs). */
@@ -51,8 +51,9 @@ export type RouteDoc = {
   summary: string;
   auth?: true;
   /** A request schema of openapi.ts. */
-  request?: 'RegistrationRequest' | 'ActivationRequest' | 'ResetCodeRequest' | 'PasswordResetRequest' | 'PasswordChangeRequest' | 'TokenRequest' | 'RevocationRequest' | 'AccountDeletionRequest' | 'TotpEnrollmentRequest' | 'TotpConfirmationRequest' | 'TotpRemovalRequest' | 'EmailChangeRequest' | 'EmailChangeConfirmation';
-  success: { status: 200 | 204; schema?: string; contentType?: string };
+  request?: 'RegistrationRequest' | 'ActivationRequest' | 'ResetCodeRequest' | 'PasswordResetRequest' | 'PasswordChangeRequest' | 'TokenRequest' | 'RevocationRequest' | 'AccountDeletionRequest' | 'TotpEnrollmentRequest' | 'TotpConfirmationRequest' | 'TotpRemovalRequest' | 'EmailChangeRequest' | 'EmailChangeConfirmation'
+    | 'PasskeyOptionsRequest' | 'PasskeyAdditionRequest' | 'PasskeyRenameRequest' | 'PasskeyRemovalRequest';
+  success: { status: 200 | 201 | 204; schema?: string; contentType?: string };
   errors: number[];
 };
 

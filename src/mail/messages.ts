@@ -17,7 +17,10 @@ export type MailKind =
   | 'email-changed'
   | 'totp-enabled'
   | 'totp-disabled'
-  | 'recovery-code-used';
+  | 'recovery-code-used'
+  | 'passkey-code'
+  | 'passkey-added'
+  | 'passkey-removed';
 export type OutgoingMail = { kind: MailKind; to: string; content: MailContent };
 /** A message whose recipient the database supplies: the address stored for the account. */
 export type UnaddressedMail = Omit<OutgoingMail, 'to'>;
@@ -137,6 +140,33 @@ export function emailChangeCodeMail(to: string, name: string, code: string, expi
     code,
     `It is valid for ${formatCount(minutesUntil(expiresAt, now), 'minute')}, until ${isoUtc(expiresAt)}. Send it to confirm the change (POST /acc/email).`,
     'If you did not ask for this, ignore this message: without the code nothing changes.',
+  ]) };
+}
+
+/** The code that adding a passkey needs: a passkey survives a password reset, so only the mailbox's owner may add one. */
+export function passkeyCodeMail(to: string, name: string, code: string, expiresAt: Date, now: Date, clientAddress: string): OutgoingMail {
+  return { to, ...compose('passkey-code', 'Your code to add a passkey', [
+    `Hello ${name},`,
+    `someone signed in to your account with its password asked, from the address ${clientAddress}, to add a passkey. This code allows it:`,
+    code,
+    `It is valid for ${formatCount(minutesUntil(expiresAt, now), 'minute')}, until ${isoUtc(expiresAt)}.`,
+    'If you did not ask for this, someone knows your password: do not pass the code on, and change the password.',
+  ]) };
+}
+
+export function passkeyAddedMail(to: string, name: string, passkeyName: string, at: Date, clientAddress: string): OutgoingMail {
+  return { to, ...compose('passkey-added', 'A passkey was added', [
+    `Hello ${name},`,
+    `the passkey "${passkeyName}" was added to your account at ${isoUtc(at)} from the address ${clientAddress}. It signs in without the password, and a password reset does not remove it.`,
+    'If you did not do this, remove it (DELETE /acc/me/passkeys/{id}) and change your password.',
+  ]) };
+}
+
+export function passkeyRemovedMail(to: string, name: string, passkeyName: string, at: Date, clientAddress: string): OutgoingMail {
+  return { to, ...compose('passkey-removed', 'A passkey was removed', [
+    `Hello ${name},`,
+    `the passkey "${passkeyName}" was removed from your account at ${isoUtc(at)} from the address ${clientAddress}; it no longer signs in.`,
+    'If you did not do this, someone knows your password: reset it at once.',
   ]) };
 }
 

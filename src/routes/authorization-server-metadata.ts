@@ -1,4 +1,5 @@
 import { HttpError, problems } from '../http/errors.ts';
+import { passkeyGrantType } from '../http/relying-party.ts';
 import type { Handler } from '../http/router.ts';
 
 /**
@@ -22,7 +23,7 @@ export const getAuthorizationServerMetadata: Handler = async (_ctx, deps) => {
       issuer,
       token_endpoint: new URL('/auth/token', base).href,
       revocation_endpoint: new URL('/auth/revoke', base).href,
-      grant_types_supported: ['password', 'refresh_token'],
+      grant_types_supported: ['password', 'refresh_token', ...(deps.config.webauthn ? [passkeyGrantType] : [])],
       // Public clients only: the endpoints take no client credentials (RFC 6749 §2.1).
       token_endpoint_auth_methods_supported: ['none'],
       revocation_endpoint_auth_methods_supported: ['none'],

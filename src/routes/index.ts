@@ -22,6 +22,12 @@ import { confirmSecondFactor } from './confirm-totp.ts';
 import { disableSecondFactor } from './remove-totp.ts';
 import { requestEmailChangeRoute } from './request-email-change.ts';
 import { changeEmailRoute } from './change-email.ts';
+import { passkeyRegistrationOptionsRoute } from './passkey-registration-options.ts';
+import { addPasskeyRoute } from './add-passkey.ts';
+import { listPasskeysRoute } from './list-passkeys.ts';
+import { renamePasskeyRoute } from './rename-passkey.ts';
+import { removePasskeyRoute } from './remove-passkey.ts';
+import { passkeySignInOptionsRoute } from './passkey-sign-in-options.ts';
 
 /** Every route, with what the API document says of it. Error statuses are all those the route can answer. */
 export const routes: readonly Route[] = [
@@ -124,6 +130,59 @@ export const routes: readonly Route[] = [
     path: '/acc/me/totp',
     handler: disableSecondFactor,
     doc: { summary: 'Disable the second factor (password and otp required)', auth: true, request: 'TotpRemovalRequest', success: { status: 204 }, errors: [400, 401, 403, 409, 413, 415, 429, 500, 503] },
+  },
+  {
+    method: 'POST',
+    path: '/acc/me/passkeys/options',
+    handler: passkeyRegistrationOptionsRoute,
+    doc: {
+      summary: 'Start adding a passkey: creation options (PublicKeyCredentialCreationOptionsJSON), and a code mailed to the account',
+      auth: true,
+      request: 'PasskeyOptionsRequest',
+      success: { status: 200, schema: 'PasskeyOptions' },
+      errors: [400, 401, 403, 404, 409, 413, 415, 429, 500, 503],
+    },
+  },
+  {
+    method: 'POST',
+    path: '/acc/me/passkeys',
+    handler: addPasskeyRoute,
+    doc: {
+      summary: 'Add a passkey: the RegistrationResponseJSON, its challenge_id and the e-mailed code',
+      auth: true,
+      request: 'PasskeyAdditionRequest',
+      success: { status: 201, schema: 'Passkey' },
+      errors: [400, 401, 403, 404, 409, 413, 415, 500, 503],
+    },
+  },
+  {
+    method: 'GET',
+    path: '/acc/me/passkeys',
+    handler: listPasskeysRoute,
+    doc: { summary: "List the account's passkeys", auth: true, success: { status: 200, schema: 'Passkeys' }, errors: [401, 404, 500, 503] },
+  },
+  {
+    method: 'PATCH',
+    path: '/acc/me/passkeys/{id}',
+    handler: renamePasskeyRoute,
+    doc: { summary: 'Rename a passkey', auth: true, request: 'PasskeyRenameRequest', success: { status: 200, schema: 'Passkey' }, errors: [400, 401, 404, 413, 415, 500, 503] },
+  },
+  {
+    method: 'DELETE',
+    path: '/acc/me/passkeys/{id}',
+    handler: removePasskeyRoute,
+    doc: { summary: 'Remove a passkey (password required)', auth: true, request: 'PasskeyRemovalRequest', success: { status: 204 }, errors: [400, 401, 403, 404, 413, 415, 429, 500, 503] },
+  },
+  {
+    method: 'POST',
+    path: '/auth/passkey/options',
+    handler: passkeySignInOptionsRoute,
+    rateLimited: true,
+    doc: {
+      summary: 'Start a passkey sign-in: request options (PublicKeyCredentialRequestOptionsJSON) for any discoverable passkey',
+      success: { status: 200, schema: 'PasskeyOptions' },
+      errors: [404, 429, 500, 503],
+    },
   },
   {
     method: 'GET',

@@ -2,6 +2,8 @@ import { accountRateLimited, OAuthError, throttled } from '../http/errors.ts';
 import { clientOf, takeAccountAllowance } from '../http/auth.ts';
 import { readOAuthParameters, stringParameter } from '../http/oauth.ts';
 import type { Deps, Handler, Reply, RequestContext } from '../http/router.ts';
+import { passkeyGrantType, passkeySettings } from '../http/relying-party.ts';
+import { signInWithPasskey } from '../use-cases/passkey-sign-in.ts';
 import { refreshSession } from '../use-cases/refresh-session.ts';
 import { signIn } from '../use-cases/sign-in.ts';
 import { patterns } from '../validation.ts';
@@ -24,7 +26,8 @@ export const issueToken: Handler = async (ctx, deps) => {
   if (grantType === undefined) throw new OAuthError('invalid_request', 'grant_type is required.');
   if (grantType === 'password') return passwordGrant(ctx, deps, params);
   if (grantType === 'refresh_token') return refreshGrant(ctx, deps, params);
-  throw new OAuthError('unsupported_grant_type', 'grant_type must be password or refresh_token.');
+  if (grantType === passkeyGrantType) return passkeyGrant(ctx, deps, params);
+  throw new OAuthError('unsupported_grant_type', `grant_type must be password, refresh_token or ${passkeyGrantType}.`);
 };
 
 async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<string, unknown>): Promise<Reply> {
@@ -49,6 +52,33 @@ async function refreshGrant(ctx: RequestContext, deps: Deps, params: Record<stri
   const result = await refreshSession(deps, presented, clientOf(ctx), takeAllowance);
   if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
   if (result.outcome === 'refused') throw new OAuthError('invalid_grant', 'The refresh token is invalid, expired, revoked or already used.');
+  return tokenReply(deps, result.accountPublicId, result.sessionId, result.refreshToken);
+}
+
+const maxChallengeIdLength = 200;
+const maxCredentialLength = 7000;
+
+/**
+ * The passkey grant: `challenge_id` from POST /auth/passkey/options and `credential`, the
+ * AuthenticationResponseJSON (an object in a JSON body, a JSON string in a form body). Every
+ * refusal is the same invalid_grant.
+ */
+async function passkeyGrant(ctx: RequestContext, deps: Deps, params: Record<string, unknown>): Promise<Reply> {
+  const rp = deps.config.webauthn;
+  if (rp === null) throw new OAuthError('unsupported_grant_type', `Passkeys are off: set ${passkeySettings}.`);
+  const challengeId = stringParameter(params, 'challenge_id', maxChallengeIdLength);
+  let credential = params.credential;
+  if (typeof credential === 'string' && credential.length <= maxCredentialLength) {
+    try {
+      credential = JSON.parse(credential);
+    } catch {
+      throw new OAuthError('invalid_request', 'credential must be an AuthenticationResponseJSON object.');
+    }
+  }
+  if (typeof credential !== 'object' || credential === null) throw new OAuthError('invalid_request', 'credential must be an AuthenticationResponseJSON object.');
+  const result = await signInWithPasskey(deps, rp, challengeId, credential, clientOf(ctx), (accountId) => takeAccountAllowance(deps, accountId));
+  if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
+  if (result.outcome !== 'signed-in') throw new OAuthError('invalid_grant', 'The passkey was not accepted.');
   return tokenReply(deps, result.accountPublicId, result.sessionId, result.refreshToken);
 }
 

@@ -14,6 +14,8 @@ export const webhookEventTypes = [
   'sessions.revoked',
   'second_factor.enabled',
   'second_factor.disabled',
+  'passkey.added',
+  'passkey.removed',
 ] as const;
 export type WebhookEventType = (typeof webhookEventTypes)[number];
 

@@ -1,0 +1,138 @@
+import { randomBytes } from 'node:crypto';
+import type { Account } from '../accounts/accounts.ts';
+import { reserveAddressRequest, type QuotaRefusal } from '../accounts/address-quotas.ts';
+import { consumeCodes, generateCode, hashCode, storeCode } from '../accounts/one-time-codes.ts';
+import { recordEvent } from '../accounts/security-events.ts';
+import { passkeyAddedMail, passkeyCodeMail, passkeyRemovedMail } from '../mail/messages.ts';
+import { enqueueMail } from '../mail/outbox.ts';
+import {
+  consumeRegistrationChallenge, credentialIdsOf, deletePasskey, findUserHandle, insertPasskey, listPasskeys,
+  maxPasskeysPerAccount, renamePasskey, storeRegistrationChallenge, type Passkey,
+} from '../passkeys/passkeys.ts';
+import { coseAlgorithms, verifyRegistration, type RelyingParty, type Refusal } from '../passkeys/webauthn.ts';
+import { checkCallerPassword, type CallerFactorRefusal } from './password-check.ts';
+import { checkPasswordAndFactor } from './second-factor.ts';
+import { inTransaction, lockAccountIfSessionLives, wakeWorkers, type Client, type UseCaseDeps } from './transaction.ts';
+
+/**
+ * Adding, listing, renaming and removing passkeys. Lock order (transaction.ts): the address
+ * quota row (step 1), the account row, then the account's codes, challenge and passkeys
+ * (step 5), events, outbox.
+ */
+type Caller = { account: Account; sessionId: string };
+export type { Passkey };
+
+/** Challenges live five minutes: long enough for a person at a browser prompt, short for a thief. */
+export const challengeTtlSeconds = 300;
+
+export type RegistrationStart =
+  | { outcome: 'started'; challengeId: string; options: Record<string, unknown> }
+  | { outcome: 'limit' }
+  | { outcome: 'refused'; refusal: QuotaRefusal }
+  | CallerFactorRefusal;
+
+/**
+ * The creation options, and a code mailed to the account: a passkey survives a password reset,
+ * so a password (and second factor) alone must not be enough to leave one behind. The request
+ * counts in a quota of its own (once a minute, ten a day), as each one sends mail.
+ */
+export async function startPasskeyRegistration(deps: UseCaseDeps, rp: RelyingParty, caller: Caller, password: string, otp: string | undefined, client: Client): Promise<RegistrationStart> {
+  const { account, sessionId } = caller;
+  const check = await checkPasswordAndFactor(deps, caller, password, otp, client);
+  if (check.outcome !== 'valid') return check;
+  const now = deps.clock();
+  const expiresAt = new Date(now.getTime() + challengeTtlSeconds * 1000);
+  const challenge = randomBytes(32);
+  const code = generateCode();
+  const result = await inTransaction(deps.sql, async (tx, rollBack): Promise<RegistrationStart> => {
+    const refusal = await reserveAddressRequest(tx, 'passkey', deps.keys.address(`account:${account.publicId}`), now);
+    if (refusal !== null) return rollBack({ outcome: 'refused', refusal });
+    if (!(await lockAccountIfSessionLives(tx, caller))) return rollBack({ outcome: 'session-ended' });
+    const existing = await credentialIdsOf(tx, account.id);
+    if (existing.length >= maxPasskeysPerAccount) return rollBack({ outcome: 'limit' });
+    const userHandle = await findUserHandle(tx, account.id);
+    await storeCode(tx, 'passkey', account.id, hashCode(code), expiresAt, now);
+    const challengeId = await storeRegistrationChallenge(tx, account.id, sessionId, challenge, expiresAt);
+    await enqueueMail(tx, passkeyCodeMail(account.email, account.name, code, expiresAt, now, client.address), deps.sealer, now);
+    const options = {
+      rp: { id: rp.id, name: rp.name },
+      user: { id: userHandle.toString('base64url'), name: account.name, displayName: account.name },
+      challenge: challenge.toString('base64url'),
+      pubKeyCredParams: coseAlgorithms.map((alg) => ({ type: 'public-key', alg })),
+      timeout: challengeTtlSeconds * 1000,
+      excludeCredentials: existing.map(({ id, transports }) => ({ type: 'public-key', id: id.toString('base64url'), transports })),
+      authenticatorSelection: { residentKey: 'required', requireResidentKey: true, userVerification: 'required' },
+      attestation: 'none',
+    };
+    return { outcome: 'started', challengeId, options };
+  });
+  if (result.outcome === 'started') deps.outbox.wake();
+  return result;
+}
+
+export type Addition =
+  | { outcome: 'added'; passkey: Passkey }
+  | { outcome: 'unknown-challenge' | 'wrong-code' | 'limit' | 'registered' }
+  | { outcome: 'session-ended' }
+  | { outcome: 'invalid'; reason: Refusal };
+
+/**
+ * Verifies the browser's response against the caller's challenge and stores the passkey. The
+ * challenge and the code are used up by this request whatever follows, so a refused attempt
+ * must start again with new options.
+ */
+export async function addPasskey(deps: UseCaseDeps, rp: RelyingParty, caller: Caller, request: { challengeId: string; credential: unknown; emailCode: string; name: string | null }, client: Client): Promise<Addition> {
+  const { account, sessionId } = caller;
+  const now = deps.clock();
+  const result = await inTransaction(deps.sql, async (tx): Promise<Addition> => {
+    if (!(await lockAccountIfSessionLives(tx, caller))) return { outcome: 'session-ended' };
+    const challenge = await consumeRegistrationChallenge(tx, request.challengeId, account.id, sessionId, now);
+    const codeUsed = await consumeCodes(tx, account.id, 'passkey', hashCode(request.emailCode), now);
+    if (challenge === null) return { outcome: 'unknown-challenge' };
+    if (!codeUsed) return { outcome: 'wrong-code' };
+    const verified = verifyRegistration(rp, challenge, request.credential);
+    if (verified.outcome === 'refused') return { outcome: 'invalid', reason: verified.reason };
+    const name = request.name ?? `Passkey of ${now.toISOString().slice(0, 10)}`;
+    const passkey = await insertPasskey(tx, account.id, verified.credential, name, now);
+    if (passkey === null) {
+      const held = await credentialIdsOf(tx, account.id);
+      return { outcome: held.length >= maxPasskeysPerAccount ? 'limit' : 'registered' };
+    }
+    await recordEvent(tx, account.id, 'passkey-added', client.address, sessionId, now);
+    await enqueueMail(tx, passkeyAddedMail(account.email, account.name, passkey.name, now, client.address), deps.sealer, now);
+    await deps.webhooks.enqueue(tx, 'passkey.added', account.publicId, now, { passkey_id: passkey.id });
+    return { outcome: 'added', passkey };
+  });
+  if (result.outcome === 'added') wakeWorkers(deps);
+  return result;
+}
+
+export function listAccountPasskeys(deps: UseCaseDeps, accountId: string): Promise<Passkey[]> {
+  return listPasskeys(deps.sql, accountId);
+}
+
+/** A new name: one statement on the caller's own passkey; null when it has none with this id. */
+export function renameAccountPasskey(deps: UseCaseDeps, accountId: string, id: string, name: string): Promise<Passkey | null> {
+  return renamePasskey(deps.sql, accountId, id, name);
+}
+
+export type Removal = { outcome: 'removed' } | { outcome: 'unknown' } | CallerFactorRefusal;
+
+/** Removes one of the caller's passkeys, with the password (throttled like a sign-in). */
+export async function removePasskey(deps: UseCaseDeps, caller: Caller, id: string, password: string, client: Client): Promise<Removal> {
+  const { account, sessionId } = caller;
+  const check = await checkCallerPassword(deps, caller, password, client);
+  if (check.outcome !== 'valid') return check;
+  const now = deps.clock();
+  const result = await inTransaction(deps.sql, async (tx): Promise<Removal> => {
+    if (!(await lockAccountIfSessionLives(tx, caller))) return { outcome: 'session-ended' };
+    const name = await deletePasskey(tx, account.id, id);
+    if (name === null) return { outcome: 'unknown' };
+    await recordEvent(tx, account.id, 'passkey-removed', client.address, sessionId, now);
+    await enqueueMail(tx, passkeyRemovedMail(account.email, account.name, name, now, client.address), deps.sealer, now);
+    await deps.webhooks.enqueue(tx, 'passkey.removed', account.publicId, now, { passkey_id: id });
+    return { outcome: 'removed' };
+  });
+  if (result.outcome === 'removed') wakeWorkers(deps);
+  return result;
+}

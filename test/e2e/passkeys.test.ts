@@ -1,0 +1,126 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { eventsOf } from '../helpers/accounts.ts';
+import { createAuthenticator, type TestAuthenticator } from '../helpers/authenticator.ts';
+import { form } from '../helpers/http.ts';
+import { registerAndSignIn, startTestService, type TestService } from '../helpers/service.ts';
+import { codeIn } from '../helpers/smtp.ts';
+
+const origin = 'https://app.example.test';
+const rpId = 'example.test';
+const grant = 'urn:account-service:grant-type:passkey';
+
+describe('passkeys over HTTP', () => {
+  let app: TestService;
+  before(async () => {
+    app = await startTestService({ env: { WEBAUTHN_RP_ID: rpId, WEBAUTHN_ORIGINS: origin, WEBAUTHN_RP_NAME: 'Example' } });
+  });
+  after(() => app.stop());
+
+  /** Options, the mailed code, and the addition; advances the clock past the request quota's cooldown. */
+  async function addPasskey(token: string, pwd: string, email: string, auth: TestAuthenticator, name?: string) {
+    app.clock.advance(61);
+    const options = await app.call('POST', '/acc/me/passkeys/options', { token, json: { pwd } });
+    assert.equal(options.status, 200, options.text);
+    const mail = await app.smtp.waitFor((m) => m.to === email && m.subject === 'Your code to add a passkey' && !used.has(m.messageId));
+    used.add(mail.messageId);
+    const credential = auth.register(options.json.options, origin, rpId);
+    return app.call('POST', '/acc/me/passkeys', { token, json: { challenge_id: options.json.challenge_id, credential, email_code: codeIn(mail), ...(name ? { name } : {}) } });
+  }
+  const used = new Set<string>();
+
+  async function passkeySignIn(auth: TestAuthenticator, bend = {}, encoding: 'json' | 'form' = 'json') {
+    const options = await app.call('POST', '/auth/passkey/options');
+    assert.equal(options.status, 200);
+    const credential = auth.assert(options.json.options, origin, rpId, bend);
+    const fields = { grant_type: grant, challenge_id: options.json.challenge_id };
+    const answer = encoding === 'json'
+      ? await app.call('POST', '/auth/token', { json: { ...fields, credential } })
+      : await app.call('POST', '/auth/token', form({ ...fields, credential: JSON.stringify(credential) }));
+    return { answer, options: options.json, credential };
+  }
+
+  it('adds a passkey with the mailed code, lists, renames, signs in usernameless twice, and removes it', async () => {
+    const { user, token } = await registerAndSignIn(app);
+    const auth = createAuthenticator(-7);
+    const added = await addPasskey(token, user.pwd, user.email, auth, 'Laptop');
+    assert.equal(added.status, 201, added.text);
+    assert.equal(added.json.name, 'Laptop');
+    assert.equal(added.json.backed_up, true);
+    await app.smtp.waitFor((m) => m.to === user.email && m.subject === 'A passkey was added');
+    for (const encoding of ['json', 'form'] as const) {
+      const { answer } = await passkeySignIn(auth, {}, encoding);
+      assert.equal(answer.status, 200, answer.text);
+      assert.equal(answer.json.token_type, 'Bearer');
+    }
+    const renamed = await app.call('PATCH', `/acc/me/passkeys/${added.json.id}`, { token, json: { name: 'Phone' } });
+    assert.equal(renamed.json.name, 'Phone');
+    const list = await app.call('GET', '/acc/me/passkeys', { token });
+    assert.equal(list.json.passkeys.length, 1);
+    assert.notEqual(list.json.passkeys[0].last_used_at, null);
+    const types = (await eventsOf(app, token)).map((event) => event.type);
+    assert.ok(types.includes('passkey-added') && types.filter((type) => type === 'signed-in').length >= 3, types.join());
+    const other = await registerAndSignIn(app);
+    assert.equal((await app.call('DELETE', `/acc/me/passkeys/${added.json.id}`, { token: other.token, json: { pwd: other.user.pwd } })).status, 404, "another account's id");
+    assert.equal((await app.call('DELETE', `/acc/me/passkeys/${added.json.id}`, { token, json: { pwd: user.pwd } })).status, 204);
+    await app.smtp.waitFor((m) => m.to === user.email && m.subject === 'A passkey was removed');
+    assert.equal((await passkeySignIn(auth)).answer.json.error, 'invalid_grant');
+  });
+
+  it('refuses the addition without the mailed code, and a replayed challenge', async () => {
+    const { user, token } = await registerAndSignIn(app);
+    app.clock.advance(61);
+    const options = await app.call('POST', '/acc/me/passkeys/options', { token, json: { pwd: user.pwd } });
+    const credential = createAuthenticator(-8).register(options.json.options, origin, rpId);
+    const body = { challenge_id: options.json.challenge_id, credential, email_code: 'AAAA-AAAA-AAAA-AAAA' };
+    const wrong = await app.call('POST', '/acc/me/passkeys', { token, json: body });
+    assert.equal(wrong.json.type, 'urn:account-service:problem:wrong-email-code');
+    const again = await app.call('POST', '/acc/me/passkeys', { token, json: body });
+    assert.equal(again.json.type, 'urn:account-service:problem:unknown-challenge', 'the challenge was used up');
+    assert.equal((await app.call('GET', '/acc/me/passkeys', { token })).json.passkeys.length, 0);
+  });
+
+  it('answers unknown, foreign and badly signed credentials alike, refuses replays, and records a counter regression', async () => {
+    const { user, token } = await registerAndSignIn(app);
+    const auth = createAuthenticator(-257);
+    assert.equal((await addPasskey(token, user.pwd, user.email, auth)).status, 201);
+    const unknown = (await passkeySignIn(createAuthenticator(-7))).answer;
+    const foreign = (await passkeySignIn(auth, { userHandle: Buffer.alloc(16, 3).toString('base64url') })).answer;
+    const impostor = createAuthenticator(-257);
+    impostor.credentialId = auth.credentialId;
+    impostor.userHandle = auth.userHandle;
+    const badSignature = (await passkeySignIn(impostor)).answer;
+    for (const answer of [unknown, foreign, badSignature]) {
+      assert.equal(answer.status, 400);
+      assert.deepEqual(answer.json, unknown.json);
+    }
+    const { options, credential } = await passkeySignIn(auth);
+    const replay = await app.call('POST', '/auth/token', { json: { grant_type: grant, challenge_id: options.challenge_id, credential } });
+    assert.equal(replay.json.error, 'invalid_grant', 'a challenge works once');
+    const regressed = (await passkeySignIn(auth, { signCount: 1 })).answer;
+    assert.equal(regressed.json.error, 'invalid_grant');
+    assert.ok((await eventsOf(app, token)).some((event) => event.type === 'passkey-counter-regressed'));
+  });
+
+  it('deleting the account removes its passkeys', async () => {
+    const { user, token } = await registerAndSignIn(app);
+    const auth = createAuthenticator(-7);
+    assert.equal((await addPasskey(token, user.pwd, user.email, auth)).status, 201);
+    assert.equal((await app.call('DELETE', '/acc/me', { token, json: { pwd: user.pwd } })).status, 204);
+    const [row] = await app.service.sql`SELECT count(*)::int AS n FROM passkeys WHERE credential_id = ${auth.credentialId}`;
+    assert.equal(row!.n, 0);
+  });
+});
+
+describe('passkeys without WEBAUTHN_RP_ID', () => {
+  it('answer 404 naming the settings', async () => {
+    const app = await startTestService();
+    try {
+      const answer = await app.call('POST', '/auth/passkey/options');
+      assert.equal(answer.status, 404);
+      assert.match(answer.json.detail, /WEBAUTHN_RP_ID and WEBAUTHN_ORIGINS/);
+    } finally {
+      await app.stop();
+    }
+  });
+});
