@@ -2,8 +2,9 @@ import { exitCodeOf, formatTable } from './report.ts';
 import { runChecks, type CheckOptions } from './run.ts';
 
 export const checkUsage = `  check URL [--account NAME:PASSWORD] [--json] [--expect-public-metrics]
-                            black-box checks of the deployment at its public URL: proxy, TLS,
-                            issuer, throttles, tokens, exposure, clock; exits 1 on any fail
+                            black-box checks of the deployment at its public URL (needs no
+                            environment): proxy, TLS, issuer, throttles, tokens, exposure,
+                            clock; exits 1 on any fail (README, "Checking a deployment")
 `;
 
 type Parsed = { url: URL; json: boolean; options: CheckOptions };
