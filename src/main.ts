@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { checkUsage, runCheckCommand } from './check/cli.ts';
 import { commandNames, commandUsage, runCommand } from './commands.ts';
 import { ConfigError, parseConfig, parseEncryptionKeys } from './config.ts';
 import { lockDataDir, prepareDataDir, type DataDirLock } from './storage/data-dir.ts';
@@ -39,7 +40,7 @@ npm run build: node --env-file=FILE dist/main.js.
   --help      print this text and exit
   --version   print the version and exit
 
-${commandUsage}`;
+${commandUsage}${checkUsage}`;
 
 function localRelyingParty(port: number): ServiceConfig['webauthn'] {
   return { id: 'localhost', name: 'account-service (development)', origins: [`http://localhost:${port}`] };
@@ -65,6 +66,8 @@ async function main(argv: string[]): Promise<void> {
     process.stderr.write(`account-service: ${unsupported}\n`);
     process.exit(2);
   }
+  // The deployment check needs no configuration and no database: it only calls the URL it is given.
+  if (argv[0] === 'check') exit(await runCheckCommand(argv.slice(1)));
   const command = commandNames.includes(argv[0] ?? '') ? argv : null;
   const unknown = command === null ? argv.filter((arg) => arg !== '--migrate') : [];
   if (unknown.length > 0) {

@@ -2,6 +2,9 @@
 // - routes/ take only http/, use-cases/ and the leaf files (the files directly in src/);
 // - http/ takes no domain folder (accounts/, sessions/, mail/, webhooks/, storage/, passkeys/);
 // - leaf files take no folder, except the wiring files, which build the service from all of them;
+// - check/, the operator's deployment check (issue 34), is a tool, not part of the service: it
+//   talks to a deployment over HTTP only, so it takes nothing from the rest of src/, and only
+//   main.ts takes it (to dispatch `check`). A reviewer of the service can then skip the folder;
 // - and no file reaches itself through its imports.
 // `import type` and `export type` are erased at run time and are allowed everywhere.
 import assert from 'node:assert/strict';
@@ -39,7 +42,9 @@ export function layerViolations(imports: Import[]): string[] {
     if (typeOnly) continue;
     const source = folderOf(from);
     const target = folderOf(to);
-    if (source === 'routes' && target !== null && !['routes', 'http', 'use-cases'].includes(target)) {
+    if ((source === 'check') !== (target === 'check') && !(from === 'main.ts' && target === 'check')) {
+      found.push(`${from} imports ${to}: check/ is a tool apart; it and the service meet only in main.ts`);
+    } else if (source === 'routes' && target !== null && !['routes', 'http', 'use-cases'].includes(target)) {
       found.push(`${from} imports ${to}: routes take only http/, use-cases/ and leaf files`);
     } else if (source === 'http' && target !== null && domain.includes(target)) {
       found.push(`${from} imports ${to}: http/ takes no domain folder`);
@@ -122,6 +127,14 @@ describe('layers of src/', () => {
     assert.equal(layerViolations([fromHttp]).length, 1);
     assert.equal(layerViolations([{ from: 'config.ts', to: 'webhooks/signing.ts', typeOnly: false }]).length, 1);
     assert.deepEqual(layerViolations([{ from: 'service.ts', to: 'storage/db.ts', typeOnly: false }]), []);
+  });
+
+  it('keep check/ apart from the service, but for main.ts dispatching it', () => {
+    const edge = (from: string, to: string): Import => ({ from, to, typeOnly: false });
+    assert.equal(layerViolations([edge('check/run.ts', 'http/errors.ts')]).length, 1);
+    assert.equal(layerViolations([edge('check/run.ts', 'log.ts')]).length, 1);
+    assert.equal(layerViolations([edge('commands.ts', 'check/cli.ts')]).length, 1);
+    assert.deepEqual(layerViolations([edge('main.ts', 'check/cli.ts'), edge('check/run.ts', 'check/probe.ts')]), []);
   });
 
   it('find a circle, but not through a type import', () => {

@@ -1,0 +1,37 @@
+/** What one check found: its verdict, what it saw, and what the operator should change. */
+export type Verdict = 'pass' | 'warn' | 'fail' | 'skip';
+export type Finding = { check: string; verdict: Verdict; saw: string; change: string };
+
+export const pass = (check: string, saw: string): Finding => ({ check, verdict: 'pass', saw, change: '' });
+export const warn = (check: string, saw: string, change: string): Finding => ({
+  check,
+  verdict: 'warn',
+  saw,
+  change,
+});
+export const fail = (check: string, saw: string, change: string): Finding => ({
+  check,
+  verdict: 'fail',
+  saw,
+  change,
+});
+export const skip = (check: string, saw: string, change = ''): Finding => ({ check, verdict: 'skip', saw, change });
+
+/** Only a fail makes the command exit non-zero: a warning is for the operator to judge. */
+export function exitCodeOf(findings: readonly Finding[]): number {
+  return findings.some((finding) => finding.verdict === 'fail') ? 1 : 0;
+}
+
+/** The findings as a table for people: one line each, and what to change on the line below. */
+export function formatTable(findings: readonly Finding[]): string {
+  const width = Math.max(...findings.map((finding) => finding.check.length), 5);
+  const lines = findings.flatMap((finding) => {
+    const head = `${finding.verdict.toUpperCase().padEnd(4)}  ${finding.check.padEnd(width)}  ${finding.saw}`;
+    const change = finding.change === '' ? [] : [`${' '.repeat(width + 8)}change: ${finding.change}`];
+    return [head, ...change];
+  });
+  const counts = (['pass', 'warn', 'fail', 'skip'] as const)
+    .map((verdict) => `${findings.filter((finding) => finding.verdict === verdict).length} ${verdict}`)
+    .join(', ');
+  return `${lines.join('\n')}\n\n${counts}\n`;
+}

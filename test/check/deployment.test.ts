@@ -1,0 +1,116 @@
+// The deployment check (src/check/) against the service behind a real nginx, in the setups
+// issue 34 names: configured well, a wrong TRUST_PROXY either way, public metrics, a wrong
+// issuer. Each setup is caught by the check meant for it, and the good one passes all.
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { runChecks, type CheckOptions } from '../../src/check/run.ts';
+import type { Finding } from '../../src/check/report.ts';
+import { findNginx, startNginx, type Nginx } from '../helpers/nginx.ts';
+import { freePort } from '../helpers/ports.ts';
+import { runNode } from '../helpers/process.ts';
+import { registerAndSignIn, startTestService, type TestService } from '../helpers/service.ts';
+
+const nginx = findNginx();
+if (nginx === null) {
+  const message = 'nginx is missing: the deployment check is NOT tested (apt-get install nginx)';
+  // CI installs it (.ci/run): there a missing nginx is a broken run, not a skipped test.
+  if (process.env.CI !== undefined) throw new Error(message);
+  process.stderr.write(`\n!!! ${message} !!!\n\n`);
+}
+
+type Deployment = { url: string; app: TestService; proxy: Nginx; account: { name: string; password: string } };
+const metricsToken = 'metrics-token-of-the-check-test';
+
+/** The service on a fresh database behind nginx with TLS, with an activated account. */
+async function deploy(env: Record<string, string>): Promise<Deployment> {
+  const port = await freePort();
+  const url = `https://127.0.0.1:${port}`;
+  const app = await startTestService({
+    env: { TOKEN_ALG: 'ES256', TOKEN_ISSUER: url, TRUST_PROXY: '1', RATE_LIMIT: '40', ...env },
+  });
+  const proxy = await startNginx(nginx!, app.url, port);
+  const { user } = await registerAndSignIn(app);
+  return { url, app, proxy, account: { name: user.name, password: user.pwd } };
+}
+
+async function check(deployment: Deployment, options: Partial<CheckOptions> = {}): Promise<Record<string, string>> {
+  const findings = await runChecks(new URL(deployment.url), {
+    account: deployment.account,
+    expectPublicMetrics: false,
+    probe: { ca: deployment.proxy.ca, minIntervalMs: 5 },
+    ...options,
+  });
+  return verdicts(findings);
+}
+
+const verdicts = (findings: Finding[]) =>
+  Object.fromEntries(findings.map((finding) => [finding.check, finding.verdict]));
+/** Every verdict but the named ones is pass (or skip, for what the check says it did not do). */
+function assertOthersPass(found: Record<string, string>, except: string[]): void {
+  const others = Object.entries(found).filter(([check, verdict]) => !except.includes(check) && verdict !== 'pass');
+  assert.deepEqual(others, [['enumeration', 'skip']], 'every other check passes');
+}
+
+describe('check, against nginx in front of the service', { skip: nginx === null }, () => {
+  const running: Deployment[] = [];
+  const setup = async (env: Record<string, string>) => {
+    const deployment = await deploy(env);
+    running.push(deployment);
+    return deployment;
+  };
+  after(async () => {
+    for (const deployment of running) await deployment.proxy.stop().then(() => deployment.app.stop());
+  });
+
+  it('passes a deployment configured well, with --account and without', async () => {
+    const good = await setup({ METRICS_TOKEN: metricsToken });
+    const withAccount = await check(good);
+    assertOthersPass(withAccount, []);
+    for (const name of ['proxy.client-address', 'throttle.sign-in', 'tokens.reuse', 'issuer.token'])
+      assert.equal(withAccount[name], 'pass', name);
+    const without = await check(good, { account: null });
+    assert.equal(without['throttle.rate-limit'], 'pass', 'the burst is limited, with Retry-After');
+    assert.equal(without['proxy.client-address'], 'pass', 'made-up addresses share the limit');
+    assert.equal(without['tokens.reuse'], 'skip', 'reuse needs an account');
+  });
+
+  it('fails TRUST_PROXY=2 behind one proxy: the client chooses its address', async () => {
+    const spoofable = await setup({ METRICS_TOKEN: metricsToken, TRUST_PROXY: '2' });
+    const withAccount = await check(spoofable);
+    assert.equal(withAccount['proxy.client-address'], 'fail', 'the session list shows the made-up address');
+    assertOthersPass(withAccount, ['proxy.client-address']);
+    const without = await check(spoofable, { account: null });
+    assert.equal(without['proxy.client-address'], 'fail', 'made-up addresses escape the rate limit');
+  });
+
+  it('warns on TRUST_PROXY=0 behind a proxy: every client appears as the proxy', async () => {
+    const shared = await setup({ METRICS_TOKEN: metricsToken, TRUST_PROXY: '0' });
+    const found = await check(shared);
+    assert.equal(found['proxy.client-address'], 'warn');
+    assertOthersPass(found, ['proxy.client-address']);
+  });
+
+  it('fails public metrics, unless --expect-public-metrics says they are meant to be', async () => {
+    const open = await setup({});
+    const found = await check(open);
+    assert.equal(found['exposure.metrics'], 'fail');
+    assertOthersPass(found, ['exposure.metrics']);
+    assert.equal((await check(open, { expectPublicMetrics: true }))['exposure.metrics'], 'pass');
+  });
+
+  it('fails an issuer that is not the public URL, and exits 1 from the command line', async () => {
+    const wrong = await setup({ METRICS_TOKEN: metricsToken, TOKEN_ISSUER: 'https://accounts.example.com' });
+    const found = await check(wrong);
+    assert.equal(found['issuer.metadata'], 'fail', 'the metadata names another issuer');
+    assert.equal(found['issuer.token'], 'fail', 'the tokens carry another issuer');
+    assertOthersPass(found, ['issuer.metadata', 'issuer.token']);
+    const root = new URL('../..', import.meta.url).pathname;
+    const cert = new URL('tls-cert.pem', import.meta.url).pathname;
+    const run = await runNode(['--import', 'tsx', 'src/main.ts', 'check', wrong.url, '--json'], root, {
+      NODE_EXTRA_CA_CERTS: cert,
+    });
+    assert.equal(run.code, 1, `exit code 1 on a fail: ${run.stderr}`);
+    const report = JSON.parse(run.stdout) as { findings: Finding[] };
+    assert.equal(verdicts(report.findings)['issuer.metadata'], 'fail', 'the JSON says the same');
+  });
+});
