@@ -132,7 +132,7 @@ const responseSchemas: Record<string, JsonObject> = {
     },
   },
   OAuthError: objectOf({
-    error: { enum: ['invalid_request', 'invalid_grant', 'mfa_required', 'unsupported_grant_type', 'temporarily_unavailable', 'server_error'] },
+    error: { enum: ['invalid_request', 'invalid_grant', 'mfa_required', 'account_disabled', 'unsupported_grant_type', 'temporarily_unavailable', 'server_error'] },
     error_description: { type: 'string' },
   }),
 };

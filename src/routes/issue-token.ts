@@ -40,6 +40,7 @@ async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<str
   if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
   if (result.outcome === 'mfa-required') throw new OAuthError('mfa_required', 'The account has a second factor: send otp, a code of the authenticator app or a recovery code.');
   if (result.outcome === 'refused') throw new OAuthError('invalid_grant', 'The username or password is incorrect.');
+  if (result.outcome === 'disabled') throw new OAuthError('account_disabled', 'The account is disabled.');
   return tokenReply(deps, result.accountPublicId, result.sessionId, result.refreshToken);
 }
 
