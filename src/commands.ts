@@ -74,7 +74,7 @@ export async function runCommand(args: string[], config: ServiceConfig, log: Log
  * which run in the service. Mail and webhook events a command queues are delivered by a
  * running instance at its next poll.
  */
-async function commandDeps(sql: Sql, config: ServiceConfig, log: Logger): Promise<UseCaseDeps> {
+export async function commandDeps(sql: Sql, config: ServiceConfig, log: Logger): Promise<UseCaseDeps> {
   const sealer = createSealer(config.encryptionKeys);
   const idle = { wake: () => {}, wakeLater: () => {} };
   return {
