@@ -157,14 +157,14 @@ CREATE TABLE public.address_quotas (
     requested_at timestamp with time zone[] NOT NULL,
     last_at timestamp with time zone NOT NULL,
     CONSTRAINT address_quotas_address_key_check CHECK ((octet_length(address_key) = 32)),
-    CONSTRAINT address_quotas_purpose_check CHECK ((purpose = ANY ('{email-change,registration,reset}'::text[])))
+    CONSTRAINT address_quotas_purpose_check CHECK ((purpose = ANY (ARRAY['registration'::text, 'reset'::text, 'email-change'::text, 'account-email-change'::text])))
 );
 
 --
 -- Name: TABLE address_quotas; Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON TABLE public.address_quotas IS 'Per purpose and address (a keyed hash, keyed_hash_keys): the code requests of the last 24 hours, for the cooldown and the daily cap.';
+COMMENT ON TABLE public.address_quotas IS 'Per purpose and key: the code requests of the last 24 hours, for the cooldown and the daily cap. The key is a keyed hash (keyed_hash_keys) of the address, or for account-email-change of the account''s public id.';
 
 --
 -- Name: keyed_hash_keys; Type: TABLE; Schema: public; Owner: -

@@ -26,6 +26,8 @@ export type Config = {
   tokenIssuer: string;
   /** Null: tokens carry no `aud`, and tokens with one are refused. */
   tokenAudience: string | null;
+  /** The issuer an authenticator app shows for a second factor: TOTP_ISSUER, else TOKEN_ISSUER's host, else TOKEN_ISSUER. */
+  totpIssuer: string;
   regCodeTtlSeconds: number;
   resetCodeTtlSeconds: number;
   emailCodeTtlSeconds: number;
@@ -103,6 +105,7 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
   if (databaseUrl !== null && smtpUrl === null) warnings.push('SMTP_URL is not set: mail, codes included, is written as plain-text files under DATA_DIR/mail instead of being sent');
   if (databaseUrl !== null && metricsToken === null) warnings.push('METRICS_TOKEN is not set: /metrics is open to anyone who reaches the service');
   const port = integer(env, 'PORT', 8080, 0, 65535);
+  const tokenIssuer = claimString(env, 'TOKEN_ISSUER') ?? 'account-service';
   const host = parseHost(env);
   const config: Config = {
     port,
@@ -121,8 +124,9 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
     encryptionKeys,
     tokenTtlSeconds: integer(env, 'TOKEN_TTL', 900, 60, 7 * 24 * 3600),
     refreshTtlSeconds: integer(env, 'REFRESH_TTL', 30 * 24 * 3600, 300, 365 * 24 * 3600),
-    tokenIssuer: claimString(env, 'TOKEN_ISSUER') ?? 'account-service',
+    tokenIssuer,
     tokenAudience: claimString(env, 'TOKEN_AUDIENCE'),
+    totpIssuer: parseTotpIssuer(env, tokenIssuer),
     regCodeTtlSeconds: integer(env, 'REG_CODE_TTL', 1800, 60, 7 * 24 * 3600),
     resetCodeTtlSeconds: integer(env, 'RESET_CODE_TTL', 900, 60, 24 * 3600),
     emailCodeTtlSeconds: integer(env, 'EMAIL_CODE_TTL', 1800, 60, 24 * 3600),
@@ -140,7 +144,7 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
     webhook: parseWebhook(env, host, port),
     warnings,
   };
-  warnings.push(...lookalikeWarnings(Object.keys(given), [...read]));
+  warnings.push(...lookalikeWarnings(Object.keys(given), [...read]), ...databaseHints(given, databaseUrl));
   return config;
 }
 
@@ -159,6 +163,23 @@ export function lookalikeWarnings(names: readonly string[], known: readonly stri
     if (guesses.length > 0) warnings.push(`${name} is not a variable of this service and is ignored; did you mean ${guesses.slice(0, 3).join(' or ')}?`);
   }
   return warnings;
+}
+
+/** What people set for a database, meaning DATABASE_URL: said at once, not guessed at. */
+const databaseAliases = ['POSTGRES_URL', 'POSTGRESQL_URL', 'PG_URL', 'DB_URL', 'DATABASE_URI'];
+const libpqHosts = ['PGHOST', 'PGPORT', 'PGDATABASE', 'PGUSER'];
+
+/**
+ * One warning for each variable that names a database the service will not use: another name
+ * for DATABASE_URL, or libpq's PGHOST and the like while DATABASE_URL is unset (the embedded
+ * database runs then; with DATABASE_URL set, the driver does read them for what the URL leaves
+ * out). Never the value: it may hold a password.
+ */
+function databaseHints(given: NodeJS.ProcessEnv, databaseUrl: string | null): string[] {
+  const set = (name: string) => given[name] !== undefined && given[name] !== '';
+  const aliases = databaseAliases.filter(set).map((name) => `${name} is not read by this service; set DATABASE_URL (postgres://user:password@host:port/database)`);
+  const libpq = databaseUrl !== null ? [] : libpqHosts.filter(set).map((name) => `${name} is set but DATABASE_URL is not: the embedded database is used; set DATABASE_URL (postgres:/// takes the host from ${name})`);
+  return [...aliases, ...libpq];
 }
 
 /** Edit distance: the fewest single-character insertions, deletions, substitutions and swaps of neighbours from a to b. */
@@ -363,6 +384,17 @@ function parseTokenSecrets(raw: string | undefined): Buffer[] | null {
     }
   });
   return secrets;
+}
+
+/**
+ * The Key URI Format forbids a colon in the issuer (it ends the issuer in the label), and a URL
+ * issuer would show as one: an issuer URL gives its host name.
+ */
+function parseTotpIssuer(env: NodeJS.ProcessEnv, tokenIssuer: string): string {
+  const configured = checkedValue(env, 'TOTP_ISSUER', (raw) => /^[^:\x00-\x1f\x7f]{1,100}$/.test(raw), '1 to 100 characters without a colon');
+  if (configured !== null) return configured;
+  if (URL.canParse(tokenIssuer) && /^https?:$/.test(new URL(tokenIssuer).protocol)) return new URL(tokenIssuer).hostname;
+  return tokenIssuer.replaceAll(':', ' ');
 }
 
 const encryptionKeysForm = 'comma-separated id:key pairs, each key the base64 of 32 random bytes: k1:$(openssl rand -base64 32)';

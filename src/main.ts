@@ -10,6 +10,7 @@ import { loadOrCreateSecret } from './storage/local-secrets.ts';
 import { createBufferedWriter, createLogger, describeError, type Logger } from './log.ts';
 import { loadMigrations, migrate } from './storage/migrations.ts';
 import { startService, type ServiceConfig } from './service.ts';
+import { unsupportedNode } from './runtime.ts';
 import { version } from './version.ts';
 
 const shutdownDeadlineMs = 10_000;
@@ -52,6 +53,11 @@ async function main(argv: string[]): Promise<void> {
   if (argv.includes('--version')) {
     process.stdout.write(`${version}\n`);
     return;
+  }
+  const unsupported = unsupportedNode(process.versions.node);
+  if (unsupported !== null) {
+    process.stderr.write(`account-service: ${unsupported}\n`);
+    process.exit(2);
   }
   const command = commandNames.includes(argv[0] ?? '') ? argv : null;
   const unknown = command === null ? argv.filter((arg) => arg !== '--migrate') : [];

@@ -200,6 +200,16 @@ describe('parseConfig', () => {
     assert.equal(warnings.some((warning) => warning.includes('postgres://x')), false, 'a value is never echoed');
   });
 
+  it('warns of a database the service will not use: another name for DATABASE_URL, or PGHOST without it', () => {
+    const warnings = parseConfig({ POSTGRES_URL: 'postgres://u:hunter2@db/x', PGHOST: 'db' }).warnings;
+    assert.deepEqual(warnings, [
+      'POSTGRES_URL is not read by this service; set DATABASE_URL (postgres://user:password@host:port/database)',
+      'PGHOST is set but DATABASE_URL is not: the embedded database is used; set DATABASE_URL (postgres:/// takes the host from PGHOST)',
+    ]);
+    const withUrl = { DATABASE_URL: 'postgres:///accounts', TOKEN_SECRET: secret, ENCRYPTION_KEYS: `k1:${Buffer.alloc(32).toString('base64')}`, PGHOST: 'db', SMTP_URL: 'smtp://mail', METRICS_TOKEN: 'm'.repeat(16) };
+    assert.deepEqual(parseConfig(withUrl).warnings, [], 'the driver reads PGHOST for a URL without a host');
+  });
+
   it('leaves alone the variables of everything else: the shell, Node, npm, a container, Kubernetes', () => {
     const env = { PATH: '/bin', HOME: '/root', HOSTNAME: 'box', PWD: '/', USER: 'node', TERM: 'xterm', LANG: 'C', NODE_ENV: 'production', NODE_VERSION: '24', KUBERNETES_PORT: 'tcp://10.0.0.1:443', npm_lifecycle_event: 'start', PGPASSWORD: 'x' };
     assert.deepEqual(parseConfig(env).warnings, []);

@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { createTestDatabase } from './helpers/database.ts';
 import { call } from './helpers/http.ts';
-import { runMain, runMainAs } from './helpers/process.ts';
+import { runMain, runMainAs, runNode } from './helpers/process.ts';
 import { testEncryptionKeys, testSecret } from './helpers/service.ts';
 import { codeIn, startTestSmtp, type TestSmtp } from './helpers/smtp.ts';
 
@@ -47,6 +47,26 @@ describe('the production install (what the image runs)', () => {
       assert.equal((await call(local, 'POST', '/acc/reg', { json: { code } })).status, 204);
       running.kill('SIGTERM');
       assert.equal(await running.exit, 0);
+    } finally {
+      await database.drop();
+    }
+  });
+
+  it("passes the image's HEALTHCHECK, as the Dockerfile writes it, on the address HOST names", async () => {
+    const dockerfile = await readFile(join(root, 'Dockerfile'), 'utf8');
+    const [command, ...args] = JSON.parse(/^\s*CMD (\[.*\])$/m.exec(dockerfile.slice(dockerfile.indexOf('HEALTHCHECK')))![1]!) as string[];
+    assert.equal(command, 'node');
+    const database = await createTestDatabase();
+    try {
+      // 127.0.0.2: an address of this machine that is not 127.0.0.1, which the check once always asked.
+      const env = { DATABASE_URL: database.url, TOKEN_SECRET: testSecret, ENCRYPTION_KEYS: testEncryptionKeys, SMTP_URL: smtp.url, HOST: '127.0.0.2' };
+      const running = runMain({ ...env, PORT: '0' }, [], ['dist/main.js'], dir);
+      const { url } = (await running.waitFor(/"msg":"listening"/)) as { url: string };
+      const port = new URL(url).port;
+      assert.equal((await runNode(args, dir, { HOST: '127.0.0.2', PORT: port })).code, 0, 'healthy');
+      running.kill('SIGTERM');
+      assert.equal(await running.exit, 0);
+      assert.equal((await runNode(args, dir, { HOST: '127.0.0.2', PORT: port })).code, 1, 'unhealthy once stopped');
     } finally {
       await database.drop();
     }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -118,6 +118,16 @@ describe('README', () => {
     const rows = tableStartingWith(/^Variable$/);
     assert.deepEqual([...rows.keys()].sort(), [...read].map((name) => `\`${name}\``).sort());
     for (const [name, row] of rows) assert.ok(row.every((cell) => cell !== ''), `${name} has an empty cell`);
+  });
+
+  it('names every variable in service.env.example, which git does not ignore while service.env it ignores', async () => {
+    const read = new Set([...source.matchAll(/env(?:\.|, ')([A-Z_]{3,})/g)].map((match) => match[1]!));
+    const example = await readFile(resolve(root, 'service.env.example'), 'utf8');
+    const named = new Set([...example.matchAll(/^(?:# )?([A-Z_]{3,})=/gm)].map((match) => match[1]!));
+    assert.deepEqual([...named].sort(), [...read].sort());
+    const ignored = (path: string) => spawnSync('git', ['check-ignore', '--no-index', '-q', path], { cwd: root }).status === 0;
+    assert.equal(ignored('service.env'), true);
+    assert.equal(ignored('service.env.example'), false);
   });
 
   it("accounts for every table of the schema in docs/operations.md's Retention, and names no other", async () => {

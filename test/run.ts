@@ -1,6 +1,6 @@
 // Runs every test file with node:test against one PostgreSQL: the one DATABASE_URL names, or
 // an embedded one started here for the whole run. Each test file makes its own database in it.
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { chmod, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -19,6 +19,17 @@ async function findTests(dir: string): Promise<string[]> {
     }),
   );
   return nested.flat().sort();
+}
+
+// Interrupted (Ctrl-C, or a supervisor's SIGTERM): the test processes get the signal too, and
+// this process then ends as it does after a run, stopping the database and removing its files.
+let interrupted = false;
+let child: ChildProcess | null = null;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    interrupted = true;
+    child?.kill(signal);
+  });
 }
 
 let embedded: EmbeddedDatabase | null = null;
@@ -44,19 +55,27 @@ const files = (await findTests(join(root, 'test'))).filter((file) => filter.leng
 const testTimeoutMs = 10 * 60_000;
 const suiteTimeoutMs = 25 * 60_000;
 const args = ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-force-exit', `--test-timeout=${testTimeoutMs}`];
-const child = spawn(process.execPath, [...args, ...files.map((file) => relative(root, file))], {
-  cwd: root,
-  stdio: 'inherit',
-  env: { ...process.env, TEST_ADMIN_DATABASE_URL: adminUrl },
-});
-// SIGTERM: the test runner then reports the tests still running and ends the files' processes.
-const watchdog = setTimeout(() => {
-  process.stderr.write(`test/run.ts: the suite ran for ${suiteTimeoutMs / 60_000} minutes; stopping it\n`);
-  child.kill('SIGTERM');
-  setTimeout(() => child.kill('SIGKILL'), 30_000).unref();
-}, suiteTimeoutMs);
-const code = await new Promise<number>((resolve) => child.on('exit', (exitCode) => resolve(exitCode ?? 1)));
-clearTimeout(watchdog);
+// The spec reporter as before, and a line on stderr as each file ends (progress-reporter.ts).
+const reporters = ['--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=./test/progress-reporter.ts', '--test-reporter-destination=stderr'];
+/** Runs the files; the exit code of node --test, or null when interrupted before it started. */
+function runFiles(): Promise<number> | null {
+  if (interrupted) return null;
+  const running = spawn(process.execPath, [...args, ...reporters, ...files.map((file) => relative(root, file))], {
+    cwd: root,
+    stdio: 'inherit',
+    env: { ...process.env, TEST_ADMIN_DATABASE_URL: adminUrl, TEST_FILE_COUNT: String(files.length) },
+  });
+  child = running;
+  // SIGTERM: the test runner then reports the tests still running and ends the files' processes.
+  const watchdog = setTimeout(() => {
+    process.stderr.write(`test/run.ts: the suite ran for ${suiteTimeoutMs / 60_000} minutes; stopping it\n`);
+    running.kill('SIGTERM');
+    setTimeout(() => running.kill('SIGKILL'), 30_000).unref();
+  }, suiteTimeoutMs);
+  return new Promise((resolve) => running.on('exit', (exitCode) => (clearTimeout(watchdog), resolve(exitCode ?? 1))));
+}
+
+const code = await runFiles();
 await embedded?.stop();
 if (dataDir !== null) await rm(dataDir, { recursive: true, force: true });
-process.exit(code);
+process.exit(interrupted ? 130 : code!);

@@ -10,12 +10,23 @@ const dayMs = 24 * 3600 * 1000;
 export type QuotaRefusal = { reason: 'cooldown' | 'daily-cap'; retryAfterSeconds: number };
 
 /**
- * Counts one request of `purpose` for the address, or refuses it. Every address is counted,
- * whether it has an account, a pending registration or nothing, so that a cooldown or a cap
- * never tells them apart. One upsert decides: concurrent requests for one address queue on
+ * A code purpose, counted per address; or 'account-email-change', an account's own e-mail change
+ * requests, counted per account (its key is the keyed hash of the account's public id).
+ */
+export type QuotaPurpose = CodePurpose | 'account-email-change';
+
+/**
+ * Counts one request of `purpose` for the address (or account), or refuses it. Every address is
+ * counted, whether it has an account, a pending registration or nothing, so that a cooldown or
+ * a cap never tells them apart. One upsert decides: concurrent requests for one key queue on
  * its row, and only the first within the cooldown is counted.
  */
-export async function reserveAddressRequest(tx: Transaction, purpose: CodePurpose, addressKey: Buffer, now: Date): Promise<QuotaRefusal | null> {
+export async function reserveAddressRequest(
+  tx: Transaction,
+  purpose: QuotaPurpose,
+  addressKey: Buffer,
+  now: Date,
+): Promise<QuotaRefusal | null> {
   const dayAgo = new Date(now.getTime() - dayMs);
   const cooldownStart = new Date(now.getTime() - cooldownSeconds * 1000);
   const reserved = await tx`

@@ -24,10 +24,10 @@ export type EmailChangeRequest = { outcome: 'requested' } | { outcome: 'refused'
  * mailed, can never be used. The previous pending change ends on both paths, so that whether
  * its code still works tells nothing either.
  *
- * Lock order (transaction.ts): the per-address row (the new address's quota), then account rows
- * FOR NO KEY UPDATE (the caller's and the holder's, in id order, so that two accounts asking for
- * each other's address queue instead of deadlocking; the holder's notice time is written under
- * that lock), then sessions (read), codes, events, outbox.
+ * Lock order (transaction.ts): the quota rows (the account's own, then the new address's), then
+ * account rows FOR NO KEY UPDATE (the caller's and the holder's, in id order, so that two accounts
+ * asking for each other's address queue instead of deadlocking; the holder's notice time is
+ * written under that lock), then sessions (read), codes, events, outbox.
  */
 export async function requestEmailChange(deps: UseCaseDeps, caller: { account: Account; sessionId: string }, password: string, otp: string | undefined, newEmail: string, client: Client): Promise<EmailChangeRequest> {
   const { account, sessionId } = caller;
@@ -40,17 +40,17 @@ export async function requestEmailChange(deps: UseCaseDeps, caller: { account: A
   const now = deps.clock();
   const code = generateCode();
   const expiresAt = new Date(now.getTime() + deps.config.emailCodeTtlSeconds * 1000);
-  const result = await inTransaction(deps.sql, async (tx): Promise<EmailChangeRequest> => {
-    // The account's own quota first: every request mails a notice to the current address and
-    // writes an event, so the account may ask once a minute and ten times a day, whatever new
-    // address it names. Its key cannot be an address's (no '@'). Then the new address's quota,
-    // counted whatever the address holds, so that a cooldown or a cap never tells them apart.
-    // Both rows are step 1 of the lock order, the account's first: only its own requests take it.
-    const own = await reserveAddressRequest(tx, 'email-change', deps.keys.address(`account:${account.publicId}`), now);
-    if (own !== null) return { outcome: 'refused', refusal: own };
+  const result = await inTransaction(deps.sql, async (tx, rollBack): Promise<EmailChangeRequest> => {
+    // The account's own quota first (a purpose of its own, keyed by its public id): every
+    // request mails a notice to the current address and writes an event, so the account may ask
+    // once a minute and ten times a day, whatever new address it names. Then the new address's
+    // quota, counted whatever the address holds, so that a cooldown or a cap never tells them
+    // apart. Both rows are step 1 of the lock order, the account's first: only its own requests
+    // take it. A refusal rolls back, so that a refused request spends nothing of the other quota.
+    const own = await reserveAddressRequest(tx, 'account-email-change', deps.keys.address(account.publicId), now);
+    if (own !== null) return rollBack({ outcome: 'refused', refusal: own });
     const refusal = await reserveAddressRequest(tx, 'email-change', deps.keys.address(newEmail), now);
-    // Thrown, so that the account's reservation rolls back with it: a refused request costs nothing.
-    if (refusal !== null) throw new Refused(refusal);
+    if (refusal !== null) return rollBack({ outcome: 'refused', refusal });
     const holderId = await findOtherHolder(tx, account.id, newEmail, now);
     const locked = await lockAccountsForChange(tx, account.id, holderId, sessionId);
     if (locked === null) return { outcome: 'session-ended' };
@@ -66,21 +66,9 @@ export async function requestEmailChange(deps: UseCaseDeps, caller: { account: A
       await enqueueMail(tx, emailChangeAttemptMail(notice.email, notice.name, notice.pending), deps.sealer, now);
     }
     return { outcome: 'requested' };
-  }).catch((error: unknown) => {
-    if (error instanceof Refused) return { outcome: 'refused', refusal: error.refusal } as const;
-    throw error;
   });
   // Not at once: see wakeLater. What the new mailbox gets depends on what the address holds,
   // and its sending must not be timed from this request.
   if (result.outcome === 'requested') deps.outbox.wakeLater();
   return result;
-}
-
-/** The new address's quota refused: the transaction rolls back, and the refusal is answered. */
-class Refused extends Error {
-  readonly refusal: QuotaRefusal;
-  constructor(refusal: QuotaRefusal) {
-    super('the address quota refused the request');
-    this.refusal = refusal;
-  }
 }

@@ -34,7 +34,7 @@ export async function enrollTotp(deps: UseCaseDeps, caller: Caller, password: st
   const started = await inTransaction(deps.sql, async (tx) => ((await lockAccountIfSessionLives(tx, caller)) ? startEnrollment(tx, account.id, sealed, now) : null));
   if (started === null) return { outcome: 'session-ended' };
   if (!started) return { outcome: 'active' };
-  return { outcome: 'enrolled', secret: base32Encode(secret), uri: otpauthUri(secret, deps.config.tokenIssuer, account.name) };
+  return { outcome: 'enrolled', secret: base32Encode(secret), uri: otpauthUri(secret, deps.config.totpIssuer, account.name) };
 }
 
 export type Confirmation = { outcome: 'confirmed'; recoveryCodes: string[] } | { outcome: 'not-pending' | 'active' | 'wrong' } | Exclude<CallerRefusal, { outcome: 'wrong-password' }>;

@@ -276,7 +276,16 @@ describe('POST /acc/me/email and POST /acc/email', () => {
     const from = app.smtp.messages.length;
     const notices = () => app.smtp.messages.slice(from).filter((mail) => mail.to === user.email && mail.subject === requestedSubject).length;
     const ask = (email: string) => askChange(token, { pwd: user.pwd, email });
-    assert.equal((await ask(uniqueUser('bound').email)).status, 204);
+    const firstNewEmail = uniqueUser('bound').email;
+    assert.equal((await ask(firstNewEmail)).status, 204);
+    // The account's quota is a row of a purpose of its own, keyed by its public id; the new
+    // address's is the address's.
+    const keys = await keyedHashesOf(app);
+    const publicId = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).sub as string;
+    const purposesOf = async (key: Buffer) => (await app.service.sql`SELECT purpose FROM address_quotas WHERE address_key = ${key}`).map((row) => row.purpose);
+    assert.deepEqual(await purposesOf(keys.address(publicId)), ['account-email-change']);
+    assert.deepEqual(await purposesOf(keys.address(firstNewEmail)), ['email-change']);
+    assert.deepEqual(await purposesOf(keys.address(`account:${publicId}`)), [], 'no fake address');
     const again = await ask(uniqueUser('bound').email);
     assert.equal(again.status, 429, 'another new address, within the minute');
     assert.equal(again.json.type, 'urn:account-service:problem:too-soon');

@@ -46,6 +46,14 @@ describe('the HTTP edge', () => {
     assert.match(metrics, /^http_requests_total\{method="OTHER",route="unparsed",status="431"\} [1-9]/m);
   });
 
+  it('ends every JSON answer, errors included, with a newline', async () => {
+    for (const [method, path] of [['GET', '/healthz'], ['GET', '/no/such/path'], ['POST', '/acc/reg']] as const) {
+      const response = await app.call(method, path, method === 'POST' ? { json: {} } : {});
+      assert.match(response.headers['content-type'] ?? '', /json/, path);
+      assert.equal(response.text.endsWith('}\n'), true, `${method} ${path}: ${JSON.stringify(response.text)}`);
+    }
+  });
+
   it('sends every answer with its length, never chunked', async () => {
     const answers = [
       await app.call('GET', '/healthz'),

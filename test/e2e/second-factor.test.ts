@@ -54,8 +54,8 @@ describe('enrolling a second factor', () => {
     const uri = new URL(first.json.uri);
     assert.equal(uri.protocol, 'otpauth:');
     assert.equal(uri.host, 'totp');
-    assert.equal(decodeURIComponent(uri.pathname), `/https://accounts.example:${user.name}`);
-    assert.deepEqual(Object.fromEntries(uri.searchParams), { secret: first.json.secret, issuer: 'https://accounts.example', algorithm: 'SHA1', digits: '6', period: '30' });
+    assert.equal(decodeURIComponent(uri.pathname), `/accounts.example:${user.name}`, 'the host of the issuer URL: the format forbids its colon');
+    assert.deepEqual(Object.fromEntries(uri.searchParams), { secret: first.json.secret, issuer: 'accounts.example', algorithm: 'SHA1', digits: '6', period: '30' });
     assert.equal((await app.call('GET', '/acc/me', { token })).json.totp_enabled, false, 'pending is not active');
     assert.equal((await passwordGrant(app, user.name, user.pwd, { address: freshAddress() })).status, 200, 'a pending factor asks nothing at sign-in');
 
