@@ -1,7 +1,7 @@
 import type { Transaction } from '../storage/db.ts';
 
 /**
- * The disabled state of an account (sql/019). Written only by use-cases/disable-account.ts, in
+ * The disabled state of an account (sql/020). Written only by use-cases/disable-account.ts, in
  * the transaction that holds the account row and ends every session: a disabled account has no
  * session, and startSession refuses to start one (sessions.ts), so no token of it works.
  */
