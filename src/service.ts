@@ -167,7 +167,12 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     let stopping = false;
     // In the background: the service answers at once, and requests keep their hashing slots.
     const wrapping = wrapOutdatedHashes(sql, unlimitedHasher, config.scrypt, () => stopping).then(
-      ({ wrapped, unwrappable }) => {
+      (result) => {
+        if (result === null) {
+          log.info('another instance is wrapping outdated password hashes');
+          return;
+        }
+        const { wrapped, unwrappable } = result;
         if (wrapped > 0) log.info('wrapped outdated password hashes to the current scrypt cost', { wrapped });
         if (unwrappable > 0) log.warn('password hashes cost more than SCRYPT_PARAMS; until their owners sign in, timing tells them apart', { accounts: unwrappable });
       },

@@ -141,6 +141,20 @@ describe('README', () => {
     assert.deepEqual([...new Set(ruled)].filter((table) => !tables.includes(table)), [], 'rows for tables the schema does not have');
   });
 
+  it("names in docs/operations.md's Several instances every limit kept per instance and every gauge counted for all of them", async () => {
+    const operations = await readFile(resolve(root, 'docs/operations.md'), 'utf8');
+    const metricsRoute = await readFile(resolve(root, 'src/routes/metrics.ts'), 'utf8');
+    const start = operations.indexOf('- **Several instances**');
+    assert.ok(start >= 0, 'the bullet');
+    const bullet = operations.slice(start, operations.indexOf('\n\n', start));
+    // The README's configuration table says which settings are kept in memory.
+    const perInstance = [...tableStartingWith(/^Variable$/)].filter(([, row]) => row.some((cell) => cell.includes('Kept in memory, per instance'))).map(([name]) => name);
+    // The gauges whose help says they count the rows of every instance, read from the database.
+    const shared = [...metricsRoute.matchAll(/name: '(\w+)', help: '[^']*\(all instances\)/g)].map((match) => `\`${match[1]!}\``);
+    assert.ok(perInstance.length >= 2 && shared.length >= 3, `found ${perInstance} and ${shared}`);
+    assert.deepEqual([...perInstance, ...shared].filter((name) => !bullet.includes(name)), [], 'not named there');
+  });
+
   it('points at nothing outside the repository, and at no file that is missing (README and docs/)', async () => {
     const documents = ['README.md', ...(await readdir(resolve(root, 'docs'))).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
     assert.ok(documents.length >= 5, `found ${documents}`);

@@ -32,6 +32,12 @@ export async function findAccountByLogin(sql: Sql, username: string): Promise<Ac
   return row ?? null;
 }
 
+/** The password hash an active account stores now, or null if it is gone. */
+export async function findPasswordHash(sql: Sql, id: string): Promise<string | null> {
+  const [row] = await sql`SELECT password_hash FROM accounts WHERE id = ${id} AND activated_at IS NOT NULL`;
+  return (row?.password_hash as string | undefined) ?? null;
+}
+
 /**
  * Stores another hash of the same password (current parameters, or a wrapped chain). It changes
  * nothing if the password was changed meanwhile, and sessions stay as they are.

@@ -1,4 +1,4 @@
-import { findAccountByLogin } from '../accounts/accounts.ts';
+import { findAccountByLogin, findPasswordHash } from '../accounts/accounts.ts';
 import { startSession } from '../sessions/sessions.ts';
 import { checkPassword, recordWrongPassword } from './password-check.ts';
 import { checkSecondFactor } from './second-factor.ts';
@@ -41,7 +41,20 @@ export async function signIn(deps: UseCaseDeps, username: string, password: stri
   if (wait > 0) return { outcome: 'limited', retryAfterSeconds: wait };
   const upgraded = deps.passwords.needsRehash(account.passwordHash) ? await deps.passwords.hash(password) : null;
   const now = deps.clock();
-  const started = await retryOnce(() => startSession(deps.sql, account.id, account.passwordHash, upgraded, client, now, deps.config.refreshTtlSeconds, deps.config.sessionsPerAccount));
+  const { refreshTtlSeconds, sessionsPerAccount } = deps.config;
+  const start = (checkedHash: string) =>
+    retryOnce(() => startSession(deps.sql, account.id, checkedHash, upgraded, client, now, refreshTtlSeconds, sessionsPerAccount));
+  let started = await start(account.passwordHash);
+  if (started === null) {
+    // The stored hash changed after it was read. The start-up wrapping (hash-wrapping.ts) and a
+    // concurrent sign-in's upgrade store another hash of the same password, so the password is
+    // checked once more against the hash stored now: the right password still signs in. A
+    // changed or reset password fails that check, and a deleted account has no hash. A session
+    // only ever starts on the very hash that the password was checked against.
+    const stored = await findPasswordHash(deps.sql, account.id);
+    const changed = stored !== null && stored !== account.passwordHash;
+    if (changed && (await deps.passwords.verify(password, stored))) started = await start(stored);
+  }
   if (started === null) return { outcome: 'refused' };
   if (started === 'disabled') return { outcome: 'disabled' };
   return { outcome: 'signed-in', accountPublicId: account.publicId, ...started };

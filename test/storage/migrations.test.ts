@@ -46,6 +46,20 @@ describe('migrations', () => {
     await assert.rejects(migrate(sql, changed), (error: Error) => error instanceof MigrationError && /001_.*was changed after it was applied/.test(error.message));
   });
 
+  it('accept the earlier texts of the files rewritten for a reader (011, 012), and no other text', async () => {
+    await migrate(sql, migrations);
+    const earlier = { 11: '0d7fe1fd64281cd3f21a601e759c0363ff57e98dea133adbe9b1d6e44313c109', 12: '0ab36ad31425fc2252e0ecfec21aaf87a9672334526464813999565cdb964d8b' };
+    const current = await sql`SELECT version, checksum FROM schema_migrations WHERE version IN (11, 12) ORDER BY version`;
+    try {
+      for (const [version, checksum] of Object.entries(earlier)) await sql`UPDATE schema_migrations SET checksum = ${checksum} WHERE version = ${Number(version)}`;
+      assert.deepEqual(await migrate(sql, migrations), [], 'a database that applied the earlier texts');
+      await sql`UPDATE schema_migrations SET checksum = ${'1'.repeat(64)} WHERE version = 11`;
+      await assert.rejects(migrate(sql, migrations), /migration 011_second_factors\.sql was changed after it was applied/);
+    } finally {
+      for (const row of current) await sql`UPDATE schema_migrations SET checksum = ${row.checksum} WHERE version = ${row.version}`;
+    }
+  });
+
   it('stop on a database newer than the build', async () => {
     await assert.rejects(migrate(sql, migrations.slice(0, 0)), (error: Error) => error instanceof MigrationError && /does not know/.test(error.message));
     assert.equal(await isSchemaCurrent(sql, [...migrations, { ...migrations[0]!, version: 999 }]), false);

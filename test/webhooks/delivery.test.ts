@@ -61,9 +61,11 @@ describe('the webhook worker', () => {
     const other = randomUUID();
     const events = async (of: string) => sql`SELECT id, attempts, next_attempt_at FROM webhook_events WHERE account = ${of} AND state = 'pending' ORDER BY id`;
     receiver.mode = 'fail';
+    // All three are queued before the worker starts: a first attempt deferred while the second
+    // is being queued cannot move it (neither sees the other), which is the claim's to order.
+    for (const type of types.slice(0, 3)) await sql.begin((tx) => queue.enqueue(tx, type, account, new Date()));
     const worker = createWebhookWorker({ sql, url: receiver.url, keys: [decodeWebhookSecret(secret)!], clock: () => new Date(), log: createLogger('error', () => {}), pollMs: 50, backoffBaseMs: 60_000 });
     try {
-      for (const type of types.slice(0, 3)) await sql.begin((tx) => queue.enqueue(tx, type, account, new Date()));
       worker.wake();
       await waitUntil(async () => (await events(account))[0]!.attempts === 1);
       const [first, ...later] = await events(account);
