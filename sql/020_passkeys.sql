@@ -46,27 +46,15 @@ CREATE TABLE spent_passkey_challenges (
 );
 CREATE INDEX spent_passkey_challenges_expiry ON spent_passkey_challenges (expires_at);
 
--- The new code purpose and quota purpose, and the event types, join whatever the checks list now (as in 012).
-DO $$
-DECLARE
-  additions constant text[][] := ARRAY[
-    ['one_time_codes', 'one_time_codes_purpose_check', 'purpose', 'passkey', 'passkey', 'passkey'],
-    ['address_quotas', 'address_quotas_purpose_check', 'purpose', 'passkey', 'passkey', 'passkey'],
-    ['security_events', 'security_events_type_check', 'type', 'passkey-added', 'passkey-removed', 'passkey-counter-regressed']
-  ];
-  allowed text[];
-BEGIN
-  FOR i IN 1 .. array_length(additions, 1) LOOP
-    SELECT array_agg(DISTINCT m[1] ORDER BY m[1]) INTO STRICT allowed
-    FROM pg_constraint AS c,
-      regexp_matches(substring(pg_get_constraintdef(c.oid) FROM 'ANY \((.*)\)'), '([a-z][a-z-]*)', 'g') AS m
-    WHERE c.conrelid = additions[i][1]::regclass AND c.conname = additions[i][2] AND m[1] <> 'text';
-    allowed := allowed || ARRAY[additions[i][4], additions[i][5], additions[i][6]];
-    EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', additions[i][1], additions[i][2]);
-    EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I CHECK (%I = ANY (%L::text[]))', additions[i][1], additions[i][2], additions[i][3],
-      (SELECT array_agg(DISTINCT value) FROM unnest(allowed) AS value));
-  END LOOP;
-END $$;
+-- The new code purpose and quota, the passkey events and their webhook events, written out.
+ALTER TABLE one_time_codes DROP CONSTRAINT one_time_codes_purpose_check;
+ALTER TABLE one_time_codes ADD CONSTRAINT one_time_codes_purpose_check CHECK (purpose = ANY ('{email-change,passkey,registration,reset}'::text[]));
+ALTER TABLE address_quotas DROP CONSTRAINT address_quotas_purpose_check;
+ALTER TABLE address_quotas ADD CONSTRAINT address_quotas_purpose_check CHECK (purpose = ANY ('{account-email-change,email-change,passkey,registration,reset}'::text[]));
+ALTER TABLE security_events DROP CONSTRAINT security_events_type_check;
+ALTER TABLE security_events ADD CONSTRAINT security_events_type_check CHECK (type = ANY ('{activated,email-change-requested,email-changed,passkey-added,passkey-counter-regressed,passkey-removed,password-changed,password-reset,recovery-code-used,refresh-retried,refresh-token-reused,reset-requested,session-evicted,session-revoked,sign-in-failed,signed-in,signed-out-everywhere,totp-disabled,totp-enabled}'::text[]));
+ALTER TABLE webhook_events DROP CONSTRAINT webhook_events_type_check;
+ALTER TABLE webhook_events ADD CONSTRAINT webhook_events_type_check CHECK (type = ANY ('{account.activated,account.deleted,account.email_changed,passkey.added,passkey.removed,password.changed,password.reset,second_factor.disabled,second_factor.enabled,sessions.revoked}'::text[]));
 
 COMMENT ON TABLE passkeys IS 'WebAuthn credentials (issue 32); removed with their account';
 COMMENT ON TABLE passkey_challenges IS 'Registration challenges: one per account, bound to its session, used once, 5 minutes';

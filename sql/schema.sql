@@ -94,9 +94,14 @@ CREATE TABLE public.accounts (
     attempt_notified_at timestamp with time zone,
     public_id uuid DEFAULT gen_random_uuid() NOT NULL,
     user_handle bytea DEFAULT uuid_send(gen_random_uuid()) NOT NULL,
+    disabled_at timestamp with time zone,
+    disabled_reason text,
+    CONSTRAINT accounts_disabled_reason_check CHECK ((length(disabled_reason) <= 500)),
     CONSTRAINT accounts_email_check CHECK ((length(email) <= 254)),
     CONSTRAINT accounts_name_check CHECK ((name ~ '^[a-z0-9-]{2,32}$'::text)),
     CONSTRAINT accounts_password_hash_check CHECK ((password_hash ~~ '$scrypt$%'::text)),
+    CONSTRAINT disabled_accounts_have_a_reason CHECK (((disabled_at IS NULL) = (disabled_reason IS NULL))),
+    CONSTRAINT only_active_accounts_are_disabled CHECK (((disabled_at IS NULL) OR (activated_at IS NOT NULL))),
     CONSTRAINT pending_rows_expire CHECK (((activated_at IS NULL) = (expires_at IS NOT NULL)))
 );
 
@@ -123,6 +128,12 @@ COMMENT ON COLUMN public.accounts.expires_at IS 'A pending registration lives un
 --
 
 COMMENT ON COLUMN public.accounts.attempt_notified_at IS 'When the owner was last told that someone tried to register with their address; bounds those notices.';
+
+--
+-- Name: COLUMN accounts.disabled_at; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.accounts.disabled_at IS 'Set by an operator: while set, the account has no session, and sign-in is refused (use-cases/disable-account.ts).';
 
 --
 -- Name: accounts_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -543,8 +554,13 @@ CREATE TABLE public.security_events (
     occurred_at timestamp with time zone NOT NULL,
     client_address text NOT NULL,
     session_id uuid,
+    actor text,
+    reason text,
+    CONSTRAINT only_operators_give_reasons CHECK (((reason IS NULL) OR (actor IS NOT NULL))),
+    CONSTRAINT security_events_actor_check CHECK ((actor = 'operator'::text)),
     CONSTRAINT security_events_client_address_check CHECK ((length(client_address) <= 64)),
-    CONSTRAINT security_events_type_check CHECK ((type = ANY ('{activated,email-change-requested,email-changed,passkey-added,passkey-counter-regressed,passkey-removed,password-changed,password-reset,recovery-code-used,refresh-retried,refresh-token-reused,reset-requested,session-evicted,session-revoked,sign-in-failed,signed-in,signed-out-everywhere,totp-disabled,totp-enabled}'::text[])))
+    CONSTRAINT security_events_reason_check CHECK ((length(reason) <= 500)),
+    CONSTRAINT security_events_type_check CHECK ((type = ANY ('{account-disabled,account-enabled,activated,email-change-requested,email-changed,passkey-added,passkey-counter-regressed,passkey-removed,password-changed,password-reset,recovery-code-used,refresh-retried,refresh-token-reused,reset-forced,reset-requested,session-evicted,session-revoked,sessions-ended,sign-in-failed,signed-in,signed-out-everywhere,throttle-cleared,totp-disabled,totp-enabled}'::text[])))
 );
 
 --
@@ -552,6 +568,12 @@ CREATE TABLE public.security_events (
 --
 
 COMMENT ON TABLE public.security_events IS 'Each account''s security activity (GET /acc/me/events); kept EVENT_RETENTION_DAYS, strangers'' failed sign-ins and reset requests 7 days.';
+
+--
+-- Name: COLUMN security_events.actor; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.security_events.actor IS 'NULL: the client of the request (client_address); operator: an operator, with the reason given.';
 
 --
 -- Name: security_events_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -646,7 +668,7 @@ CREATE TABLE public.webhook_events (
     CONSTRAINT delivered_events_have_no_body CHECK (((state <> 'delivered'::text) OR ((body IS NULL) AND (delivered_at IS NOT NULL)))),
     CONSTRAINT pending_events_have_a_body CHECK (((state <> 'pending'::text) OR (body IS NOT NULL))),
     CONSTRAINT webhook_events_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text]))),
-    CONSTRAINT webhook_events_type_check CHECK ((type = ANY (ARRAY['account.activated'::text, 'account.deleted'::text, 'account.email_changed'::text, 'password.changed'::text, 'password.reset'::text, 'sessions.revoked'::text, 'second_factor.enabled'::text, 'second_factor.disabled'::text]))),
+    CONSTRAINT webhook_events_type_check CHECK ((type = ANY ('{account.activated,account.deleted,account.disabled,account.email_changed,account.enabled,account.unlocked,passkey.added,passkey.removed,password.changed,password.reset,password.reset_forced,second_factor.disabled,second_factor.enabled,sessions.revoked}'::text[]))),
     CONSTRAINT webhook_events_webhook_id_check CHECK ((webhook_id ~ '^msg_[A-Za-z0-9_-]{1,64}$'::text))
 );
 

@@ -1,4 +1,10 @@
+import { adminUsage, runAdminCommand } from './admin/command.ts';
+import { createPasswordHasher } from './accounts/passwords.ts';
+import { loadKeyedHashes } from './keyed-hashes.ts';
 import type { Logger } from './log.ts';
+import { createMetrics } from './metrics.ts';
+import type { UseCaseDeps } from './use-cases/transaction.ts';
+import { disabledWebhooks, enabledWebhooks } from './webhooks/events.ts';
 import { resealAll } from './reseal.ts';
 import { createSealer } from './sealing.ts';
 import type { ServiceConfig } from './service.ts';
@@ -14,9 +20,13 @@ export const commandUsage = `Commands, run with the service's environment:
   signing-key rotate        add a signing key; it signs in two minutes, the old one verifies
                             until its tokens expire
   signing-key remove KID    delete a key: its tokens are refused within a minute
+  admin …                   operate accounts, mail and webhooks (docs/operations.md, "Operating
+                            accounts"); --json for one JSON line; exit 0 done, 1 not found,
+                            2 bad arguments:
+${adminUsage}
 `;
 
-export const commandNames = ['reseal', 'signing-key'];
+export const commandNames = ['reseal', 'signing-key', 'admin'];
 
 /** Runs an operator's command against the database of `config`; returns the exit code. Output is JSON lines on stdout. */
 export async function runCommand(args: string[], config: ServiceConfig, log: Logger, print: (line: string) => void): Promise<number> {
@@ -25,6 +35,7 @@ export async function runCommand(args: string[], config: ServiceConfig, log: Log
     await migrate(sql, await loadMigrations());
     const sealer = createSealer(config.encryptionKeys);
     const [name, verb, kid] = args;
+    if (name === 'admin') return await runAdminCommand(await commandDeps(sql, config, log), args.slice(1), print, (line) => log.error(line));
     if (name === 'reseal') {
       const report = await resealAll(sql, sealer, config.tokenSecrets);
       print(JSON.stringify(report));
@@ -56,6 +67,29 @@ export async function runCommand(args: string[], config: ServiceConfig, log: Log
   } finally {
     await sql.end();
   }
+}
+
+/**
+ * The use cases' dependencies for a command: the service's own parts, except the workers,
+ * which run in the service. Mail and webhook events a command queues are delivered by a
+ * running instance at its next poll.
+ */
+export async function commandDeps(sql: Sql, config: ServiceConfig, log: Logger): Promise<UseCaseDeps> {
+  const sealer = createSealer(config.encryptionKeys);
+  const idle = { wake: () => {}, wakeLater: () => {} };
+  return {
+    sql,
+    config,
+    clock: () => new Date(),
+    log,
+    passwords: createPasswordHasher(config.scrypt),
+    sealer,
+    keys: await loadKeyedHashes(sql, sealer),
+    outbox: idle,
+    addressRequests: idle,
+    webhooks: config.webhook === null ? disabledWebhooks : enabledWebhooks(idle.wake),
+    metrics: createMetrics(),
+  };
 }
 
 async function listSigningKeys(sql: Sql): Promise<{ kid: string; created_at: string }[]> {

@@ -103,7 +103,7 @@ const responseSchemas: Record<string, JsonObject> = {
       type: 'array',
       maxItems: 50,
       items: objectOf({
-        type: { type: 'string', description: 'An open set; known values: activated, signed-in, sign-in-failed, password-changed, reset-requested, password-reset, session-revoked, signed-out-everywhere, refresh-retried, refresh-token-reused, session-evicted (a sign-in beyond SESSIONS_PER_ACCOUNT ended it), totp-enabled, totp-disabled, recovery-code-used, email-change-requested, email-changed, passkey-added, passkey-removed, passkey-counter-regressed.' },
+        type: { type: 'string', description: 'An open set; known values: activated, signed-in, sign-in-failed, password-changed, reset-requested, password-reset, session-revoked, signed-out-everywhere, refresh-retried, refresh-token-reused, session-evicted (a sign-in beyond SESSIONS_PER_ACCOUNT ended it), totp-enabled, totp-disabled, recovery-code-used, email-change-requested, email-changed, passkey-added, passkey-removed, passkey-counter-regressed, and the operator events account-disabled, account-enabled, sessions-ended, reset-forced, throttle-cleared.' },
         occurred_at: { type: 'string', format: 'date-time' },
         client_address: { type: 'string' },
         session_id: { type: ['string', 'null'], format: 'uuid' },
@@ -148,7 +148,7 @@ const responseSchemas: Record<string, JsonObject> = {
     },
   },
   OAuthError: objectOf({
-    error: { enum: ['invalid_request', 'invalid_grant', 'mfa_required', 'unsupported_grant_type', 'temporarily_unavailable', 'server_error'] },
+    error: { enum: ['invalid_request', 'invalid_grant', 'mfa_required', 'account_disabled', 'unsupported_grant_type', 'temporarily_unavailable', 'server_error'] },
     error_description: { type: 'string' },
   }),
 };

@@ -1,5 +1,5 @@
 // The layers of src/, read from the import statements of its files:
-// - routes/ take only http/, use-cases/ and the leaf files (the files directly in src/);
+// - routes/ and admin/ take only http/, use-cases/ and the leaf files (the files directly in src/);
 // - http/ takes no domain folder (accounts/, sessions/, mail/, webhooks/, storage/, passkeys/);
 // - leaf files take no folder, except the wiring files, which build the service from all of them;
 // - check/, the operator's deployment check (issue 34), is a tool, not part of the service: it
@@ -46,6 +46,8 @@ export function layerViolations(imports: Import[]): string[] {
       found.push(`${from} imports ${to}: check/ is a tool apart; it and the service meet only in main.ts`);
     } else if (source === 'routes' && target !== null && !['routes', 'http', 'use-cases'].includes(target)) {
       found.push(`${from} imports ${to}: routes take only http/, use-cases/ and leaf files`);
+    } else if (source === 'admin' && target !== null && !['admin', 'http', 'use-cases'].includes(target)) {
+      found.push(`${from} imports ${to}: admin/ (the operator's command and API) takes only http/, use-cases/ and leaf files`);
     } else if (source === 'http' && target !== null && domain.includes(target)) {
       found.push(`${from} imports ${to}: http/ takes no domain folder`);
     } else if (source === null && target !== null && !wiring.includes(from)) {

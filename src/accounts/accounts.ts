@@ -17,13 +17,16 @@ export type Account = {
    * second factor, or null. Undefined elsewhere (second-factor.ts reads it then).
    */
   activeFactorSecret?: Buffer | null;
+  /** Read by sign-in (findAccountByLogin) only: an operator disabled the account. Undefined elsewhere. */
+  disabled?: boolean;
 };
 
 /** Finds an account by name or e-mail address; the two cannot collide, as only addresses hold an `@`. */
 export async function findAccountByLogin(sql: Sql, username: string): Promise<Account | null> {
   const [row] = await sql<Account[]>`
     SELECT id, public_id AS "publicId", name, email, phone, password_hash AS "passwordHash", activated_at AS "activatedAt",
-      (SELECT sealed_secret FROM second_factors AS f WHERE f.account_id = accounts.id AND f.activated_at IS NOT NULL) AS "activeFactorSecret"
+      (SELECT sealed_secret FROM second_factors AS f WHERE f.account_id = accounts.id AND f.activated_at IS NOT NULL) AS "activeFactorSecret",
+      disabled_at IS NOT NULL AS disabled
     FROM accounts
     WHERE (name = ${username} OR lower(email) = lower(${username})) AND activated_at IS NOT NULL`;
   return row ?? null;

@@ -123,6 +123,16 @@ export function throttleDeletionStatements(tx: Transaction, identifiers: Buffer[
 }
 
 /**
+ * Forgets the failures counted on these identifiers (delays and budget), as an operator's
+ * unlock does; the networks known to them stay known, as the owner's own.
+ */
+export async function clearFailures(tx: Transaction, identifiers: Buffer[]): Promise<void> {
+  await tx`
+    WITH delays AS (DELETE FROM login_delays WHERE identifier_key IN ${tx(identifiers)})
+    DELETE FROM login_budgets WHERE identifier_key IN ${tx(identifiers)}`;
+}
+
+/**
  * Forgets the networks known to these identifiers: an address the account leaves (an e-mail
  * change) must not vouch for whoever holds it next (found by an outside tester, who seeded ten
  * networks on an address, moved off it, and guessed past the next holder's spent budget).

@@ -21,7 +21,13 @@ export type EventType =
   | 'passkey-added'
   | 'passkey-removed'
   /** A passkey's sign counter did not grow: a clone signal; the sign-in was refused. */
-  | 'passkey-counter-regressed';
+  | 'passkey-counter-regressed'
+  /** Operators' actions (use-cases/operator-actions.ts, disable-account.ts); their rows carry actor 'operator' and a reason. */
+  | 'account-disabled'
+  | 'account-enabled'
+  | 'sessions-ended'
+  | 'reset-forced'
+  | 'throttle-cleared';
 
 export type SecurityEvent = { type: EventType; occurredAt: Date; clientAddress: string; sessionId: string | null };
 
@@ -44,17 +50,26 @@ export async function recordEvent(sql: Sql | Transaction, accountId: string | nu
   await sql`${insertEvents(sql, { account: sql`id`, type, clientAddress, session: sql`${sessionId}::uuid`, now }, sql`FROM accounts WHERE id = ${accountId}`)}`;
 }
 
+/** Records an operator's action on the account (use-cases/operator-actions.ts), in the caller's transaction. */
+export async function recordOperatorEvent(tx: Transaction, accountId: string, type: EventType, operator: OperatorAct & { address: string }, now: Date): Promise<void> {
+  const row = { account: tx`id`, type, clientAddress: operator.address, session: null, now, operator: { reason: operator.reason } };
+  await tx`${insertEvents(tx, row, tx`FROM accounts WHERE id = ${accountId}`)}`;
+}
+
 /**
  * THE insert of security events, for every statement that writes them: one row for each row of
  * `source` (a FROM clause, and its WHERE), `account` and `session` being expressions over it.
  */
 export function insertEvents(sql: Sql | Transaction, event: EventRow, source: Fragment): Fragment {
   return sql`
-    INSERT INTO security_events (account_id, type, occurred_at, client_address, session_id)
-    SELECT ${event.account}, ${event.type}::text, ${event.now}::timestamptz, ${event.clientAddress.slice(0, 64)}::text, ${event.session ?? sql`NULL`}::uuid ${source}`;
+    INSERT INTO security_events (account_id, type, occurred_at, client_address, session_id, actor, reason)
+    SELECT ${event.account}, ${event.type}::text, ${event.now}::timestamptz, ${event.clientAddress.slice(0, 64)}::text, ${event.session ?? sql`NULL`}::uuid,
+      ${event.operator === undefined ? null : 'operator'}::text, ${event.operator?.reason ?? null}::text ${source}`;
 }
 
-export type EventRow = { account: Fragment; type: EventType; clientAddress: string; session: Fragment | null; now: Date };
+/** `operator`: an operator acted, for this reason (null: none given); absent, the client of a request did. */
+export type EventRow = { account: Fragment; type: EventType; clientAddress: string; session: Fragment | null; now: Date; operator?: OperatorAct };
+export type OperatorAct = { reason: string | null };
 
 /** The account's latest events, newest first, of which at most `shownStrangerEvents` of the strangers' kinds. */
 export async function listEvents(sql: Sql, accountId: string): Promise<SecurityEvent[]> {

@@ -78,7 +78,7 @@ export class HttpError extends Error {
 }
 
 /** The codes a handler of the token endpoint answers with; the server maps other statuses itself (server.ts, oauthReply). */
-export type OAuthErrorCode = 'invalid_request' | 'invalid_grant' | 'mfa_required' | 'unsupported_grant_type';
+export type OAuthErrorCode = 'invalid_request' | 'invalid_grant' | 'mfa_required' | 'account_disabled' | 'unsupported_grant_type';
 
 /** RFC 6749 §5.2 error, used only by the token endpoint; an answer like HttpError. */
 export class OAuthError extends Error {

@@ -9,6 +9,7 @@ export type MailKind =
   | 'password-changed'
   | 'registration-attempt'
   | 'reset-code'
+  | 'reset-forced'
   | 'password-reset'
   | 'account-deleted'
   | 'email-change-code'
@@ -80,6 +81,17 @@ export function resetCodeMail(code: string, expiresAt: Date, now: Date, clientAd
     code,
     `It is valid for ${formatCount(minutesUntil(expiresAt, now), 'minute')}, until ${isoUtc(expiresAt)}. Send it with a new password to set it.`,
     'Your password is unchanged. If it was not you, ignore this message.',
+  ]);
+}
+
+/** An operator's forced reset (use-cases/operator-actions.ts): the password no longer works, and this code sets a new one. */
+export function resetForcedMail(code: string, expiresAt: Date, now: Date): UnaddressedMail {
+  return compose('reset-forced', 'Set a new password for your account', [
+    'Hello,',
+    `at ${isoUtc(now)} our operators signed your account out everywhere and cancelled its password, to protect it. The code to set a new one is:`,
+    code,
+    `It is valid for ${formatCount(minutesUntil(expiresAt, now), 'minute')}, until ${isoUtc(expiresAt)}. Send it with a new password to set it.`,
+    'When it expires, ask for a new code with the password reset form.',
   ]);
 }
 

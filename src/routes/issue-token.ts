@@ -43,6 +43,7 @@ async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<str
   if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
   if (result.outcome === 'mfa-required') throw new OAuthError('mfa_required', 'The account has a second factor: send otp, a code of the authenticator app or a recovery code.');
   if (result.outcome === 'refused') throw new OAuthError('invalid_grant', 'The username or password is incorrect.');
+  if (result.outcome === 'disabled') throw new OAuthError('account_disabled', 'The account is disabled.');
   return tokenReply(deps, result.accountPublicId, result.sessionId, result.refreshToken);
 }
 
@@ -78,6 +79,7 @@ async function passkeyGrant(ctx: RequestContext, deps: Deps, params: Record<stri
   if (typeof credential !== 'object' || credential === null) throw new OAuthError('invalid_request', 'credential must be an AuthenticationResponseJSON object.');
   const result = await signInWithPasskey(deps, rp, challengeId, credential, clientOf(ctx), (accountId) => takeAccountAllowance(deps, accountId));
   if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
+  if (result.outcome === 'disabled') throw new OAuthError('account_disabled', 'The account is disabled.');
   if (result.outcome !== 'signed-in') throw new OAuthError('invalid_grant', 'The passkey was not accepted.');
   return tokenReply(deps, result.accountPublicId, result.sessionId, result.refreshToken);
 }

@@ -49,8 +49,10 @@ export function hashRefreshToken(token: string): Buffer {
  * reset or deletion that committed meanwhile changed or removed the row, which the lock sees
  * (the condition is checked again on the locked row), so no session starts after them. With
  * `upgradedHash`, the same password's hash at the current cost replaces the checked one.
- * Null when the account no longer holds that password. The session lives `ttlSeconds`, however
- * often it is refreshed.
+ * Null when the account no longer holds that password; 'disabled' when an operator disabled it,
+ * which is read from the locked row too, so that a sign-in racing a disable either starts its
+ * session before the disable (which then ends it) or none. The session lives `ttlSeconds`,
+ * however often it is refreshed.
  *
  * An account holds at most `maxSessions` live sessions: beyond that, the least recently used end
  * in the same statement, each with a `session-evicted` event (steps 3 and 6), so that sign-ins in
@@ -58,19 +60,22 @@ export function hashRefreshToken(token: string): Buffer {
  * statement counts the sessions of its own snapshot: sign-ins that queued on the account row at
  * the same moment may each leave one more, and the next sign-in trims the account back to the cap.
  */
-export async function startSession(sql: Sql, accountId: string, checkedHash: string, upgradedHash: string | null, client: Client, now: Date, ttlSeconds: number, maxSessions: number): Promise<SessionTokens | null> {
+export async function startSession(sql: Sql, accountId: string, checkedHash: string, upgradedHash: string | null, client: Client, now: Date, ttlSeconds: number, maxSessions: number): Promise<SessionTokens | 'disabled' | null> {
   const sessionId = randomUUID();
   const refreshToken = generateRefreshToken();
   const expiresAt = new Date(now.getTime() + ttlSeconds * 1000);
   const rows = await sql`
     WITH account AS (
-      SELECT id FROM accounts WHERE id = ${accountId} AND password_hash = ${checkedHash} AND activated_at IS NOT NULL FOR NO KEY UPDATE
+      SELECT id, disabled_at IS NOT NULL AS disabled FROM accounts
+      WHERE id = ${accountId} AND password_hash = ${checkedHash} AND activated_at IS NOT NULL FOR NO KEY UPDATE
+    ), enabled AS (
+      SELECT id FROM account WHERE NOT disabled
     ), upgraded AS (
-      UPDATE accounts SET password_hash = ${upgradedHash}::text WHERE id = (SELECT id FROM account) AND ${upgradedHash}::text IS NOT NULL
+      UPDATE accounts SET password_hash = ${upgradedHash}::text WHERE id = (SELECT id FROM enabled) AND ${upgradedHash}::text IS NOT NULL
     ), evicted AS (
       -- The new session is not among those counted (one snapshot): maxSessions - 1 stay besides it.
       DELETE FROM sessions WHERE id IN (
-        SELECT id FROM sessions WHERE account_id = (SELECT id FROM account) AND expires_at > ${now}
+        SELECT id FROM sessions WHERE account_id = (SELECT id FROM enabled) AND expires_at > ${now}
         ORDER BY last_used_at DESC, created_at DESC OFFSET ${maxSessions - 1}
       )
       RETURNING id
@@ -78,14 +83,17 @@ export async function startSession(sql: Sql, accountId: string, checkedHash: str
       ${insertEvents(sql, { account: sql`${accountId}::bigint`, type: 'session-evicted', clientAddress: client.address, session: sql`id`, now }, sql`FROM evicted`)}
     ), session AS (
       INSERT INTO sessions (id, account_id, created_at, last_used_at, expires_at, client_address, user_agent)
-      SELECT ${sessionId}, id, ${now}, ${now}, ${expiresAt}, ${client.address.slice(0, 64)}, ${client.userAgent.slice(0, maxUserAgentLength)} FROM account
+      SELECT ${sessionId}, id, ${now}, ${now}, ${expiresAt}, ${client.address.slice(0, 64)}, ${client.userAgent.slice(0, maxUserAgentLength)} FROM enabled
       RETURNING id
     ), token AS (
       INSERT INTO refresh_tokens (token_hash, session_id, created_at) SELECT ${hashRefreshToken(refreshToken)}, id, ${now} FROM session
+    ), signed_in AS (
+      ${insertEvents(sql, { account: sql`enabled.id`, type: 'signed-in', clientAddress: client.address, session: sql`session.id`, now }, sql`FROM enabled, session`)}
+      RETURNING 1
     )
-    ${insertEvents(sql, { account: sql`account.id`, type: 'signed-in', clientAddress: client.address, session: sql`session.id`, now }, sql`FROM account, session`)}
-    RETURNING 1`;
-  return rows.count === 1 ? { sessionId, refreshToken } : null;
+    SELECT (SELECT disabled FROM account) AS disabled, EXISTS (SELECT 1 FROM signed_in) AS started`;
+  if (rows[0]!.started === true) return { sessionId, refreshToken };
+  return rows[0]!.disabled === true ? 'disabled' : null;
 }
 
 /**
@@ -117,7 +125,8 @@ export async function findSessionAccount(sql: Sql, accountPublicId: string, sess
     SELECT a.id, a.public_id AS "publicId", a.name, a.email, a.phone, a.password_hash AS "passwordHash", a.activated_at AS "activatedAt",
       (SELECT sealed_secret FROM second_factors AS f WHERE f.account_id = a.id AND f.activated_at IS NOT NULL) AS "activeFactorSecret"
     FROM sessions s JOIN accounts a ON a.id = s.account_id
-    WHERE s.id = ${sessionId} AND a.public_id = ${accountPublicId} AND s.expires_at > ${now} AND a.activated_at IS NOT NULL`;
+    WHERE s.id = ${sessionId} AND a.public_id = ${accountPublicId} AND s.expires_at > ${now} AND a.activated_at IS NOT NULL
+      AND a.disabled_at IS NULL`;
   return row ?? null;
 }
 

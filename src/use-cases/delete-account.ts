@@ -5,6 +5,8 @@ import { insertMail, sealMail } from '../mail/outbox.ts';
 import { endSessions } from './end-sessions.ts';
 import { throttleKeys, type CallerFactorRefusal } from './password-check.ts';
 import { checkPasswordAndFactor } from './second-factor.ts';
+import type { Transaction } from '../storage/db.ts';
+import type { WebhookData } from '../webhooks/events.ts';
 import { inTransaction, lockAccountIfSessionLives, wakeWorkers, type Client, type UseCaseDeps } from './transaction.ts';
 
 export type Deletion = { outcome: 'deleted' } | CallerFactorRefusal;
@@ -24,15 +26,32 @@ export async function deleteAccount(deps: UseCaseDeps, caller: { account: Accoun
   // Second factor (issue 23): with an active factor, an otp is needed too, checked once the password is proven.
   const check = await checkPasswordAndFactor(deps, caller, password, otp, client);
   if (check.outcome !== 'valid') return check;
+  if (!(await eraseAccount(deps, account, client.address, (tx) => lockAccountIfSessionLives(tx, caller)))) return { outcome: 'session-ended' };
+  return { outcome: 'deleted' };
+}
+
+/**
+ * THE erasure, for the owner (above) and the operator (operator-actions.ts): `lock` takes step 2
+ * of the lock order, and says whether to go on (the caller's session lives, the account is
+ * there). The webhook's `data` tells the application who acted. False if `lock` refused.
+ */
+export async function eraseAccount(
+  deps: UseCaseDeps,
+  account: Pick<Account, 'id' | 'publicId' | 'name' | 'email'>,
+  clientAddress: string,
+  lock: (tx: Transaction) => Promise<boolean>,
+  data: WebhookData = {},
+): Promise<boolean> {
   const now = deps.clock();
   const identifiers = throttleKeys(deps, account);
-  const notice = sealMail(accountDeletedMail(account.email, account.name, now, client.address), deps.sealer);
+  const notice = sealMail(accountDeletedMail(account.email, account.name, now, clientAddress), deps.sealer);
   const deleted = await inTransaction(deps.sql, async (tx) => {
     // Step 1 of the lock order: the address's name holds, before the account row, as a code request takes them.
     await tx`SELECT 1 FROM name_holds WHERE address = lower(${account.email}) FOR UPDATE`;
-    if (!(await lockAccountIfSessionLives(tx, caller))) return false;
+    if (!(await lock(tx))) return false;
     // No event: the account's events go with it. The application is told all the same.
-    await endSessions(tx, { accountId: account.id, sessionId: null, event: null, webhook: deps.webhooks.event('account.deleted', account.publicId, now), record: 'always', now });
+    const webhook = deps.webhooks.event('account.deleted', account.publicId, now, data);
+    await endSessions(tx, { accountId: account.id, sessionId: null, event: null, webhook, record: 'always', now });
     await tx`
       WITH account AS (DELETE FROM accounts WHERE id = ${account.id}),
         holds AS (DELETE FROM name_holds WHERE address = lower(${account.email})),
@@ -41,8 +60,8 @@ export async function deleteAccount(deps: UseCaseDeps, caller: { account: Accoun
       ${insertMail(tx, notice, tx`${account.email}::text`, now)}`;
     return true;
   });
-  if (!deleted) return { outcome: 'session-ended' };
+  if (!deleted) return false;
   deps.metrics.increment('accounts_deleted_total');
   wakeWorkers(deps);
-  return { outcome: 'deleted' };
+  return true;
 }

@@ -1,4 +1,4 @@
-import { insertEvents, type EventType } from '../accounts/security-events.ts';
+import { insertEvents, type EventType, type OperatorAct } from '../accounts/security-events.ts';
 import type { Sql, Transaction } from '../storage/db.ts';
 import { insertWebhookEvents, type WebhookRow } from '../webhooks/events.ts';
 
@@ -10,7 +10,7 @@ export type SessionsEnd = {
   /** With `sessionId` null: every session but this one (an e-mail change keeps the session that asked for it). */
   keptSessionId?: string;
   /** The security event that says why; null records none. */
-  event: { type: EventType; clientAddress: string; sessionId: string | null } | null;
+  event: { type: EventType; clientAddress: string; sessionId: string | null; operator?: OperatorAct } | null;
   /** The webhook event of the same cause (Webhooks.event); null while webhooks are off. */
   webhook?: WebhookRow | null;
   /**

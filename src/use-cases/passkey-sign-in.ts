@@ -50,6 +50,8 @@ export async function signInWithPasskey(deps: UseCaseDeps, rp: RelyingParty, cha
   const { refreshTtlSeconds, sessionsPerAccount } = deps.config;
   const started = await retryOnce(() => startSession(deps.sql, accountId, passwordHash, null, client, now, refreshTtlSeconds, sessionsPerAccount));
   if (started === null) return { outcome: 'refused' };
+  // Only the holder of the passkey gets here: the owner, who may learn that an operator disabled the account.
+  if (started === 'disabled') return { outcome: 'disabled' };
   return { outcome: 'signed-in', accountPublicId: owner.publicId, ...started };
 }
 

@@ -10,6 +10,8 @@ export type SignIn =
   | { outcome: 'refused' }
   /** The password is right, the account has a second factor, and no otp came with it. */
   | { outcome: 'mfa-required' }
+  /** The password (and factor) are right, and an operator disabled the account: only its owner learns this. */
+  | { outcome: 'disabled' }
   | { outcome: 'throttled'; retryAfterSeconds: number }
   /** The password was right, but the account is past its rate limit (`takeAllowance`): no session started. */
   | { outcome: 'limited'; retryAfterSeconds: number };
@@ -32,6 +34,8 @@ export async function signIn(deps: UseCaseDeps, username: string, password: stri
     await recordWrongPassword(deps.sql, account?.id ?? null, client.address, null, deps.clock());
     return { outcome: 'refused' };
   }
+  // Said only once the password and the factor are proven, so that a stranger learns nothing from it.
+  if (account.disabled === true) return { outcome: 'disabled' };
   // Counted only once the password is right, so that strangers cannot spend the owner's allowance.
   const wait = takeAllowance(account.id);
   if (wait > 0) return { outcome: 'limited', retryAfterSeconds: wait };
@@ -52,5 +56,6 @@ export async function signIn(deps: UseCaseDeps, username: string, password: stri
     if (changed && (await deps.passwords.verify(password, stored))) started = await start(stored);
   }
   if (started === null) return { outcome: 'refused' };
+  if (started === 'disabled') return { outcome: 'disabled' };
   return { outcome: 'signed-in', accountPublicId: account.publicId, ...started };
 }

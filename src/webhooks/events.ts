@@ -8,9 +8,13 @@ import { newWebhookId } from './signing.ts';
 export const webhookEventTypes = [
   'account.activated',
   'account.deleted',
+  'account.disabled',
+  'account.enabled',
+  'account.unlocked',
   'account.email_changed',
   'password.changed',
   'password.reset',
+  'password.reset_forced',
   'sessions.revoked',
   'second_factor.enabled',
   'second_factor.disabled',

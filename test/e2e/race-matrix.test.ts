@@ -5,12 +5,18 @@ import { hashCode } from '../../src/accounts/one-time-codes.ts';
 import { createPasswordHasher } from '../../src/accounts/passwords.ts';
 import { passwordGrant } from '../helpers/accounts.ts';
 import { form, type HttpResult } from '../helpers/http.ts';
-import { startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
+import { startTestService, testEncryptionKeys, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
+import { commandDeps } from '../../src/commands.ts';
+import { parseConfig } from '../../src/config.ts';
+import { createLogger } from '../../src/log.ts';
+import { disableAccount } from '../../src/use-cases/disable-account.ts';
+import type { UseCaseDeps } from '../../src/use-cases/transaction.ts';
 
 // Every pair of writers on one account, in parallel over real HTTP, with jitter: password change,
 // reset, deletion, ending one session (DELETE /acc/me/sessions/{id} or POST /auth/revoke),
 // ending all, enrolling a second factor, refresh and sign-in. After each round the account must be whole: no 500, no
-// session alive that one of the winners ended, and every winner's writes all there.
+// session alive that one of the winners ended, and every winner's writes all there. Then an
+// operator's disable against the owner's sign-in and refresh (issue 33).
 
 let app: TestService;
 before(async () => {
@@ -148,5 +154,39 @@ describe('every pair of writers on one account, in parallel', () => {
         for (let round = 0; round < rounds; round += 2) await Promise.all([runRound(first, second), runRound(second, first)]);
       });
     }
+  }
+});
+
+describe("an operator's disable, in parallel with the owner's sign-in and refresh", () => {
+  let deps: UseCaseDeps;
+  before(async () => {
+    storedHash = await createPasswordHasher({ ln: 4, r: 8, p: 1 }).hash(oldPassword);
+    const config = parseConfig({ DATABASE_URL: 'postgres://unused/db', TOKEN_SECRET: testSecret, ENCRYPTION_KEYS: testEncryptionKeys });
+    const settled = { ...config, databaseUrl: '', tokenSecrets: config.tokenSecrets!, encryptionKeys: config.encryptionKeys! };
+    deps = await commandDeps(app.service.sql, settled, createLogger('error', () => {}));
+  });
+
+  const rounds = Number(process.env.RACE_ROUNDS ?? 8);
+  for (const racer of ['sign-in', 'refresh'] as const) {
+    it(`disable × ${racer}: the racer wins before and its session ends, or it is refused; nothing lives after (${rounds} rounds)`, async () => {
+      for (let i = 0; i < rounds; i++) {
+        const round = await newRound();
+        const [disabled, raced] = await Promise.all([
+          jitter().then(() => disableAccount(deps, round.name, { address: 'race', reason: 'race' })),
+          jitter().then(() =>
+            racer === 'sign-in' ? passwordGrant(app, round.name, oldPassword, { form: true }) : app.call('POST', '/auth/token', form({ grant_type: 'refresh_token', refresh_token: round.c.refresh })),
+          ),
+        ]);
+        assert.equal(disabled.outcome, 'done');
+        assert.ok([200, 400].includes(raced.status), `${racer} answered ${raced.status} ${raced.text}`);
+        if (raced.status === 400) assert.equal(raced.json.error, racer === 'sign-in' ? 'account_disabled' : 'invalid_grant');
+        const live = await app.service.sql`SELECT id FROM sessions WHERE account_id = ${round.accountId}`;
+        assert.equal(live.length, 0, 'a disabled account has no session');
+        if (raced.status === 200) assert.equal((await app.call('GET', '/acc/me', { token: raced.json.access_token })).status, 401, "the racer's token is refused");
+        for (const session of [round.a, round.b, round.c]) assert.equal((await app.call('GET', '/acc/me', { token: session.access })).status, 401);
+        const [events] = await app.service.sql`SELECT count(*)::int AS n FROM security_events WHERE account_id = ${round.accountId} AND type = 'account-disabled'`;
+        assert.equal(events!.n, 1, 'one event, written whole');
+      }
+    });
   }
 });

@@ -6,7 +6,7 @@ import { createLogger } from '../../src/log.ts';
 import { connectDatabase, type Sql } from '../../src/storage/db.ts';
 import { loadMigrations, migrate } from '../../src/storage/migrations.ts';
 import { createWebhookWorker, deleteDeliveredWebhooks } from '../../src/webhooks/delivery.ts';
-import { enabledWebhooks, type WebhookEventType } from '../../src/webhooks/events.ts';
+import { enabledWebhooks, webhookEventTypes, type WebhookEventType } from '../../src/webhooks/events.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { acceptedEvents, startReceiver, type Receiver } from '../helpers/webhook-receiver.ts';
@@ -53,6 +53,16 @@ describe('the webhook worker', () => {
       assert.deepEqual(workers[0]!.counts(), { pending: 0, failed: 0 });
     } finally {
       await Promise.all(workers.map((worker) => worker.stop()));
+    }
+  });
+
+  it('can store every event type the code sends (the check of the table lists them all)', async () => {
+    const account = randomUUID();
+    try {
+      for (const type of webhookEventTypes) await sql.begin((tx) => queue.enqueue(tx, type, account, new Date()));
+      assert.equal((await sql`SELECT count(*)::int AS n FROM webhook_events WHERE account = ${account}`)[0]!.n, webhookEventTypes.length);
+    } finally {
+      await sql`DELETE FROM webhook_events WHERE account = ${account}`;
     }
   });
 
