@@ -29,6 +29,10 @@ const busyCodes: ReadonlyMap<string, string> = new Map([
   ['DATABASE_BUSY', 'the queue for a database connection is full or waited too long'], // storage/gate.ts
   ['57014', 'a statement ran past DATABASE_STATEMENT_TIMEOUT or was cancelled'],
   ['55P03', 'a lock was not granted within DATABASE_LOCK_TIMEOUT'],
+  // The server ends a connection that sat inside a transaction longer than the statement bound
+  // (idle_in_transaction_session_timeout, storage/db.ts): on a starved machine, the statement
+  // that next used it gets this. The pool replaces the connection; the request may try again.
+  ['25P03', 'a connection sat idle inside a transaction past DATABASE_STATEMENT_TIMEOUT and was ended'],
   ['40P01', 'a deadlock'],
   ['40001', 'a serialization failure'],
   ['53300', 'the database has no connection slot left'],

@@ -64,7 +64,8 @@ describe('bounded waits on PostgreSQL', () => {
         assert.equal(answer.headers['retry-after'], '1');
       }
       const slowest = Math.max(...answers.map((answer) => answer.ms));
-      assert.ok(slowest < 1_500, `within the bound, the slowest took ${Math.round(slowest)} ms`);
+      // Wide, for a busy machine: without the statement bound, these would wait as long as the lock is held.
+      assert.ok(slowest < 5_000, `within the bound, the slowest took ${Math.round(slowest)} ms`);
     } finally {
       await lock.release();
     }
@@ -80,7 +81,7 @@ describe('bounded waits on PostgreSQL', () => {
       const answer = await timed(lockBound.call('GET', '/acc/me', { token }));
       assert.equal(answer.status, 503);
       assert.equal(answer.headers['retry-after'], '1');
-      assert.ok(answer.ms < 1_500, `answered in ${Math.round(answer.ms)} ms`);
+      assert.ok(answer.ms < 5_000, `answered in ${Math.round(answer.ms)} ms`);
     } finally {
       await lock.release();
     }
@@ -112,7 +113,7 @@ describe('a deadlock', () => {
       const error = (refused[0] as PromiseRejectedResult).reason;
       assert.equal(error.code, '40P01');
       assert.equal(busyReason(error), 'a deadlock');
-      for (const code of ['40001', '53300', '57014', '55P03', 'DATABASE_BUSY']) assert.notEqual(busyReason({ code }), null, code);
+      for (const code of ['40001', '53300', '57014', '55P03', '25P03', 'DATABASE_BUSY']) assert.notEqual(busyReason({ code }), null, code);
       assert.equal(busyReason({ code: '23505' }), null);
     } finally {
       await sql.end();
