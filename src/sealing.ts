@@ -23,7 +23,7 @@ export type SealPurpose = 'totp-secret' | 'mail' | 'keyed-hash-key' | 'signing-k
 
 export type EncryptionKey = { id: string; key: Buffer };
 
-export const sealVersion = 2;
+const sealVersion = 2;
 const ivBytes = 12;
 /** Exactly 16: GCM would otherwise accept a truncated tag, which is easier to forge. */
 const tagBytes = 16;
