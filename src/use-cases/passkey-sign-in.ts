@@ -55,7 +55,8 @@ export async function signInWithPasskey(
     return { outcome: 'refused' };
   }
   // The compare-and-set: of two sign-ins checked against one counter value, one passes.
-  const counted = await recordPasskeyUse(deps.sql, owner.id, owner.signCount, verified.signCount, verified.backedUp, now);
+  const { signCount, backedUp } = verified;
+  const counted = await recordPasskeyUse(deps.sql, owner.id, owner.signCount, signCount, backedUp, now);
   if (!counted) return { outcome: 'refused' };
   const wait = takeAllowance(owner.accountId);
   if (wait > 0) return { outcome: 'limited', retryAfterSeconds: wait };
