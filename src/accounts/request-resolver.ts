@@ -32,10 +32,13 @@ export type RequestResolver = {
 export function createRequestResolver(options: RequestResolverOptions): RequestResolver {
   const { sql, sealer, log, onError, pollMs, wakeJitterMs } = options;
   const resolveNext = async () =>
-    (await resolveNextRegistrationRequest(sql, sealer)) || (await resolveNextResetRequest(sql, sealer, options.resetCodeTtlSeconds));
+    (await resolveNextRegistrationRequest(sql, sealer)) ||
+    (await resolveNextResetRequest(sql, sealer, options.resetCodeTtlSeconds));
   const afterRound = (resolved: number) => {
     if (resolved > 0) options.onResolved();
   };
-  const { wakeLater, stop } = createPollingWorker({ next: resolveNext, afterRound, log, failureMessage: 'resolving requests failed', onError, pollMs, wakeJitterMs });
+  const failureMessage = 'resolving requests failed';
+  const { wakeLater, stop } =
+    createPollingWorker({ next: resolveNext, afterRound, log, failureMessage, onError, pollMs, wakeJitterMs });
   return { wakeLater, stop };
 }

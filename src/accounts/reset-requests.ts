@@ -11,8 +11,12 @@ import { issueResetCode } from './password-resets.ts';
  * address has an account. The worker (request-resolver.ts) resolves it moments later, after a
  * random delay, and only then is a code issued and mailed to an account that has the address.
  */
-export async function recordResetRequest(tx: Transaction, email: string, clientAddress: string, now: Date): Promise<void> {
-  await tx`INSERT INTO reset_requests (address, client_address, requested_at) VALUES (${email}, ${clientAddress.slice(0, 64)}, ${now})`;
+export async function recordResetRequest(
+  tx: Transaction, email: string, clientAddress: string, now: Date,
+): Promise<void> {
+  await tx`
+    INSERT INTO reset_requests (address, client_address, requested_at)
+    VALUES (${email}, ${clientAddress.slice(0, 64)}, ${now})`;
 }
 
 /**
