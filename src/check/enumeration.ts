@@ -2,7 +2,7 @@ import { randomBytes, randomInt } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CheckContext } from './context.ts';
 import type { Answer } from './probe.ts';
-import { skip, type Finding, type Verdict } from './report.ts';
+import { fail, pass, skip, type Finding, type Verdict } from './report.ts';
 
 /** Timed pairs per endpoint at most: two dozen requests per address in all. */
 export const defaultSamples = 12;
@@ -27,7 +27,11 @@ type Window = { path: string; known: Answer[]; stranger: Answer[]; limited: bool
  * it never resolves, so no mail reaches anyone): the whole answers, the first and the later ones
  * apart, and the timing of the later ones, all refused by the cooldown alike.
  */
-export async function checkEnumeration(ctx: CheckContext, email: string | null, samples = defaultSamples): Promise<Finding[]> {
+export async function checkEnumeration(
+  ctx: CheckContext,
+  email: string | null,
+  samples = defaultSamples,
+): Promise<Finding[]> {
   if (email === null) {
     const saw = 'needs --account: code requests for a known address were not compared with made-up ones';
     return [skip('enumeration.answers', saw), skip('enumeration.timing', saw)];
@@ -72,28 +76,23 @@ function linesOf(answers: Answer[]): Set<string> {
 
 function judgeAnswers(windows: Window[]): Finding {
   const check = 'enumeration.answers';
-  const notes: string[] = [];
-  for (const { path, known, stranger } of windows) {
-    // A cooldown or daily cap left by an earlier run: the known address has no first request to compare.
-    if (/:(too-soon|daily-limit)$/.test(String(known[0]?.json?.type))) {
-      notes.push(`${path} not compared, a code was asked for the account's address within the last minute or ` +
-        `10 times today (again in ${known[0]!.headers['retry-after']} s)`);
-      continue;
-    }
+  // A cooldown or daily cap left by an earlier run: the known address has no first request to compare.
+  const cooling = windows.filter(({ known }) => /:(too-soon|daily-limit)$/.test(String(known[0]?.json?.type)));
+  const notes = cooling.map(({ path, known }) => `${path} not compared: a code was asked for the account's address ` +
+    `within the last minute, or 10 times today (run again in ${known[0]!.headers['retry-after']} s)`);
+  for (const { path, known, stranger } of windows.filter((window) => !cooling.includes(window))) {
     for (const when of ['first', 'later'] as const) {
       const part = (answers: Answer[]) => linesOf(when === 'first' ? answers.slice(0, 1) : answers.slice(1));
       const [a, b] = [part(known), part(stranger)];
       const only = (x: Set<string>, y: Set<string>) => [...x].filter((line) => !y.has(line)).join('; ') || 'nothing';
-      if (only(a, b) !== 'nothing' || only(b, a) !== 'nothing') {
-        const saw = `${path}, ${when} request: the account's address alone got ${only(a, b)}; a made-up one ${only(b, a)}`;
-        const change = 'answer every address alike: look for what tells them apart (a proxy rule, a changed service)';
-        return { check, verdict: 'fail', saw, change };
-      }
+      if (only(a, b) === 'nothing' && only(b, a) === 'nothing') continue;
+      const saw = `${path}, ${when} request: only the account's address got ${only(a, b)}; a made-up one ${only(b, a)}`;
+      return fail(check, saw, 'answer every address alike: find what tells them apart (a proxy rule, a change)');
     }
   }
-  if (notes.length === windows.length) return skip(check, notes.join('; '), 'run the check again after that');
-  const saw = `the same status, headers and body shape for the account's address and a made-up one`;
-  return { check, verdict: 'pass', saw: [saw, ...notes].join('; '), change: '' };
+  if (cooling.length === windows.length) return skip(check, notes.join('; '));
+  const same = "the same status, headers and body shape for the account's address and a made-up one";
+  return pass(check, [same, ...notes].join('; '));
 }
 
 function judgeTiming(windows: Window[]): Finding {
@@ -107,12 +106,12 @@ function judgeTiming(windows: Window[]): Finding {
   });
   const verdict = (['fail', 'warn', 'skip', 'pass'] as const).find((v) => judged.some((one) => one.verdict === v))!;
   const change = {
-    fail: "the account's address is answered measurably faster or slower: keep the same work for every address",
-    warn: 'a difference, not yet certain: run the check again, and look for work done for known addresses only',
+    fail: "the account's address is answered measurably faster or slower: make every address cost the same work",
+    warn: 'a difference, not yet certain: run again, and look for work done for addresses with an account only',
     skip: 'RATE_LIMIT allowed too few requests in the cooldown: run the check alone, or on staging with a higher one',
-    pass: '',
-  }[verdict];
-  return { check: 'enumeration.timing', verdict, saw: judged.map((one) => one.saw).join('; '), change };
+  };
+  const saw = judged.map((one) => one.saw).join('; ');
+  return { check: 'enumeration.timing', verdict, saw, change: verdict === 'pass' ? '' : change[verdict] };
 }
 
 /** The Mann–Whitney AUC of `a` over `b` (ties count half) and its two-sided p-value, by the normal approximation. */
