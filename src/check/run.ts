@@ -1,6 +1,6 @@
 import { checkClock } from './clock.ts';
-import { checkEnumeration } from './enumeration.ts';
 import { endSessions, signIn, type Account, type CheckContext, type Session } from './context.ts';
+import { checkEnumeration } from './enumeration.ts';
 import { checkExposure } from './exposure.ts';
 import { checkIssuer } from './issuer.ts';
 import { createProbe, type ProbeOptions } from './probe.ts';
