@@ -3,7 +3,7 @@ import type { Account } from '../accounts/accounts.ts';
 import { reserveAddressRequest, type QuotaRefusal } from '../accounts/address-quotas.ts';
 import { consumeCodes, generateCode, hashCode, storeCode } from '../accounts/one-time-codes.ts';
 import { recordEvent } from '../accounts/security-events.ts';
-import { passkeyAddedMail, passkeyCodeMail, passkeyRemovedMail } from '../mail/messages.ts';
+import { passkeyCodeMail, passkeyMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import {
   consumeRegistrationChallenge, credentialIdsOf, deletePasskey, findUserHandle, insertPasskey, listPasskeys,
@@ -53,7 +53,7 @@ export async function startPasskeyRegistration(deps: UseCaseDeps, rp: RelyingPar
     const userHandle = await findUserHandle(tx, account.id);
     await storeCode(tx, 'passkey', account.id, hashCode(code), expiresAt, now);
     const challengeId = await storeRegistrationChallenge(tx, account.id, sessionId, challenge, expiresAt);
-    await enqueueMail(tx, passkeyCodeMail(account.email, account.name, code, expiresAt, now, client.address), deps.sealer, now);
+    await enqueueMail(tx, passkeyCodeMail(account, code, expiresAt, now, client.address), deps.mailer, now);
     const options = {
       rp: { id: rp.id, name: rp.name },
       user: { id: userHandle.toString('base64url'), name: account.name, displayName: account.name },
@@ -99,7 +99,7 @@ export async function addPasskey(deps: UseCaseDeps, rp: RelyingParty, caller: Ca
       return { outcome: held.length >= maxPasskeysPerAccount ? 'limit' : 'registered' };
     }
     await recordEvent(tx, account.id, 'passkey-added', client.address, sessionId, now);
-    await enqueueMail(tx, passkeyAddedMail(account.email, account.name, passkey.name, now, client.address), deps.sealer, now);
+    await enqueueMail(tx, passkeyMail('passkey-added', account, passkey.name, now, client.address), deps.mailer, now);
     await deps.webhooks.enqueue(tx, 'passkey.added', account.publicId, now, { passkey_id: passkey.id });
     return { outcome: 'added', passkey };
   });
@@ -129,7 +129,7 @@ export async function removePasskey(deps: UseCaseDeps, caller: Caller, id: strin
     const name = await deletePasskey(tx, account.id, id);
     if (name === null) return { outcome: 'unknown' };
     await recordEvent(tx, account.id, 'passkey-removed', client.address, sessionId, now);
-    await enqueueMail(tx, passkeyRemovedMail(account.email, account.name, name, now, client.address), deps.sealer, now);
+    await enqueueMail(tx, passkeyMail('passkey-removed', account, name, now, client.address), deps.mailer, now);
     await deps.webhooks.enqueue(tx, 'passkey.removed', account.publicId, now, { passkey_id: id });
     return { outcome: 'removed' };
   });
