@@ -137,8 +137,8 @@ export const mailKinds = {
   ]),
   'recovery-code-used': spec('name time client_address codes_left few_left', 'A recovery code was used', [
     'Hello {{name}},',
-    'one of the recovery codes of your account was used at {{time}} from the address {{client_address}}; it no longer works. Codes left: {{codes_left}}.',
-    '{{#few_left}}Only few are left. Disable the second factor and enable it again to get ten new ones.{{/few_left}}',
+    'one of the recovery codes of your account was used at {{time}} from the address {{client_address}}; it no longer works. Recovery codes left: {{codes_left}}.',
+    '{{#few_left}}Only {{codes_left}} left. Disable the second factor and enable it again to get ten new ones.{{/few_left}}',
     'If you did not do this, someone has your password and your recovery codes: reset the password and disable the second factor at once.',
   ]),
   // A passkey survives a password reset, so only the mailbox's owner may add one.
