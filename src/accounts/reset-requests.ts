@@ -36,8 +36,8 @@ export async function resolveNextResetRequest(sql: Sql, mailer: Mailer, codeTtlS
     // The code's life counts from the request, as the message says.
     const expiresAt = new Date(requestedAt.getTime() + codeTtlSeconds * 1000);
     const code = generateCode();
-    // The mail is in the account's locale. Reading it here costs a statement only when a request
-    // waits, in this worker, which no request times (see recordResetRequest).
+    // The mail is in the account's locale, read here by the worker, after the answer: the same
+    // statement runs for every address, and no request times it (see recordResetRequest).
     const [account] = await tx`SELECT locale FROM accounts WHERE lower(email) = lower(${request.address}) AND activated_at IS NOT NULL`;
     const mail = sealMail(resetCodeMail(code, expiresAt, requestedAt, clientAddress, (account?.locale as string | null | undefined) ?? null), mailer);
     await issueResetCode(tx, request.address as string, hashCode(code), expiresAt, mail, clientAddress, requestedAt);
