@@ -1,6 +1,6 @@
 import type { Account } from '../accounts/accounts.ts';
 import { throttleDeletionStatements } from '../accounts/login-throttle.ts';
-import { accountDeletedMail } from '../mail/messages.ts';
+import { noticeMail } from '../mail/messages.ts';
 import { insertMail, sealMail } from '../mail/outbox.ts';
 import { endSessions } from './end-sessions.ts';
 import { throttleKeys, type CallerFactorRefusal } from './password-check.ts';
@@ -37,14 +37,14 @@ export async function deleteAccount(deps: UseCaseDeps, caller: { account: Accoun
  */
 export async function eraseAccount(
   deps: UseCaseDeps,
-  account: Pick<Account, 'id' | 'publicId' | 'name' | 'email'>,
+  account: Pick<Account, 'id' | 'publicId' | 'name' | 'email' | 'locale'>,
   clientAddress: string,
   lock: (tx: Transaction) => Promise<boolean>,
   data: WebhookData = {},
 ): Promise<boolean> {
   const now = deps.clock();
   const identifiers = throttleKeys(deps, account);
-  const notice = sealMail(accountDeletedMail(account.email, account.name, now, clientAddress), deps.sealer);
+  const notice = sealMail(noticeMail('account-deleted', account, now, clientAddress), deps.mailer);
   const deleted = await inTransaction(deps.sql, async (tx) => {
     // Step 1 of the lock order: the address's name holds, before the account row, as a code request takes them.
     await tx`SELECT 1 FROM name_holds WHERE address = lower(${account.email}) FOR UPDATE`;
