@@ -3,10 +3,15 @@ import { join } from 'node:path';
 import { ConfigError } from '../config.ts';
 import { canonicalLocale, localeChain } from '../locales.ts';
 import type { Sealer } from '../sealing.ts';
-import { commonPlaceholders, mailKinds, type KindSpec, type MailContent, type MailKind, type Template, type UnaddressedMail } from './messages.ts';
+import {
+  commonPlaceholders, mailKinds, type KindSpec, type MailContent, type MailKind, type Template, type UnaddressedMail,
+} from './messages.ts';
 
 /** The settings that mail names (PRODUCT_NAME, SUPPORT_CONTACT, APP_URL), and the locale of a reader who chose none. */
-export type MailSettings = { productName: string | null; supportContact: string | null; appUrl: string | null; mailDefaultLocale: string | null };
+export type MailSettings = {
+  productName: string | null; supportContact: string | null; appUrl: string | null; mailDefaultLocale: string | null;
+};
+const noSettings: MailSettings = { productName: null, supportContact: null, appUrl: null, mailDefaultLocale: null };
 /** The operator's templates (MAIL_TEMPLATES_DIR), by `kind.locale`: the text, and optionally HTML. */
 export type MailTemplates = Map<string, { text: Template; html: Template | null }>;
 /** Writes a message in its reader's locale; `locales`: those the templates have, English included. */
@@ -28,10 +33,12 @@ export function loadMailTemplates(dir: string | null): MailTemplates {
   for (const name of names) {
     const [, kind = '', locale = '', type] = fileName.exec(name) ?? [];
     if (!Object.hasOwn(mailKinds, kind) || canonicalLocale(locale) !== locale) {
-      refuse(name, 'is not named kind.locale.txt or kind.locale.html, with a kind of the README\'s table and a locale such as de or pt-BR');
+      const rule = "with a kind of the README's table and a locale such as de or pt-BR";
+      refuse(name, `is not named kind.locale.txt or kind.locale.html, ${rule}`);
     }
     const key = `${kind}.${locale}`;
-    found.set(key, { ...found.get(key), [type === 'txt' ? 'text' : 'html']: parseTemplate(name, readFileSync(join(dir!, name)), kind as MailKind) });
+    const template = parseTemplate(name, readFileSync(join(dir!, name)), kind as MailKind);
+    found.set(key, { ...found.get(key), [type === 'txt' ? 'text' : 'html']: template });
   }
   const templates: MailTemplates = new Map();
   for (const [key, { text, html }] of found) {
@@ -58,7 +65,9 @@ function parseTemplate(file: string, bytes: Buffer, kind: MailKind): Template {
   }
   const [first = '', blank, ...body] = source.replaceAll('\r\n', '\n').split('\n');
   const subject = /^Subject:(.*)$/.exec(first)?.[1]?.trim() ?? '';
-  if (subject === '' || blank !== '') refuse(file, 'has no subject: its first line must be "Subject: …", then a blank line');
+  if (subject === '' || blank !== '') {
+    refuse(file, 'has no subject: its first line must be "Subject: …", then a blank line');
+  }
   checkPlaceholders(file, `${subject}\n${body.join('\n')}`, kind, mailKinds[kind]);
   return { subject, body: body.join('\n') };
 }
@@ -66,7 +75,9 @@ function parseTemplate(file: string, bytes: Buffer, kind: MailKind): Template {
 function checkPlaceholders(file: string, source: string, kind: MailKind, spec: KindSpec): void {
   const allowed = [...commonPlaceholders, ...spec.placeholders];
   for (const [, sign, name = ''] of source.matchAll(placeholder)) {
-    if (!allowed.includes(name)) refuse(file, `uses {{${sign}${name}}}, which ${kind} mail does not have (it has ${allowed.join(', ')})`);
+    if (!allowed.includes(name)) {
+      refuse(file, `uses {{${sign}${name}}}, which ${kind} mail does not have (it has ${allowed.join(', ')})`);
+    }
   }
   const unclosed = /\{\{[#^/]\w+\}\}/.exec(expandSections(source, () => true));
   if (unclosed !== null) refuse(file, `has ${unclosed[0]} without its pair`);
@@ -85,7 +96,7 @@ function refuse(file: string, reason: string): never {
  * text when none has.
  */
 export function createMailRenderer(templates: MailTemplates = new Map(), settings?: MailSettings): MailRenderer {
-  const { productName, supportContact, appUrl, mailDefaultLocale } = settings ?? { productName: null, supportContact: null, appUrl: null, mailDefaultLocale: null };
+  const { productName, supportContact, appUrl, mailDefaultLocale } = settings ?? noSettings;
   const locales = [...new Set(['en', ...[...templates.keys()].map((key) => key.split('.')[1]!)])];
   return {
     locales,
@@ -94,12 +105,13 @@ export function createMailRenderer(templates: MailTemplates = new Map(), setting
       const own = chain.map((candidate) => templates.get(`${kind}.${candidate}`)).find((found) => found !== undefined);
       // The code goes in the fragment, which browsers never send: it reaches no server's log.
       const codeLink = appUrl !== null && values.code !== undefined ? `${appUrl}#kind=${kind}&code=${values.code}` : '';
-      const all = { ...values, code_link: codeLink, product_name: productName ?? '', support: supportContact ?? '', app_url: appUrl ?? '' };
-      const text = fill((own?.text ?? mailKinds[kind].builtIn).body, all, (value) => value).replace(/\n{3,}/g, '\n\n').trim();
-      const html = own?.html
-        ? fill(own.html.body, all, escapeHtml)
-        : `<!doctype html><html><body>${text.split('\n\n').map((paragraph) => `<p>${escapeHtml(paragraph).replaceAll('\n', '<br>')}</p>`).join('')}</body></html>`;
-      return { subject: fill((own?.text ?? mailKinds[kind].builtIn).subject, all, (value) => value), text: `${text}\n`, html };
+      const settingValues = { product_name: productName ?? '', support: supportContact ?? '', app_url: appUrl ?? '' };
+      const all = { ...values, code_link: codeLink, ...settingValues };
+      const template = own?.text ?? mailKinds[kind].builtIn;
+      const asIs = (value: string) => value;
+      const text = fill(template.body, all, asIs).replace(/\n{3,}/g, '\n\n').trim();
+      const html = own?.html ? fill(own.html.body, all, escapeHtml) : htmlOf(text);
+      return { subject: fill(template.subject, all, asIs), text: `${text}\n`, html };
     },
   };
 }
@@ -114,7 +126,14 @@ function fill(template: string, values: Record<string, string>, escape: (value: 
 }
 
 function expandSections(template: string, show: (sign: string, name: string) => boolean): string {
-  return template.replace(section, (_, sign: string, name: string, inner: string) => (show(sign, name) ? expandSections(inner, show) : ''));
+  return template.replace(section, (_, sign: string, name: string, inner: string) =>
+    show(sign, name) ? expandSections(inner, show) : '');
+}
+
+/** The HTML part made from the text: a paragraph for each blank-line break, everything escaped. */
+function htmlOf(text: string): string {
+  const paragraphs = text.split('\n\n').map((paragraph) => `<p>${escapeHtml(paragraph).replaceAll('\n', '<br>')}</p>`);
+  return `<!doctype html><html><body>${paragraphs.join('')}</body></html>`;
 }
 
 function escapeHtml(text: string): string {

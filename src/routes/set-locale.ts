@@ -5,10 +5,14 @@ import { canonicalLocale } from '../locales.ts';
 import { setAccountLocale } from '../use-cases/set-locale.ts';
 import { localeSchema } from '../validation.ts';
 
-/** PUT /acc/me/locale: the locale of the account's mail, stored as canonically written (de-AT); null: the service's default. */
+/**
+ * PUT /acc/me/locale: the locale of the account's mail, stored as canonically written (de-AT);
+ * null: the service's default.
+ */
 export const setLocaleRoute: Handler = async (ctx, deps) => {
   const { account } = await authenticate(ctx, deps);
   const { locale } = await readValidBody(ctx.req, localeSchema);
-  if (!(await setAccountLocale(deps, account.id, locale === null ? null : canonicalLocale(locale)))) throw invalidToken();
+  const stored = await setAccountLocale(deps, account.id, locale === null ? null : canonicalLocale(locale));
+  if (!stored) throw invalidToken();
   return { status: 204 };
 };
