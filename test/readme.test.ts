@@ -164,7 +164,8 @@ describe('README', () => {
     // The README's configuration table says which settings are kept in memory.
     const perInstance = [...tableStartingWith(/^Variable$/)].filter(([, row]) => row.some((cell) => cell.includes('Kept in memory, per instance'))).map(([name]) => name);
     // The gauges whose help says they count the rows of every instance, read from the database.
-    const shared = [...metricsRoute.matchAll(/name: '(\w+)', help: '[^']*\(all instances\)/g)].map((match) => `\`${match[1]!}\``);
+    const shared = [...metricsRoute.matchAll(/gauge\(\s*'(\w+)',\s*[^']*'[^']*\(all instances\)/g)]
+      .map((match) => `\`${match[1]!}\``);
     assert.ok(perInstance.length >= 2 && shared.length >= 3, `found ${perInstance} and ${shared}`);
     assert.deepEqual([...perInstance, ...shared].filter((name) => !bullet.includes(name)), [], 'not named there');
   });

@@ -40,8 +40,11 @@ export const getMetrics: Handler = async (ctx, deps) => {
   // Counted by the webhook worker and the sweep, never by a scrape: no query per request.
   const webhooks = deps.webhookCounts();
   if (webhooks !== null) {
-    const help = 'Webhook events waiting to be delivered, and those given up on, as last counted (all instances).';
-    gauges.push(gauge('webhook_events', help, queueSamples(webhooks)));
+    gauges.push(gauge(
+      'webhook_events',
+      'Webhook events waiting to be delivered, and those given up on, as last counted (all instances).',
+      queueSamples(webhooks),
+    ));
   }
   try {
     const outbox = await countWaitingAndFailed(deps.sql, 'outbox');
