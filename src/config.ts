@@ -48,6 +48,8 @@ export type Config = {
   corsOrigins: string[];
   /** Null: /metrics is public and leaves out the gauges that follow single accounts. */
   metricsToken: string | null;
+  /** The admin API's own listener and the token it answers (ADMIN_*); null: there is no admin API. */
+  admin: { host: string; port: number; token: string } | null;
   logLevel: LogLevel;
   /** Passkeys' relying party (WEBAUTHN_*); null: the passkey routes answer 404 (main.ts fills it in embedded mode). */
   webauthn: RelyingParty | null;
@@ -143,6 +145,7 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
     trustProxy: integer(env, 'TRUST_PROXY', 0, 0, 10),
     corsOrigins: parseOrigins(env.CORS_ORIGINS),
     metricsToken,
+    admin: parseAdmin(env, port, metricsToken, warnings),
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info'),
     webhook: parseWebhook(env, host, port),
     webauthn: parseRelyingParty(env),
@@ -331,6 +334,33 @@ function parseMetricsToken(raw: string | undefined): string | null {
   // The value is a secret: say what is wrong, never what it is.
   if (!/^[\x21-\x7e]{16,256}$/.test(raw)) throw new ConfigError('METRICS_TOKEN must be 16 to 256 printable characters without spaces');
   return raw;
+}
+
+/**
+ * ADMIN_PORT turns the admin API on, on a listener of its own (never the public port), on
+ * ADMIN_HOST (loopback unless said), answering ADMIN_TOKEN only. The token opens every account,
+ * so a short or repetitive one is refused, never echoed.
+ */
+function parseAdmin(env: NodeJS.ProcessEnv, port: number, metricsToken: string | null, warnings: string[]): Config['admin'] {
+  const adminPort = checkedValue(env, 'ADMIN_PORT', (raw) => /^[0-9]{1,5}$/.test(raw) && Number(raw) <= 65535, 'a port from 0 to 65535');
+  const host = checkedValue(env, 'ADMIN_HOST', (raw) => isIP(raw) !== 0 || isHostName(raw), 'an IP address (127.0.0.1, ::1) or a host name');
+  const token = env.ADMIN_TOKEN ?? '';
+  if (adminPort === null) {
+    if (host !== null || token !== '') throw new ConfigError('ADMIN_HOST and ADMIN_TOKEN need ADMIN_PORT, which turns the admin API on');
+    return null;
+  }
+  if (Number(adminPort) === port && port !== 0) throw new ConfigError(`ADMIN_PORT must differ from PORT (${port}): the admin API never shares the public port`);
+  if (token === '') throw new ConfigError('ADMIN_TOKEN is required when ADMIN_PORT is set (32 to 256 printable characters: openssl rand -base64 32)');
+  if (!/^[\x21-\x7e]{32,256}$/.test(token) || new Set(token).size < 10) {
+    throw new ConfigError('ADMIN_TOKEN must be 32 to 256 printable characters without spaces, at least 10 of them different (openssl rand -base64 32)');
+  }
+  if (token === metricsToken) throw new ConfigError('ADMIN_TOKEN must differ from METRICS_TOKEN: each token has one purpose');
+  const adminHost = host ?? '127.0.0.1';
+  const family = isIP(adminHost);
+  if (adminHost !== 'localhost' && !(family !== 0 && loopback.check(adminHost, family === 4 ? 'ipv4' : 'ipv6'))) {
+    warnings.push(`ADMIN_HOST ${adminHost} is not a loopback address: the admin API is reachable from the network; keep it on an internal network`);
+  }
+  return { host: adminHost, port: Number(adminPort), token };
 }
 
 function parseWebhook(env: NodeJS.ProcessEnv, host: string, port: number): Config['webhook'] {

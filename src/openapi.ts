@@ -57,6 +57,20 @@ const requestSchemas: Record<string, JsonObject> = {
   },
 };
 
+/** RFC 9457 problems, as http/server.ts answers them (the admin API's document has them too). */
+export const problemSchema: JsonObject = {
+  type: 'object',
+  required: ['type', 'title', 'status'],
+  properties: {
+    // An open string, not an enum: a client generated from this document must not break when a type is added.
+    type: { type: 'string', description: 'A stable URI to branch on; more may be added.', examples: Object.values(problems).map((problem) => problemTypePrefix + problem.slug) },
+    title: { type: 'string' },
+    status: { type: 'integer' },
+    detail: { type: 'string' },
+    'invalid-params': { type: 'array', items: objectOf({ name: { type: 'string' }, reason: { type: 'string' } }) },
+  },
+};
+
 const responseSchemas: Record<string, JsonObject> = {
   Token: objectOf({
     access_token: { type: 'string', description: 'A JWT, HS256 or (TOKEN_ALG=ES256) ES256 with a kid, with iss, aud (when configured), sub, sid, jti, iat and exp.' },
@@ -105,7 +119,8 @@ const responseSchemas: Record<string, JsonObject> = {
       items: objectOf({
         type: { type: 'string', description: 'An open set; known values: activated, signed-in, sign-in-failed, password-changed, reset-requested, password-reset, session-revoked, signed-out-everywhere, refresh-retried, refresh-token-reused, session-evicted (a sign-in beyond SESSIONS_PER_ACCOUNT ended it), totp-enabled, totp-disabled, recovery-code-used, email-change-requested, email-changed, passkey-added, passkey-removed, passkey-counter-regressed, and the operator events account-disabled, account-enabled, sessions-ended, reset-forced, throttle-cleared.' },
         occurred_at: { type: 'string', format: 'date-time' },
-        client_address: { type: 'string' },
+        actor: { enum: ['client', 'operator'], description: "client: the client of a request, from client_address; operator: an operator of the service (the operator's events), whose reason is not shown." },
+        client_address: { type: ['string', 'null'], description: 'The address of the client; null for an operator.' },
         session_id: { type: ['string', 'null'], format: 'uuid' },
       }),
     },
@@ -135,18 +150,7 @@ const responseSchemas: Record<string, JsonObject> = {
     },
   }),
   Empty: { type: 'object', additionalProperties: false, description: 'An empty JSON object.' },
-  Problem: {
-    type: 'object',
-    required: ['type', 'title', 'status'],
-    properties: {
-      // An open string, not an enum: a client generated from this document must not break when a type is added.
-      type: { type: 'string', description: 'A stable URI to branch on; more may be added.', examples: Object.values(problems).map((problem) => problemTypePrefix + problem.slug) },
-      title: { type: 'string' },
-      status: { type: 'integer' },
-      detail: { type: 'string' },
-      'invalid-params': { type: 'array', items: objectOf({ name: { type: 'string' }, reason: { type: 'string' } }) },
-    },
-  },
+  Problem: problemSchema,
   OAuthError: objectOf({
     error: { enum: ['invalid_request', 'invalid_grant', 'mfa_required', 'account_disabled', 'unsupported_grant_type', 'temporarily_unavailable', 'server_error'] },
     error_description: { type: 'string' },
@@ -154,7 +158,7 @@ const responseSchemas: Record<string, JsonObject> = {
 };
 
 /** Response headers, referred to by the responses that carry them. */
-const headers: Record<string, JsonObject> = {
+export const headers: Record<string, JsonObject> = {
   'X-Request-Id': header("The request's own X-Request-Id when it is well-formed, else a generated one; the log line of the request carries it.", { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' }),
   'Retry-After': header('Seconds to wait before trying again.', { type: 'integer', minimum: 0 }),
   'WWW-Authenticate': header('Bearer realm="accounts" (RFC 6750), with error="invalid_token" when a token was sent.', { type: 'string' }),
@@ -270,12 +274,12 @@ function errorResponse(route: Route, status: number): JsonObject {
   };
 }
 
-function headerRefs(...names: string[]): JsonObject {
+export function headerRefs(...names: string[]): JsonObject {
   return Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
 }
 
 /** An object whose every property is required: the list is made from the properties, so that the two cannot drift apart. */
-function objectOf(properties: Record<string, JsonObject>): JsonObject {
+export function objectOf(properties: Record<string, JsonObject>): JsonObject {
   return { type: 'object', required: Object.keys(properties), properties };
 }
 

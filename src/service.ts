@@ -24,6 +24,7 @@ import { deleteStaleRegistrationRequests } from './accounts/registration-request
 import { createRequestResolver } from './accounts/request-resolver.ts';
 import { wrapOutdatedHashes } from './accounts/hash-wrapping.ts';
 import { routes } from './routes/index.ts';
+import { adminRoutes } from './admin/api.ts';
 import { createMetrics } from './metrics.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { createSealer, type EncryptionKey, type Sealer } from './sealing.ts';
@@ -54,6 +55,8 @@ export type ServiceOptions = {
 
 export type Service = {
   url: string;
+  /** The admin API's listener (ADMIN_PORT); null when it is off. */
+  adminUrl: string | null;
   server: Server;
   sql: Sql;
   /** Hands a database error to the pool, which replaces itself if the error shows it broken (db.ts). */
@@ -182,18 +185,22 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     );
 
     const server = createServer(deps, routes, options.httpTimeouts);
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(config.port, config.host, () => resolve());
+    const url = await listen(server, config.port, config.host);
+    // The admin API: the same parts, on a listener of its own that no proxy stands before
+    // (TRUST_PROXY is not its business) and that no browser calls (no CORS).
+    const adminDeps = { ...deps, config: { ...config, trustProxy: 0, corsOrigins: [] } };
+    const adminServer = config.admin === null ? null : createServer(adminDeps, adminRoutes(config.admin.token, version), options.httpTimeouts);
+    const adminUrl = adminServer === null ? null : await listen(adminServer, config.admin!.port, config.admin!.host).catch((error: unknown) => {
+      server.close();
+      throw error;
     });
-    const { port } = server.address() as AddressInfo;
-    const host = config.host.includes(':') ? `[${config.host}]` : config.host;
     outbox.wake();
     addressRequests.wakeLater();
     webhookWorker?.wake();
 
     return {
-      url: `http://${host}:${port}`,
+      url,
+      adminUrl,
       server,
       sql,
       noteDatabaseFailure: database.noteFailure,
@@ -201,7 +208,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       async stop() {
         clearInterval(sweepTimer);
         stopping = true;
-        await closeServer(server);
+        await Promise.all([closeServer(server), adminServer === null ? null : closeServer(adminServer)]);
         await wrapping;
         await addressRequests.stop();
         await outbox.stop();
@@ -233,6 +240,15 @@ async function finishSealUpgrade(sql: Sql, sealer: Sealer, tokenSecrets: Buffer[
 
 function createTransport(config: ServiceConfig, log: Logger): MailTransport {
   return config.smtpUrl === null ? createFileTransport(join(config.dataDir, 'mail'), log) : createSmtpTransport(config.smtpUrl);
+}
+
+/** Listens on `port` of `host` (0: any free port); returns the URL it answers on. */
+async function listen(server: Server, port: number, host: string): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return `http://${host.includes(':') ? `[${host}]` : host}:${(server.address() as AddressInfo).port}`;
 }
 
 /** Stops accepting, lets requests in flight finish, then cuts whatever is still open after the grace. */

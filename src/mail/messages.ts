@@ -104,12 +104,14 @@ export function passwordResetMail(to: string, name: string, resetAt: Date, clien
   ]) };
 }
 
-export function accountDeletedMail(to: string, name: string, deletedAt: Date, clientAddress: string): OutgoingMail {
+/** `clientAddress` null: our operators deleted it (admin delete), an act of ours, not of a client's address. */
+export function accountDeletedMail(to: string, name: string, deletedAt: Date, clientAddress: string | null): OutgoingMail {
+  const by = clientAddress === null ? 'by our operators' : `from the address ${clientAddress}`;
   return { to, ...compose('account-deleted', 'Your account was deleted', [
     `Hello ${name},`,
-    `your account was deleted at ${isoUtc(deletedAt)} from the address ${clientAddress}, with everything it held.`,
+    `your account was deleted at ${isoUtc(deletedAt)} ${by}, with everything it held.`,
     'Its name and this address are free again. This message is the last we keep of it, and it is erased once sent.',
-    'If you did not do this, someone knew your password: secure this mailbox and your other accounts.',
+    clientAddress === null ? 'If you did not ask for this, contact us.' : 'If you did not do this, someone knew your password: secure this mailbox and your other accounts.',
   ]) };
 }
 

@@ -33,12 +33,13 @@ export async function deleteAccount(deps: UseCaseDeps, caller: { account: Accoun
 /**
  * THE erasure, for the owner (above) and the operator (operator-actions.ts): `lock` takes step 2
  * of the lock order, and says whether to go on (the caller's session lives, the account is
- * there). The webhook's `data` tells the application who acted. False if `lock` refused.
+ * there). The webhook's `data` tells the application who acted, and `clientAddress` null tells
+ * the owner's notice that an operator did. False if `lock` refused.
  */
 export async function eraseAccount(
   deps: UseCaseDeps,
   account: Pick<Account, 'id' | 'publicId' | 'name' | 'email'>,
-  clientAddress: string,
+  clientAddress: string | null,
   lock: (tx: Transaction) => Promise<boolean>,
   data: WebhookData = {},
 ): Promise<boolean> {
