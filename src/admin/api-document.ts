@@ -98,7 +98,7 @@ const optionSchemas: Record<string, JsonObject> = {
   'created-after': { type: 'string', description: 'A date (2026-01-31) or a time with its zone (2026-01-31T10:00:00Z).' },
   'created-before': { type: 'string', description: 'A date (2026-01-31) or a time with its zone (2026-01-31T10:00:00Z).' },
   'all-failed': { type: 'boolean', description: 'Every failed entry; instead of id.' },
-  id: { type: ['string', 'integer'], pattern: '^[1-9][0-9]{0,17}$', description: 'The failed entry (its id in list-failed); instead of all-failed.' },
+  id: { type: 'string', pattern: '^[1-9][0-9]{0,17}$', description: 'The failed entry (its id in list-failed); instead of all-failed.' },
 };
 
 const text = { type: 'string' };

@@ -60,13 +60,12 @@ function authorize(ctx: RequestContext, expected: Buffer): void {
   throw new HttpError(problems.invalidToken, { detail: 'The admin API answers Authorization: Bearer <ADMIN_TOKEN> only.', headers: { 'WWW-Authenticate': 'Bearer realm="admin"' } });
 }
 
-/** The operand and options of a request; a value that is neither text, a whole number nor true is refused. */
+/** The operand and options of a request: text, or true for a flag (false and null leave it out); anything else is refused. */
 async function readArgs(ctx: RequestContext, operation: Operation): Promise<Args> {
   const given: Record<string, unknown> = operation.method === 'GET' ? Object.fromEntries(new URL(ctx.req.url ?? '/', 'http://admin').searchParams) : hasBody(ctx) ? await readJsonObject(ctx.req) : {};
   const options: Args['options'] = {};
   for (const [name, value] of Object.entries(given)) {
     if (value === true || typeof value === 'string') options[name] = value;
-    else if (Number.isSafeInteger(value)) options[name] = String(value);
     else if (value !== false && value !== null) throw new HttpError(problems.invalidFields, { invalidParams: [{ name, reason: 'must be a string' }] });
   }
   if (operation.path.includes('{target}')) return { target: decodeSegment(ctx.params.target!), options };
