@@ -179,15 +179,11 @@ export function buildOpenApiDocument(routes: readonly Route[], version: string):
   const tags = [...new Set(routes.map((route) => tagOf(route.path)))];
   return {
     openapi: '3.1.0',
-    info: {
-      title: 'Account service',
+    info: documentInfo(
+      'Account service',
       version,
-      description: 'Two-step registration, password reset by e-mailed code, sessions with bearer and refresh tokens, password change, and a TOTP second factor with recovery codes. Unknown paths answer 404 and known paths with another method 405, both as problems.',
-      // The document is served by each deployment, so its contact is whoever runs that one.
-      contact: { name: 'The operator of this deployment' },
-      // SPDX has no identifier for "no licence granted"; a LicenseRef- identifier is SPDX's form for a licence of one's own.
-      license: { name: license, identifier: license === 'UNLICENSED' ? 'LicenseRef-UNLICENSED' : license },
-    },
+      'Two-step registration, password reset by e-mailed code, sessions with bearer and refresh tokens, password change, and a TOTP second factor with recovery codes. Unknown paths answer 404 and known paths with another method 405, both as problems.',
+    ),
     servers: [{ url: '/', description: 'The service that serves this document' }],
     tags: tags.map((name) => ({ name, description: tagDescriptions[name] ?? `The operations under /${name}/.` })),
     paths,
@@ -196,6 +192,19 @@ export function buildOpenApiDocument(routes: readonly Route[], version: string):
       headers,
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
     },
+  };
+}
+
+/** The `info` of this document and of the admin API's (admin/api-document.ts). */
+export function documentInfo(title: string, version: string, description: string): JsonObject {
+  return {
+    title,
+    version,
+    description,
+    // The document is served by each deployment, so its contact is whoever runs that one.
+    contact: { name: 'The operator of this deployment' },
+    // SPDX has no identifier for "no licence granted"; a LicenseRef- identifier is SPDX's form for a licence of one's own.
+    license: { name: license, identifier: license === 'UNLICENSED' ? 'LicenseRef-UNLICENSED' : license },
   };
 }
 

@@ -1,6 +1,5 @@
 import { problems, problemTypePrefix } from '../http/errors.ts';
-import { headerRefs, headers, objectOf, problemSchema } from '../openapi.ts';
-import { license } from '../version.ts';
+import { documentInfo, headerRefs, headers, objectOf, problemSchema } from '../openapi.ts';
 import { maxPageSize } from './arguments.ts';
 import { operations, type Operation } from './operations.ts';
 
@@ -18,13 +17,11 @@ export function buildAdminDocument(version: string): JsonObject {
   }
   return {
     openapi: '3.1.0',
-    info: {
-      title: 'Account service admin API',
+    info: documentInfo(
+      'Account service admin API',
       version,
-      description: "The operator's operations, as the `admin` command runs them, on the listener of ADMIN_PORT only. Every call needs Authorization: Bearer <ADMIN_TOKEN>. An account is named by its name, its address or its id.",
-      contact: { name: 'The operator of this deployment' },
-      license: { name: license, identifier: license === 'UNLICENSED' ? 'LicenseRef-UNLICENSED' : license },
-    },
+      "The operator's operations, as the `admin` command runs them, on the listener of ADMIN_PORT only. Every call needs Authorization: Bearer <ADMIN_TOKEN>. An account is named by its name, its address or its id.",
+    ),
     servers: [{ url: '/', description: 'The admin listener that serves this document' }],
     security: [{ bearer: [] }],
     tags: Object.entries(tagDescriptions).map(([name, description]) => ({ name, description })),
