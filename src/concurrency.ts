@@ -28,7 +28,9 @@ type Waiter = { lane: Lane; since: number; start: () => void; refuse: (error: Er
  * With `concurrency` 1 the one slot may go to bulk work, and an interactive task may then run
  * beside it: at most two tasks at once.
  */
-export function createLimiter(concurrency: number, maxQueued: number, maxWaitMs = Infinity, now: () => number = () => performance.now()): Limiter {
+export function createLimiter(
+  concurrency: number, maxQueued: number, maxWaitMs = Infinity, now: () => number = () => performance.now(),
+): Limiter {
   const bulkSlots = Math.max(1, concurrency - 1);
   const running = { interactive: 0, bulk: 0 };
   const waiting: Record<Lane, Waiter[]> = { interactive: [], bulk: [] };
@@ -36,7 +38,9 @@ export function createLimiter(concurrency: number, maxQueued: number, maxWaitMs 
   // With one slot (HASH_CONCURRENCY=1) bulk work may hold it; an interactive task then starts
   // beside it, so that registrations never take the only slot from sign-in.
   const mayStart = (lane: Lane) =>
-    lane === 'interactive' ? total() < concurrency || running.interactive === 0 : total() < concurrency && running.bulk < bulkSlots;
+    lane === 'interactive'
+      ? total() < concurrency || running.interactive === 0
+      : total() < concurrency && running.bulk < bulkSlots;
 
   const startWaiting = () => {
     for (const lane of ['interactive', 'bulk'] as const) {

@@ -60,8 +60,9 @@ export function poolerHint(error: unknown): string | null {
   const parameter = typeof message === 'string' ? /unsupported startup parameter: (\w+)/.exec(message)?.[1] : undefined;
   if (parameter === undefined) return null;
   return `the pooler refuses the startup parameter ${parameter}: add ` +
-    'statement_timeout,lock_timeout,idle_in_transaction_session_timeout to its ignore_startup_parameters and set them ' +
-    'on the role, or set DATABASE_STATEMENT_TIMEOUT=0 and DATABASE_LOCK_TIMEOUT=0 (docs/operations.md, Poolers)';
+    'statement_timeout,lock_timeout,idle_in_transaction_session_timeout to its ignore_startup_parameters ' +
+    'and set them on the role, or set DATABASE_STATEMENT_TIMEOUT=0 and DATABASE_LOCK_TIMEOUT=0 ' +
+    '(docs/operations.md, Poolers)';
 }
 
 /** True for errors that mean the database is out of reach, not that a query was wrong. */

@@ -35,20 +35,25 @@ export function createKeyedHashes(keys: Record<Purpose, Buffer>): KeyedHashes {
 export async function loadKeyedHashes(sql: Sql, sealer: Sealer): Promise<KeyedHashes> {
   const seal = (purpose: Purpose, key: Buffer) => sealer.seal(key, 'keyed-hash-key', purpose);
   // Concurrent first starts: the first insert wins, the others read what it stored.
-  await sql`
-    INSERT INTO keyed_hash_keys ${sql(keyedHashPurposes.map((purpose) => ({ purpose, sealed_key: seal(purpose, randomBytes(32)) })))}
-    ON CONFLICT (purpose) DO NOTHING`;
+  const fresh = keyedHashPurposes.map((purpose) => ({ purpose, sealed_key: seal(purpose, randomBytes(32)) }));
+  await sql`INSERT INTO keyed_hash_keys ${sql(fresh)} ON CONFLICT (purpose) DO NOTHING`;
   const rows = await sql<{ purpose: Purpose; sealed_key: Buffer }[]>`
     SELECT purpose, sealed_key FROM keyed_hash_keys WHERE purpose IN ${sql(keyedHashPurposes)}`;
   const keys = {} as Record<Purpose, Buffer>;
   for (const row of rows) {
     const opened = sealer.open(row.sealed_key, 'keyed-hash-key', row.purpose);
     if (opened === null) {
-      throw new KeyedHashError('the keys of the sign-in throttle and code quotas (keyed_hash_keys) open with no key of ENCRYPTION_KEYS; add the previous key after the new one (ENCRYPTION_KEYS=new,old), or delete the table\'s rows to start every counter afresh');
+      throw new KeyedHashError(
+        'the keys of the sign-in throttle and code quotas (keyed_hash_keys) open with no key of ENCRYPTION_KEYS; ' +
+          'add the previous key after the new one (ENCRYPTION_KEYS=new,old), ' +
+          "or delete the table's rows to start every counter afresh",
+      );
     }
     keys[row.purpose] = opened.plaintext;
     if (!opened.current) {
-      await sql`UPDATE keyed_hash_keys SET sealed_key = ${seal(row.purpose, opened.plaintext)} WHERE purpose = ${row.purpose} AND sealed_key = ${row.sealed_key}`;
+      await sql`
+        UPDATE keyed_hash_keys SET sealed_key = ${seal(row.purpose, opened.plaintext)}
+        WHERE purpose = ${row.purpose} AND sealed_key = ${row.sealed_key}`;
     }
   }
   return createKeyedHashes(keys);

@@ -7,7 +7,9 @@ export type Metrics = {
   render(gauges: Gauge[], options?: { latencies: boolean }): string;
 };
 
-export type Gauge = { name: string; help: string; samples: Array<{ labels?: Record<string, string>; value: number }> };
+export type Gauge = {
+  name: string; help: string; samples: Array<{ labels?: Record<string, string>; value: number }>;
+};
 
 const buckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const knownMethods = new Set(['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS']);
@@ -41,7 +43,8 @@ export function createMetrics(): Metrics {
     if (byRoute === undefined) series.set(method, (byRoute = new Map()));
     let found = byRoute.get(route);
     if (found === undefined) {
-      found = { labels: labels({ method, route }), counts: buckets.map(() => 0), sum: 0, count: 0, statuses: new Map() };
+      const counts = buckets.map(() => 0);
+      found = { labels: labels({ method, route }), counts, sum: 0, count: 0, statuses: new Map() };
       byRoute.set(route, found);
       latencies.push(found);
     }
@@ -69,9 +72,17 @@ export function createMetrics(): Metrics {
       found.count += 1;
     },
     render(gauges, { latencies: withLatencies } = { latencies: true }) {
-      const lines = ['# HELP http_requests_total Requests answered, by method, route and status.', '# TYPE http_requests_total counter'];
+      const lines = [
+        '# HELP http_requests_total Requests answered, by method, route and status.',
+        '# TYPE http_requests_total counter',
+      ];
       for (const { labels: key, value } of requests) lines.push(`http_requests_total{${key}} ${value}`);
-      if (withLatencies) lines.push('# HELP http_request_duration_seconds Time to answer, by method and route.', '# TYPE http_request_duration_seconds histogram');
+      if (withLatencies) {
+        lines.push(
+          '# HELP http_request_duration_seconds Time to answer, by method and route.',
+          '# TYPE http_request_duration_seconds histogram',
+        );
+      }
       for (const histogram of withLatencies ? latencies : []) {
         const key = histogram.labels;
         let cumulative = 0;
@@ -83,10 +94,14 @@ export function createMetrics(): Metrics {
         lines.push(`http_request_duration_seconds_sum{${key}} ${histogram.sum}`);
         lines.push(`http_request_duration_seconds_count{${key}} ${histogram.count}`);
       }
-      for (const [name, value] of counters) lines.push(`# HELP ${name} ${counterHelp[name]}`, `# TYPE ${name} counter`, `${name} ${value}`);
+      for (const [name, value] of counters) {
+        lines.push(`# HELP ${name} ${counterHelp[name]}`, `# TYPE ${name} counter`, `${name} ${value}`);
+      }
       for (const gauge of gauges) {
         lines.push(`# HELP ${gauge.name} ${gauge.help}`, `# TYPE ${gauge.name} gauge`);
-        for (const sample of gauge.samples) lines.push(`${gauge.name}${sample.labels === undefined ? '' : `{${labels(sample.labels)}}`} ${sample.value}`);
+        for (const { labels: sampleLabels, value } of gauge.samples) {
+          lines.push(`${gauge.name}${sampleLabels === undefined ? '' : `{${labels(sampleLabels)}}`} ${value}`);
+        }
       }
       return `${lines.join('\n')}\n`;
     },

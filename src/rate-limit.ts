@@ -26,7 +26,8 @@ export function createRateLimiter(perMinute: number, maxKeys = 10_000): RateLimi
       // Re-inserting moves the key to the end of the Map's order, which is what makes it LRU.
       buckets.delete(key);
       const [oldestKey, oldest] = buckets.entries().next().value ?? [];
-      if (oldestKey !== undefined && (buckets.size >= maxKeys || nowMs - oldest!.updatedMs >= 60_000)) buckets.delete(oldestKey);
+      const evict = oldestKey !== undefined && (buckets.size >= maxKeys || nowMs - oldest!.updatedMs >= 60_000);
+      if (evict) buckets.delete(oldestKey);
       if (tokens >= 1) {
         buckets.set(key, { tokens: tokens - 1, updatedMs: nowMs });
         return 0;

@@ -5,5 +5,6 @@ export const supportedNodeMajors = [22, 24];
 export function unsupportedNode(version: string): string | null {
   const major = Number(version.split('.')[0]);
   if (major >= supportedNodeMajors[0]!) return null;
-  return `Node.js ${version} is not supported; use Node.js ${supportedNodeMajors.join(' or ')} (the LTS lines; .nvmrc names 24)`;
+  const supported = supportedNodeMajors.join(' or ');
+  return `Node.js ${version} is not supported; use Node.js ${supported} (the LTS lines; .nvmrc names 24)`;
 }

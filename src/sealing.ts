@@ -16,7 +16,11 @@ export type Sealer = {
   open(sealed: Buffer, purpose: SealPurpose, row: string): Opened | null;
 };
 
-export type Opened = { plaintext: Buffer; /** False: sealed under a key other than the first; seal it again. */ current: boolean };
+export type Opened = {
+  plaintext: Buffer;
+  /** False: sealed under a key other than the first; seal it again. */
+  current: boolean;
+};
 
 /** What a sealed value is; part of its associated data. */
 export type SealPurpose = 'totp-secret' | 'mail' | 'keyed-hash-key' | 'signing-key' | 'passkey-challenge';
@@ -54,7 +58,8 @@ export function createSealer(keys: readonly EncryptionKey[]): Sealer {
         const decipher = createDecipheriv('aes-256-gcm', key, iv, { authTagLength: tagBytes });
         decipher.setAAD(associatedData(sealed.subarray(0, headerBytes), purpose, row));
         decipher.setAuthTag(tag);
-        const plaintext = Buffer.concat([decipher.update(sealed.subarray(headerBytes + ivBytes + tagBytes)), decipher.final()]);
+        const ciphertext = sealed.subarray(headerBytes + ivBytes + tagBytes);
+        const plaintext = Buffer.concat([decipher.update(ciphertext), decipher.final()]);
         return { plaintext, current: id === current.id };
       } catch {
         return null;

@@ -39,10 +39,13 @@ export function parseJsonObject(text: string): Record<string, unknown> {
  * Reads the body as UTF-8 text of one of the `accepted` media types and returns what `parse`
  * makes of it. The media type and the declared length are refused before a byte is read.
  */
-export function readBody<T>(req: IncomingMessage, accepted: MediaType[], parse: (mediaType: MediaType, text: string) => T): Promise<T> {
+export function readBody<T>(
+  req: IncomingMessage, accepted: MediaType[], parse: (mediaType: MediaType, text: string) => T,
+): Promise<T> {
   const mediaType = acceptedMediaType(req.headers['content-type'], accepted);
   if (mediaType === null) {
-    return Promise.reject(new HttpError(problems.unsupportedMediaType, { detail: `Send the body as ${accepted.join(' or ')} in UTF-8.` }));
+    const detail = `Send the body as ${accepted.join(' or ')} in UTF-8.`;
+    return Promise.reject(new HttpError(problems.unsupportedMediaType, { detail }));
   }
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > maxBodyBytes) return Promise.reject(tooLarge());
@@ -110,7 +113,8 @@ function readLimited<T>(req: IncomingMessage, limit: number, use: (bytes: Buffer
     // only ends the handler, so that nothing waits for a body that will never come and nothing
     // is logged as a fault of the service. Only 'close' is listened to: a request stream that
     // fails always closes, and node:http emits its 'error' only to listeners (there are none).
-    req.on('close', () => settle(() => reject(new HttpError(problems.malformedBody, { detail: 'The request body was cut off.' }))));
+    const cutOff = () => new HttpError(problems.malformedBody, { detail: 'The request body was cut off.' });
+    req.on('close', () => settle(() => reject(cutOff())));
   });
 }
 

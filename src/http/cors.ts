@@ -20,8 +20,8 @@ export function corsHeaders(req: IncomingMessage, origins: readonly string[]): R
 export function preflightReply(req: IncomingMessage, origins: readonly string[], methods: string[]): Reply | null {
   const origin = req.headers.origin;
   const requested = req.headers['access-control-request-method'];
-  if (req.method !== 'OPTIONS' || origin === undefined || !origins.includes(origin) || requested === undefined) return null;
-  if (!methods.includes(requested)) return null;
+  if (req.method !== 'OPTIONS' || origin === undefined || !origins.includes(origin)) return null;
+  if (requested === undefined || !methods.includes(requested)) return null;
   return {
     status: 204,
     headers: {

@@ -8,7 +8,8 @@ import { isWellFormed, malformedReason } from '../validation.ts';
  * RFC 7009 say, or a JSON object. A repeated form parameter is refused (RFC 6749 §3.2).
  */
 export function readOAuthParameters(req: IncomingMessage): Promise<Record<string, unknown>> {
-  return readBody(req, ['application/json', 'application/x-www-form-urlencoded'], (mediaType, text) => (mediaType === 'application/json' ? parseJsonObject(text) : parseForm(text)));
+  return readBody(req, ['application/json', 'application/x-www-form-urlencoded'], (mediaType, text) =>
+    mediaType === 'application/json' ? parseJsonObject(text) : parseForm(text));
 }
 
 function parseForm(text: string): Record<string, unknown> {

@@ -9,6 +9,8 @@ export const passkeySettings = 'WEBAUTHN_RP_ID and WEBAUTHN_ORIGINS (and WEBAUTH
 
 /** The configured relying party of the passkey routes; without one they answer 404, naming the settings. */
 export function requireRelyingParty(deps: Deps): RelyingParty {
-  if (deps.config.webauthn === null) throw new HttpError(problems.passkeysOff, { detail: `Passkeys are off: set ${passkeySettings}.` });
+  if (deps.config.webauthn === null) {
+    throw new HttpError(problems.passkeysOff, { detail: `Passkeys are off: set ${passkeySettings}.` });
+  }
   return deps.config.webauthn;
 }

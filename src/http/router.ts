@@ -32,7 +32,9 @@ export type Deps = UseCaseDeps & {
   applicationName: string;
 };
 
-export type RequestContext = { req: IncomingMessage; requestId: string; clientAddress: string; params: Record<string, string> };
+export type RequestContext = {
+  req: IncomingMessage; requestId: string; clientAddress: string; params: Record<string, string>;
+};
 export type Reply = { status: number; body?: unknown; headers?: Record<string, string> };
 export type Handler = (ctx: RequestContext, deps: Deps) => Promise<Reply>;
 export type Route = {
@@ -76,7 +78,9 @@ export function createRouter(routes: readonly Route[]): Router {
   for (const route of routes) {
     if (route.path.includes('{') || literal.has(route.path)) continue;
     const answers = new Map<string, RouteMatch>();
-    for (const method of new Set(['HEAD', ...routes.map((candidate) => candidate.method)])) answers.set(method, freeze(matchRoute(routes, method, route.path)));
+    for (const method of new Set(['HEAD', ...routes.map((candidate) => candidate.method)])) {
+      answers.set(method, freeze(matchRoute(routes, method, route.path)));
+    }
     literal.set(route.path, answers);
   }
   const withParams = routes.filter((route) => route.path.includes('{'));

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { createServer as createHttpServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer as createHttpServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse,
+} from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { OverloadedError } from '../concurrency.ts';
@@ -8,14 +10,16 @@ import { describeError } from '../log.ts';
 import { clientAddress } from './client-address.ts';
 import { clientNetwork } from '../rate-limit.ts';
 import { corsHeaders, preflightReply } from './cors.ts';
-import { HttpError, OAuthError, problemType, problems } from './errors.ts';
+import { HttpError, OAuthError, problemType, problems, type Problem } from './errors.ts';
 import { createRouter, type Deps, type Reply, type Route, type Router } from './router.ts';
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Timeouts against slow clients: a client that trickles headers or a body cannot hold a socket for long. */
 export type ServerTimeouts = { headersTimeout: number; requestTimeout: number; keepAliveTimeout: number };
-export const defaultTimeouts: ServerTimeouts = { headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000 };
+export const defaultTimeouts: ServerTimeouts = {
+  headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000,
+};
 
 export function createServer(deps: Deps, routes: readonly Route[], timeouts: ServerTimeouts = defaultTimeouts): Server {
   // Node checks the header and request timeouts on this interval; its default of 30 s would let them overrun.
@@ -43,9 +47,15 @@ function refuseUnparsed(error: NodeJS.ErrnoException, socket: Duplex, deps: Deps
   const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
   const requestId = randomUUID();
   // The headers every answer carries (server.ts), so that a refusal is cached and sniffed no more than the rest.
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: 0\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nX-Request-Id: ${requestId}\r\n\r\n`);
+  const headers = [
+    'Connection: close', 'Content-Length: 0', 'Cache-Control: no-store', 'X-Content-Type-Options: nosniff',
+    `X-Request-Id: ${requestId}`,
+  ];
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${headers.join('\r\n')}\r\n\r\n`);
   deps.metrics.observe('OTHER', 'unparsed', status, 0);
-  deps.log.info('request refused by the HTTP parser', { request_id: requestId, status, reason: error.code ?? 'unknown', client: (socket as Socket).remoteAddress ?? 'unknown' });
+  const client = (socket as Socket).remoteAddress ?? 'unknown';
+  const reason = error.code ?? 'unknown';
+  deps.log.info('request refused by the HTTP parser', { request_id: requestId, status, reason, client });
 }
 
 async function handleRequest(req: IncomingMessage, res: ServerResponse, deps: Deps, router: Router): Promise<void> {
@@ -86,7 +96,10 @@ function loggedPath(url: string): string {
   return (query === -1 ? url : url.slice(0, query)).slice(0, 256);
 }
 
-function finish(req: IncomingMessage, res: ServerResponse, deps: Deps, requestId: string, path: string, route: Route | null, started: number, reply: Reply): void {
+function finish(
+  req: IncomingMessage, res: ServerResponse, deps: Deps, requestId: string, path: string, route: Route | null,
+  started: number, reply: Reply,
+): void {
   send(req, res, deps, requestId, reply);
   const ms = performance.now() - started;
   deps.metrics.observe(req.method ?? '', route?.path ?? 'unmatched', reply.status, ms / 1000);
@@ -105,45 +118,55 @@ function errorReply(error: unknown, deps: Deps, requestId: string, format: 'prob
 function toHttpError(error: unknown, deps: Deps, requestId: string): HttpError {
   if (error instanceof HttpError) return error;
   if (error instanceof OverloadedError) {
-    return new HttpError(problems.overloaded, { detail: 'Too many password operations are waiting; try again shortly.', headers: { 'Retry-After': '1' } });
+    return retryLater(problems.overloaded, 'Too many password operations are waiting', 1);
   }
   const hint = poolerHint(error);
   if (hint !== null) {
     // A setup error, not an outage: said in one line, answered at once, the breaker left alone.
     deps.log.error(hint, { request_id: requestId });
-    return new HttpError(problems.unavailable, { detail: 'The database is unavailable; try again shortly.', headers: { 'Retry-After': '5' } });
+    return retryLater(problems.unavailable, 'The database is unavailable', 5);
   }
   const busy = busyReason(error);
   if (busy !== null) {
     deps.log.warn('database busy', { request_id: requestId, code: (error as { code: string }).code, reason: busy });
-    return new HttpError(problems.overloaded, { detail: 'The database is busy; try again shortly.', headers: { 'Retry-After': '1' } });
+    return retryLater(problems.overloaded, 'The database is busy', 1);
   }
   if (isDatabaseUnavailable(error)) {
     // Once the breaker is open (DATABASE_DOWN), it has said so once; a line per request would flood the log.
-    if ((error as { code?: unknown }).code !== 'DATABASE_DOWN') deps.log.warn('database unavailable', { request_id: requestId, ...describeError(error) });
+    if ((error as { code?: unknown }).code !== 'DATABASE_DOWN') {
+      deps.log.warn('database unavailable', { request_id: requestId, ...describeError(error) });
+    }
     deps.noteDatabaseFailure(error);
-    return new HttpError(problems.unavailable, { detail: 'The database is unavailable; try again shortly.', headers: { 'Retry-After': '5' } });
+    return retryLater(problems.unavailable, 'The database is unavailable', 5);
   }
   // Logged with the request id so an operator can find it; the client learns nothing more.
   deps.log.error('unexpected error', { request_id: requestId, ...describeError(error) });
   return new HttpError(problems.internal);
 }
 
-const problemContentType: Readonly<Record<string, string>> = Object.freeze({ 'Content-Type': 'application/problem+json' });
+function retryLater(problem: Problem, reason: string, seconds: number): HttpError {
+  const headers = { 'Retry-After': String(seconds) };
+  return new HttpError(problem, { detail: `${reason}; try again shortly.`, headers });
+}
+
+const problemContentType = Object.freeze({ 'Content-Type': 'application/problem+json' });
 
 /** The RFC 9457 body: type, title and status, then `detail` and `invalid-params` when the answer has them. */
 function problemReply(error: HttpError): Reply {
   const { problem, detail, invalidParams } = error;
   const headers = error.headers === undefined ? problemContentType : { ...error.headers, ...problemContentType };
-  const body = { type: problemType(problem), title: problem.title, status: problem.status, detail, 'invalid-params': invalidParams };
+  const { title, status } = problem;
+  const body = { type: problemType(problem), title, status, detail, 'invalid-params': invalidParams };
   return { status: problem.status, body, headers };
 }
 
 /** The token endpoint keeps the HTTP status but answers in the RFC 6749 §5.2 shape that OAuth clients parse. */
 function oauthReply(error: HttpError): Reply {
   const { status } = error.problem;
-  const code = status === 429 || status === 503 ? 'temporarily_unavailable' : status >= 500 ? 'server_error' : 'invalid_request';
-  return { status, body: { error: code, error_description: error.detail ?? error.problem.title }, headers: error.headers };
+  let code = status >= 500 ? 'server_error' : 'invalid_request';
+  if (status === 429 || status === 503) code = 'temporarily_unavailable';
+  const body = { error: code, error_description: error.detail ?? error.problem.title };
+  return { status, body, headers: error.headers };
 }
 
 /**
@@ -153,7 +176,9 @@ function oauthReply(error: HttpError): Reply {
 function send(req: IncomingMessage, res: ServerResponse, deps: Deps, requestId: string, reply: Reply): void {
   if (res.headersSent || res.destroyed) return;
   const headers = ['X-Request-Id', requestId, 'Cache-Control', 'no-store', 'X-Content-Type-Options', 'nosniff'];
-  const replyHeaders = deps.config.corsOrigins.length === 0 ? reply.headers : { ...corsHeaders(req, deps.config.corsOrigins), ...reply.headers };
+  const { corsOrigins } = deps.config;
+  const replyHeaders =
+    corsOrigins.length === 0 ? reply.headers : { ...corsHeaders(req, corsOrigins), ...reply.headers };
   let typed = false;
   if (replyHeaders !== undefined) {
     for (const name in replyHeaders) {
@@ -174,11 +199,14 @@ function send(req: IncomingMessage, res: ServerResponse, deps: Deps, requestId: 
   // What node:http works out itself when end() writes the headers: with writeHead first it
   // would send the body chunked instead. A HEAD answer carries the Content-Length of the GET
   // answer (RFC 9110 §9.3.2), and node:http leaves out the body itself.
-  if (reply.status !== 204 && reply.status !== 304) headers.push('Content-Length', String(body === undefined ? 0 : Buffer.byteLength(body)));
+  if (reply.status !== 204 && reply.status !== 304) {
+    headers.push('Content-Length', String(body === undefined ? 0 : Buffer.byteLength(body)));
+  }
   res.writeHead(reply.status, headers);
   res.end(body);
 }
 
 function hasUnreadBody(req: IncomingMessage): boolean {
-  return !req.complete && (req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0);
+  const { 'transfer-encoding': chunked, 'content-length': length } = req.headers;
+  return !req.complete && (chunked !== undefined || Number(length ?? 0) > 0);
 }

@@ -4,7 +4,8 @@
  * count and size, so that a hostile authenticator response costs bounded work and memory.
  * Anything else is refused (null), never guessed at.
  */
-export type CborValue = number | bigint | Buffer | string | boolean | null | CborValue[] | Map<number | string, CborValue>;
+export type CborValue =
+  | number | bigint | Buffer | string | boolean | null | CborValue[] | Map<number | string, CborValue>;
 
 const maxDepth = 4;
 const maxItems = 64;
@@ -58,7 +59,8 @@ function readMap(state: State, entries: number, depth: number): Map<number | str
   const map = new Map<number | string, CborValue>();
   for (let index = 0; index < entries; index += 1) {
     const key = readItem(state, depth + 1);
-    if ((typeof key !== 'number' && typeof key !== 'string') || map.has(key)) throw new Error('bad or repeated map key');
+    const usable = (typeof key === 'number' || typeof key === 'string') && !map.has(key);
+    if (!usable) throw new Error('bad or repeated map key');
     map.set(key, readItem(state, depth + 1));
   }
   return map;

@@ -6,7 +6,9 @@ import type { NewCredential } from './webauthn.ts';
 export const maxPasskeysPerAccount = 20;
 
 /** A passkey as its owner sees it. */
-export type Passkey = { id: string; name: string; createdAt: Date; lastUsedAt: Date | null; backedUp: boolean; transports: string[] };
+export type Passkey = {
+  id: string; name: string; createdAt: Date; lastUsedAt: Date | null; backedUp: boolean; transports: string[];
+};
 
 /** What a sign-in reads by credential id: the key, the counter, and the owner with its user handle. */
 export type PasskeyOwner = {
@@ -22,8 +24,9 @@ export async function listPasskeys(sql: Sql, accountId: string): Promise<Passkey
 }
 
 /** The credential ids of the account, for excludeCredentials, and how many there are. */
-export async function credentialIdsOf(tx: Transaction, accountId: string): Promise<{ id: Buffer; transports: string[] }[]> {
-  return tx`SELECT credential_id AS id, transports FROM passkeys WHERE account_id = ${accountId}` as Promise<{ id: Buffer; transports: string[] }[]>;
+export async function credentialIdsOf(tx: Transaction, accountId: string) {
+  return tx<{ id: Buffer; transports: string[] }[]>`
+    SELECT credential_id AS id, transports FROM passkeys WHERE account_id = ${accountId}`;
 }
 
 /**
@@ -31,18 +34,23 @@ export async function credentialIdsOf(tx: Transaction, accountId: string): Promi
  * account row locked, so that two concurrent additions cannot both pass the count. A credential id
  * held by any account already fails the unique constraint (the caller maps it).
  */
-export async function insertPasskey(tx: Transaction, accountId: string, credential: NewCredential, name: string, now: Date): Promise<Passkey | null> {
+export async function insertPasskey(
+  tx: Transaction, accountId: string, credential: NewCredential, name: string, now: Date,
+): Promise<Passkey | null> {
+  const { credentialId, publicKey, algorithm, signCount, transports, backupEligible, backedUp, aaguid } = credential;
   const [row] = await tx<Passkey[]>`
-    INSERT INTO passkeys (id, account_id, credential_id, public_key, algorithm, sign_count, transports, backup_eligible, backed_up, aaguid, name, created_at)
-    SELECT ${randomUUID()}, ${accountId}, ${credential.credentialId}, ${credential.publicKey}, ${credential.algorithm}, ${credential.signCount},
-      ${credential.transports}::text[], ${credential.backupEligible}, ${credential.backedUp}, ${credential.aaguid}, ${name}, ${now}
+    INSERT INTO passkeys (id, account_id, credential_id, public_key, algorithm, sign_count, transports,
+      backup_eligible, backed_up, aaguid, name, created_at)
+    SELECT ${randomUUID()}, ${accountId}, ${credentialId}, ${publicKey}, ${algorithm}, ${signCount},
+      ${transports}::text[], ${backupEligible}, ${backedUp}, ${aaguid}, ${name}, ${now}
     WHERE (SELECT count(*) FROM passkeys WHERE account_id = ${accountId}) < ${maxPasskeysPerAccount}
     RETURNING ${columns(tx)}`;
   return row ?? null;
 }
 
 export async function renamePasskey(sql: Sql, accountId: string, id: string, name: string): Promise<Passkey | null> {
-  const [row] = await sql<Passkey[]>`UPDATE passkeys SET name = ${name} WHERE id = ${id} AND account_id = ${accountId} RETURNING ${columns(sql)}`;
+  const [row] = await sql<Passkey[]>`
+    UPDATE passkeys SET name = ${name} WHERE id = ${id} AND account_id = ${accountId} RETURNING ${columns(sql)}`;
   return row ?? null;
 }
 
@@ -55,8 +63,9 @@ export async function deletePasskey(tx: Transaction, accountId: string, id: stri
 /** The passkey with this credential id and its active owner, or null. */
 export async function findPasskeyOwner(sql: Sql, credentialId: Buffer): Promise<PasskeyOwner | null> {
   const [row] = await sql<PasskeyOwner[]>`
-    SELECT p.id, p.public_key AS "publicKey", p.sign_count::int8::float8 AS "signCount", p.backup_eligible AS "backupEligible",
-      a.id AS "accountId", a.public_id AS "publicId", a.user_handle AS "userHandle", a.password_hash AS "passwordHash"
+    SELECT p.id, p.public_key AS "publicKey", p.sign_count::int8::float8 AS "signCount",
+      p.backup_eligible AS "backupEligible", a.id AS "accountId", a.public_id AS "publicId",
+      a.user_handle AS "userHandle", a.password_hash AS "passwordHash"
     FROM passkeys p JOIN accounts a ON a.id = p.account_id
     WHERE p.credential_id = ${credentialId} AND a.activated_at IS NOT NULL`;
   return row ?? null;
@@ -66,7 +75,9 @@ export async function findPasskeyOwner(sql: Sql, credentialId: Buffer): Promise<
  * The sign-count compare-and-set: it moves only from the value the assertion was checked
  * against, so that of two sign-ins with one counter value only one passes.
  */
-export async function recordPasskeyUse(sql: Sql, id: string, checkedCount: number, signCount: number, backedUp: boolean, now: Date): Promise<boolean> {
+export async function recordPasskeyUse(
+  sql: Sql, id: string, checkedCount: number, signCount: number, backedUp: boolean, now: Date,
+): Promise<boolean> {
   const rows = await sql`
     UPDATE passkeys SET sign_count = ${signCount}, backed_up = ${backedUp}, last_used_at = ${now}
     WHERE id = ${id} AND sign_count = ${checkedCount}`;
@@ -79,17 +90,26 @@ export async function findUserHandle(tx: Transaction, accountId: string): Promis
 }
 
 /** Stores the account's registration challenge, replacing any earlier one. */
-export async function storeRegistrationChallenge(tx: Transaction, accountId: string, sessionId: string, challenge: Buffer, expiresAt: Date): Promise<string> {
+export async function storeRegistrationChallenge(
+  tx: Transaction, accountId: string, sessionId: string, challenge: Buffer, expiresAt: Date,
+): Promise<string> {
   const id = randomUUID();
   await tx`
     INSERT INTO passkey_challenges (id, account_id, session_id, challenge, expires_at)
     VALUES (${id}, ${accountId}, ${sessionId}, ${challenge}, ${expiresAt})
-    ON CONFLICT (account_id) DO UPDATE SET id = EXCLUDED.id, session_id = EXCLUDED.session_id, challenge = EXCLUDED.challenge, expires_at = EXCLUDED.expires_at`;
+    ON CONFLICT (account_id) DO UPDATE
+    SET id = EXCLUDED.id, session_id = EXCLUDED.session_id, challenge = EXCLUDED.challenge,
+      expires_at = EXCLUDED.expires_at`;
   return id;
 }
 
-/** Uses up the account's registration challenge: the delete is the single-use guarantee. Null unless live and this session's. */
-export async function consumeRegistrationChallenge(tx: Transaction, id: string, accountId: string, sessionId: string, now: Date): Promise<Buffer | null> {
+/**
+ * Uses up the account's registration challenge: the delete is the single-use guarantee. Null
+ * unless it is live and this session's.
+ */
+export async function consumeRegistrationChallenge(
+  tx: Transaction, id: string, accountId: string, sessionId: string, now: Date,
+): Promise<Buffer | null> {
   const [row] = await tx`
     DELETE FROM passkey_challenges WHERE account_id = ${accountId}
     RETURNING challenge, (id = ${id} AND session_id = ${sessionId} AND expires_at > ${now}) AS usable`;
@@ -98,7 +118,9 @@ export async function consumeRegistrationChallenge(tx: Transaction, id: string, 
 
 /** Marks a sign-in challenge spent; false if it was already. Exactly one of concurrent presenters inserts the row. */
 export async function spendSignInChallenge(sql: Sql, challenge: Buffer, expiresAt: Date): Promise<boolean> {
-  const rows = await sql`INSERT INTO spent_passkey_challenges (challenge, expires_at) VALUES (${challenge}, ${expiresAt}) ON CONFLICT DO NOTHING`;
+  const rows = await sql`
+    INSERT INTO spent_passkey_challenges (challenge, expires_at) VALUES (${challenge}, ${expiresAt})
+    ON CONFLICT DO NOTHING`;
   return rows.count === 1;
 }
 

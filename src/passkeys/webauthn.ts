@@ -17,19 +17,26 @@ export type Refusal =
 
 /** A credential as registration makes it, to be stored. */
 export type NewCredential = {
-  credentialId: Buffer; publicKey: Buffer; algorithm: number; signCount: number; backupEligible: boolean; backedUp: boolean; aaguid: string; transports: string[];
+  credentialId: Buffer; publicKey: Buffer; algorithm: number; signCount: number;
+  backupEligible: boolean; backedUp: boolean; aaguid: string; transports: string[];
 };
 /** What an assertion is checked against: the stored credential and its owner's user handle. */
 export type StoredCredential = { publicKey: Buffer; signCount: number; backupEligible: boolean; userHandle: Buffer };
 
-const flag = { userPresent: 0x01, userVerified: 0x04, backupEligible: 0x08, backedUp: 0x10, attested: 0x40, extensions: 0x80 };
+const flag = {
+  userPresent: 0x01, userVerified: 0x04, backupEligible: 0x08, backedUp: 0x10, attested: 0x40, extensions: 0x80,
+};
 const maxCredentialIdBytes = 1023;
 
 export type AuthenticatorData = {
-  rpIdHash: Buffer; flags: number; signCount: number; credential: { aaguid: Buffer; id: Buffer; publicKey: Buffer } | null;
+  rpIdHash: Buffer; flags: number; signCount: number;
+  credential: { aaguid: Buffer; id: Buffer; publicKey: Buffer } | null;
 };
 
-/** §6.1: rpIdHash, flags, counter, then the attested credential and extensions as the flags announce them; nothing after. */
+/**
+ * §6.1: rpIdHash, flags, counter, then the attested credential and extensions as the flags
+ * announce them; nothing after.
+ */
 export function parseAuthenticatorData(data: Buffer): AuthenticatorData | null {
   if (data.length < 37) return null;
   const flags = data[32]!;
@@ -41,7 +48,8 @@ export function parseAuthenticatorData(data: Buffer): AuthenticatorData | null {
     if (idLength < 1 || idLength > maxCredentialIdBytes) return null;
     const key = readCbor(data, at + 18 + idLength);
     if (key === null) return null;
-    credential = { aaguid: data.subarray(at, at + 16), id: data.subarray(at + 18, at + 18 + idLength), publicKey: data.subarray(at + 18 + idLength, key.end) };
+    const id = data.subarray(at + 18, at + 18 + idLength);
+    credential = { aaguid: data.subarray(at, at + 16), id, publicKey: data.subarray(at + 18 + idLength, key.end) };
     at = key.end;
   }
   if ((flags & flag.extensions) !== 0) {
@@ -49,24 +57,27 @@ export function parseAuthenticatorData(data: Buffer): AuthenticatorData | null {
     if (extensions === null || !(extensions.value instanceof Map)) return null;
     at = extensions.end;
   }
-  return at === data.length ? { rpIdHash: data.subarray(0, 32), flags, signCount: data.readUInt32BE(33), credential } : null;
+  if (at !== data.length) return null;
+  return { rpIdHash: data.subarray(0, 32), flags, signCount: data.readUInt32BE(33), credential };
 }
 
-/** A COSE_Key (RFC 9053) of one of coseAlgorithms, with the key type and curve that algorithm needs; anything else null. */
+/** A COSE_Key (RFC 9053) of one of coseAlgorithms, with the key type and curve it needs; anything else null. */
 export function publicKeyFromCose(cose: Buffer): { key: KeyObject; algorithm: number } | null {
   const map = decodeCbor(cose);
   if (!(map instanceof Map)) return null;
   const [kty, alg, crv, x, y] = [map.get(1), map.get(3), map.get(-1), map.get(-2), map.get(-3)];
+  const jwk = (fields: Record<string, string>) => createPublicKey({ key: fields, format: 'jwk' });
+  const b64 = (bytes: Buffer) => bytes.toString('base64url');
   try {
     if (alg === -7 && kty === 2 && crv === 1 && isBytes(x, 32) && isBytes(y, 32)) {
-      return { key: createPublicKey({ key: { kty: 'EC', crv: 'P-256', x: x.toString('base64url'), y: y.toString('base64url') }, format: 'jwk' }), algorithm: alg };
+      return { key: jwk({ kty: 'EC', crv: 'P-256', x: b64(x), y: b64(y) }), algorithm: alg };
     }
     if (alg === -8 && kty === 1 && crv === 6 && isBytes(x, 32)) {
-      return { key: createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: x.toString('base64url') }, format: 'jwk' }), algorithm: alg };
+      return { key: jwk({ kty: 'OKP', crv: 'Ed25519', x: b64(x) }), algorithm: alg };
     }
     // RS256: n is -1 and e is -2 (RFC 8230); fewer than 2048 bits is refused, as NIST has for years.
     if (alg === -257 && kty === 3 && Buffer.isBuffer(crv) && Buffer.isBuffer(x) && x.length <= 8) {
-      const key = createPublicKey({ key: { kty: 'RSA', n: crv.toString('base64url'), e: x.toString('base64url') }, format: 'jwk' });
+      const key = jwk({ kty: 'RSA', n: b64(crv), e: b64(x) });
       return (key.asymmetricKeyDetails?.modulusLength ?? 0) >= 2048 ? { key, algorithm: alg } : null;
     }
   } catch {
@@ -75,8 +86,16 @@ export function publicKeyFromCose(cose: Buffer): { key: KeyObject; algorithm: nu
   return null;
 }
 
-/** §7.2 step 21: the signature over authenticatorData ‖ SHA-256(clientDataJSON). ES256 signatures are DER, as WebAuthn sends them. */
-export function verifySignature(publicKey: { key: KeyObject; algorithm: number }, authenticatorData: Buffer, clientDataJSON: Buffer, signature: Buffer): boolean {
+/**
+ * §7.2 step 21: the signature over authenticatorData ‖ SHA-256(clientDataJSON). ES256
+ * signatures are DER, as WebAuthn sends them.
+ */
+export function verifySignature(
+  publicKey: { key: KeyObject; algorithm: number },
+  authenticatorData: Buffer,
+  clientDataJSON: Buffer,
+  signature: Buffer,
+): boolean {
   const signed = Buffer.concat([authenticatorData, sha256(clientDataJSON)]);
   try {
     return verify(publicKey.algorithm === -8 ? null : 'sha256', signed, publicKey.key, signature);
@@ -90,15 +109,19 @@ export function verifySignature(publicKey: { key: KeyObject; algorithm: number }
  * `none` (what the options ask for): nothing about the authenticator is trusted, so nothing
  * an attestation statement says is stored as if it were verified.
  */
-export function verifyRegistration(rp: RelyingParty, challenge: Buffer, response: unknown): { outcome: 'verified'; credential: NewCredential } | { outcome: 'refused'; reason: Refusal } {
+export function verifyRegistration(
+  rp: RelyingParty, challenge: Buffer, response: unknown,
+): { outcome: 'verified'; credential: NewCredential } | { outcome: 'refused'; reason: Refusal } {
   const parsed = readResponse(response, ['clientDataJSON', 'attestationObject']);
   if (parsed === null) return refused('malformed');
   const refusal = checkClientData(rp, parsed.fields.clientDataJSON!, 'webauthn.create', challenge);
   if (refusal !== null) return refused(refusal);
   const attestation = decodeCbor(parsed.fields.attestationObject!);
-  if (!(attestation instanceof Map) || attestation.size !== 3 || !Buffer.isBuffer(attestation.get('authData'))) return refused('malformed');
+  if (!(attestation instanceof Map) || attestation.size !== 3) return refused('malformed');
+  if (!Buffer.isBuffer(attestation.get('authData'))) return refused('malformed');
   const statement = attestation.get('attStmt');
-  if (attestation.get('fmt') !== 'none' || !(statement instanceof Map) || statement.size !== 0) return refused('attestation');
+  const noStatement = statement instanceof Map && statement.size === 0;
+  if (attestation.get('fmt') !== 'none' || !noStatement) return refused('attestation');
   const data = parseAuthenticatorData(attestation.get('authData') as Buffer);
   if (data === null || data.credential === null) return refused('malformed');
   const flagRefusal = checkAuthenticatorData(rp, data);
@@ -107,19 +130,20 @@ export function verifyRegistration(rp: RelyingParty, challenge: Buffer, response
   const key = publicKeyFromCose(data.credential.publicKey);
   if (key === null) return refused('algorithm');
   const hex = data.credential.aaguid.toString('hex');
+  const aaguid = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
   return {
     outcome: 'verified',
     credential: {
-      credentialId: Buffer.from(parsed.id), publicKey: Buffer.from(data.credential.publicKey), algorithm: key.algorithm, signCount: data.signCount,
+      credentialId: Buffer.from(parsed.id), publicKey: Buffer.from(data.credential.publicKey),
+      algorithm: key.algorithm, signCount: data.signCount, aaguid, transports: parsed.transports,
       backupEligible: (data.flags & flag.backupEligible) !== 0, backedUp: (data.flags & flag.backedUp) !== 0,
-      aaguid: `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`, transports: parsed.transports,
     },
   };
 }
 
 export type Assertion = { credentialId: Buffer; userHandle: Buffer | null; fields: Record<string, Buffer> };
 
-/** The credential id and user handle of an AuthenticationResponseJSON, to look the credential up by; null if malformed. */
+/** The credential id and user handle of an AuthenticationResponseJSON, to look it up by; null if malformed. */
 export function readAssertion(response: unknown): Assertion | null {
   const parsed = readResponse(response, ['clientDataJSON', 'authenticatorData', 'signature']);
   if (parsed === null) return null;
@@ -134,7 +158,9 @@ export function readAssertion(response: unknown): Assertion | null {
  * otherwise the counter must grow, and a counter that does not is a clone signal ('counter').
  * The BE flag of a credential never changes; BS may.
  */
-export function verifyAssertion(rp: RelyingParty, challenge: Buffer, assertion: Assertion, stored: StoredCredential): { outcome: 'verified'; signCount: number; backedUp: boolean } | { outcome: 'refused'; reason: Refusal } {
+export function verifyAssertion(
+  rp: RelyingParty, challenge: Buffer, assertion: Assertion, stored: StoredCredential,
+): { outcome: 'verified'; signCount: number; backedUp: boolean } | { outcome: 'refused'; reason: Refusal } {
   const { clientDataJSON, authenticatorData, signature } = assertion.fields as Record<string, Buffer>;
   const refusal = checkClientData(rp, clientDataJSON!, 'webauthn.get', challenge);
   if (refusal !== null) return refused(refusal);
@@ -143,10 +169,13 @@ export function verifyAssertion(rp: RelyingParty, challenge: Buffer, assertion: 
   const flagRefusal = checkAuthenticatorData(rp, data);
   if (flagRefusal !== null) return refused(flagRefusal);
   const key = publicKeyFromCose(stored.publicKey);
-  if (key === null || !verifySignature(key, authenticatorData!, clientDataJSON!, signature!)) return refused('signature');
+  if (key === null || !verifySignature(key, authenticatorData!, clientDataJSON!, signature!)) {
+    return refused('signature');
+  }
   // After the signature, like every check that reads the stored credential: an unknown one costs the same.
   if (((data.flags & flag.backupEligible) !== 0) !== stored.backupEligible) return refused('backup-state');
-  if (assertion.userHandle === null || !equalBytes(assertion.userHandle, stored.userHandle)) return refused('user-handle');
+  const handle = assertion.userHandle;
+  if (handle === null || !equalBytes(handle, stored.userHandle)) return refused('user-handle');
   if (!counterAdvances(stored.signCount, data.signCount)) return refused('counter');
   return { outcome: 'verified', signCount: data.signCount, backedUp: (data.flags & flag.backedUp) !== 0 };
 }
@@ -155,7 +184,7 @@ export function counterAdvances(stored: number, received: number): boolean {
   return (stored === 0 && received === 0) || received > stored;
 }
 
-/** §7.1 steps 7–12 and §7.2 steps 10–15: type, challenge and origin exactly, and never a cross-origin iframe. */
+/** §7.1 steps 7–12 and §7.2 steps 10–15: type, challenge and origin exactly; never a cross-origin iframe. */
 function checkClientData(rp: RelyingParty, raw: Buffer, type: string, challenge: Buffer): Refusal | null {
   let data: { type?: unknown; challenge?: unknown; origin?: unknown; crossOrigin?: unknown; topOrigin?: unknown };
   try {
@@ -167,9 +196,10 @@ function checkClientData(rp: RelyingParty, raw: Buffer, type: string, challenge:
   if (data.type !== type) return 'type';
   const sent = typeof data.challenge === 'string' ? decodeBase64Url(data.challenge) : null;
   if (sent === null || !equalBytes(sent, challenge)) return 'challenge';
-  // Exactly one of the configured origins: never the request's Origin or Host, which a proxy or an attacker sets.
+  // One of the configured origins: never the request's Origin or Host, which a proxy or an attacker sets.
   if (typeof data.origin !== 'string' || !rp.origins.includes(data.origin)) return 'origin';
-  if ((data.crossOrigin !== undefined && data.crossOrigin !== false) || data.topOrigin !== undefined) return 'cross-origin';
+  const crossOrigin = data.crossOrigin !== undefined && data.crossOrigin !== false;
+  if (crossOrigin || data.topOrigin !== undefined) return 'cross-origin';
   return null;
 }
 
@@ -184,9 +214,10 @@ function checkAuthenticatorData(rp: RelyingParty, data: AuthenticatorData): Refu
 
 type ParsedResponse = { id: Buffer; fields: Record<string, Buffer>; transports: string[] };
 
-/** The common shape of both JSON responses: `id` equal to `rawId`, type public-key, and the named base64url fields. */
+/** The shape of both JSON responses: `id` equal to `rawId`, type public-key, and the named base64url fields. */
 function readResponse(value: unknown, names: string[]): ParsedResponse | null {
-  if (!isObject(value) || value.type !== 'public-key' || typeof value.id !== 'string' || value.rawId !== value.id || !isObject(value.response)) return null;
+  if (!isObject(value) || value.type !== 'public-key' || !isObject(value.response)) return null;
+  if (typeof value.id !== 'string' || value.rawId !== value.id) return null;
   const id = decodeBase64Url(value.id);
   if (id === null || id.length === 0 || id.length > maxCredentialIdBytes) return null;
   const fields: Record<string, Buffer> = {};
@@ -197,7 +228,8 @@ function readResponse(value: unknown, names: string[]): ParsedResponse | null {
     fields[name] = bytes;
   }
   const transports = value.response.transports ?? [];
-  if (!Array.isArray(transports) || transports.length > 8 || !transports.every((t) => typeof t === 'string' && /^[a-z-]{1,16}$/.test(t))) return null;
+  const isTransport = (t: unknown) => typeof t === 'string' && /^[a-z-]{1,16}$/.test(t);
+  if (!Array.isArray(transports) || transports.length > 8 || !transports.every(isTransport)) return null;
   return { id, fields, transports: transports as string[] };
 }
 
@@ -215,5 +247,6 @@ function equalBytes(a: Buffer, b: Buffer): boolean {
 
 const sha256 = (data: Buffer): Buffer => createHash('sha256').update(data).digest();
 const isBytes = (value: unknown, length: number): value is Buffer => Buffer.isBuffer(value) && value.length === length;
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 const refused = (reason: Refusal) => ({ outcome: 'refused', reason }) as const;

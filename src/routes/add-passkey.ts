@@ -23,12 +23,17 @@ export const addPasskeyRoute: Handler = async (ctx, deps) => {
   const caller = await authenticate(ctx, deps);
   const { credential, ...fields } = await readJsonObject(ctx.req);
   const { value, invalid } = validateFields(fields, passkeyAdditionSchema);
-  if (!isPlainObject(credential)) invalid.push({ name: 'credential', reason: 'must be a RegistrationResponseJSON object' });
+  if (!isPlainObject(credential)) {
+    invalid.push({ name: 'credential', reason: 'must be a RegistrationResponseJSON object' });
+  }
   if (invalid.length > 0) throw invalidFields(invalid);
-  const request = { challengeId: value.challenge_id, credential, emailCode: value.email_code, name: value.name as string | null };
+  const name = value.name as string | null;
+  const request = { challengeId: value.challenge_id, credential, emailCode: value.email_code, name };
   const result = await addPasskey(deps, rp, caller, request, clientOf(ctx));
   if (result.outcome === 'session-ended') throw callerRefusal({ outcome: 'session-ended' });
-  if (result.outcome === 'invalid') throw new HttpError(problems.invalidPasskey, { detail: `Refused at the check of: ${result.reason}.` });
+  if (result.outcome === 'invalid') {
+    throw new HttpError(problems.invalidPasskey, { detail: `Refused at the check of: ${result.reason}.` });
+  }
   if (result.outcome !== 'added') throw new HttpError(refusals[result.outcome]);
   return { status: 201, body: passkeyBody(result.passkey) };
 };

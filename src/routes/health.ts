@@ -15,7 +15,8 @@ export const checkReadiness: Handler = async (_ctx, deps) => {
   const current = deps.schemaCurrent().catch(() => false);
   const ready = await Promise.race([current, timeout]).finally(() => clearTimeout(timer));
   if (!ready) {
-    throw new HttpError(problems.unavailable, { detail: 'The database is unreachable or not migrated.', headers: { 'Retry-After': '5' } });
+    const detail = 'The database is unreachable or not migrated.';
+    throw new HttpError(problems.unavailable, { detail, headers: { 'Retry-After': '5' } });
   }
   return { status: 200, body: { status: 'ready' } };
 };

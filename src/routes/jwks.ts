@@ -8,7 +8,8 @@ import type { Handler } from '../http/router.ts';
  */
 export const getJwks: Handler = async (_ctx, deps) => {
   if (deps.signingKeys === null) {
-    throw new HttpError(problems.notFound, { detail: 'Tokens are signed with HS256 (TOKEN_ALG); a key set is published only with TOKEN_ALG=ES256.' });
+    const detail = 'Tokens are signed with HS256 (TOKEN_ALG); a key set is published only with TOKEN_ALG=ES256.';
+    throw new HttpError(problems.notFound, { detail });
   }
   return { status: 200, body: deps.signingKeys.jwks() };
 };

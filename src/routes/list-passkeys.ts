@@ -13,5 +13,6 @@ export const listPasskeysRoute: Handler = async (ctx, deps) => {
 
 export function passkeyBody(passkey: Passkey): Record<string, unknown> {
   const { id, name, createdAt, lastUsedAt, backedUp, transports } = passkey;
-  return { id, name, created_at: isoUtc(createdAt), last_used_at: lastUsedAt === null ? null : isoUtc(lastUsedAt), backed_up: backedUp, transports };
+  const last_used_at = lastUsedAt === null ? null : isoUtc(lastUsedAt);
+  return { id, name, created_at: isoUtc(createdAt), last_used_at, backed_up: backedUp, transports };
 }

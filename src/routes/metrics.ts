@@ -19,17 +19,20 @@ import { bearerToken } from '../http/auth.ts';
 export const getMetrics: Handler = async (ctx, deps) => {
   const detailed = deps.config.metricsToken !== null;
   if (detailed && !presentsToken(ctx.req.headers.authorization, deps.config.metricsToken!)) {
-    throw new HttpError(problems.invalidToken, { detail: 'This endpoint needs the metrics token.', headers: { 'WWW-Authenticate': 'Bearer realm="metrics"' } });
+    const headers = { 'WWW-Authenticate': 'Bearer realm="metrics"' };
+    throw new HttpError(problems.invalidToken, { detail: 'This endpoint needs the metrics token.', headers });
   }
   const hashing = deps.passwordLimiter.stats();
+  const tracked = deps.rateLimiter?.size() ?? 0;
   const gauges: Gauge[] = [
-    { name: 'password_hash_running', help: 'scrypt computations running now.', samples: [{ value: hashing.running }] },
-    { name: 'password_hash_queued', help: 'scrypt computations waiting for a slot.', samples: [{ value: hashing.queued }] },
-    { name: 'rate_limit_tracked_addresses', help: 'Client addresses the rate limiter remembers.', samples: [{ value: deps.rateLimiter?.size() ?? 0 }] },
-    { name: 'process_resident_memory_bytes', help: 'Resident memory of this process.', samples: [{ value: process.memoryUsage.rss() }] },
-    { name: 'database_pool_max', help: 'Most database connections this instance opens.', samples: [{ value: deps.sql.options.max }] },
+    gauge('password_hash_running', 'scrypt computations running now.', hashing.running),
+    gauge('password_hash_queued', 'scrypt computations waiting for a slot.', hashing.queued),
+    gauge('rate_limit_tracked_addresses', 'Client addresses the rate limiter remembers.', tracked),
+    gauge('process_resident_memory_bytes', 'Resident memory of this process.', process.memoryUsage.rss()),
+    gauge('database_pool_max', 'Most database connections this instance opens.', deps.sql.options.max),
   ];
-  const databaseUp = (up: boolean): Gauge => ({ name: 'database_up', help: '1 when the database answers (a public scrape: as the pool last saw it).', samples: [{ value: up ? 1 : 0 }] });
+  const databaseUp = (up: boolean) =>
+    gauge('database_up', '1 when the database answers (a public scrape: as the pool last saw it).', up ? 1 : 0);
   if (!detailed) {
     gauges.push(databaseUp(deps.databaseUp()));
     return reply(deps.metrics.render(gauges, { latencies: false }));
@@ -37,19 +40,31 @@ export const getMetrics: Handler = async (ctx, deps) => {
   // Counted by the webhook worker and the sweep, never by a scrape: no query per request.
   const webhooks = deps.webhookCounts();
   if (webhooks !== null) {
-    gauges.push({ name: 'webhook_events', help: 'Webhook events waiting to be delivered, and those given up on, as last counted (all instances).', samples: queueSamples(webhooks) });
+    const help = 'Webhook events waiting to be delivered, and those given up on, as last counted (all instances).';
+    gauges.push(gauge('webhook_events', help, queueSamples(webhooks)));
   }
   try {
     const outbox = await countWaitingAndFailed(deps.sql, 'outbox');
     const connections = await deps.sql`
       SELECT coalesce(state, 'unknown') AS state, count(*)::int AS n FROM pg_stat_activity
       WHERE application_name = ${deps.applicationName} GROUP BY 1`;
-    const counts = (rows: typeof connections, names: string[]) => names.map((name) => ({ labels: { state: name }, value: rows.find((row) => row.state === name)?.n ?? 0 }));
+    const byState = ['active', 'idle', 'idle in transaction'].map((state) =>
+      ({ labels: { state }, value: connections.find((row) => row.state === state)?.n ?? 0 }));
+    const sessions = await deps.liveSessions.current();
     gauges.push(
-      { name: 'outbox_messages', help: 'E-mail messages waiting to be sent, and those given up on (all instances).', samples: queueSamples(outbox) },
-      { name: 'sessions_active', help: 'Live sessions of every account (all instances), as counted by the last minutely sweep.', samples: [{ value: await deps.liveSessions.current() }] },
+      gauge(
+        'outbox_messages', 'E-mail messages waiting to be sent, and those given up on (all instances).',
+        queueSamples(outbox),
+      ),
+      gauge(
+        'sessions_active', 'Live sessions of every account (all instances), as counted by the last minutely sweep.',
+        sessions,
+      ),
       // By state, it shows the outbox worker's transaction while a message is being sent.
-      { name: 'database_pool_connections', help: "This instance's database connections, by state (the scrape's own is active).", samples: counts(connections, ['active', 'idle', 'idle in transaction']) },
+      gauge(
+        'database_pool_connections', "This instance's database connections, by state (the scrape's own is active).",
+        byState,
+      ),
       databaseUp(true),
     );
   } catch {
@@ -59,6 +74,11 @@ export const getMetrics: Handler = async (ctx, deps) => {
 };
 
 /** A queue's gauge samples, by state (countWaitingAndFailed). */
+/** A gauge of one value, or of labelled samples. */
+function gauge(name: string, help: string, value: number | Gauge['samples']): Gauge {
+  return { name, help, samples: typeof value === 'number' ? [{ value }] : value };
+}
+
 function queueSamples(counts: QueueCounts): Gauge['samples'] {
   return (['pending', 'failed'] as const).map((state) => ({ labels: { state }, value: counts[state] }));
 }

@@ -12,7 +12,9 @@ export const removePasskeyRoute: Handler = async (ctx, deps) => {
   const caller = await authenticate(ctx, deps);
   const value = await readValidBody(ctx.req, passkeyRemovalSchema);
   const id = ctx.params.id ?? '';
-  const result = isUuid(id) ? await removePasskey(deps, caller, id, value.pwd, clientOf(ctx)) : ({ outcome: 'unknown' } as const);
+  const result = isUuid(id)
+    ? await removePasskey(deps, caller, id, value.pwd, clientOf(ctx))
+    : ({ outcome: 'unknown' } as const);
   if (result.outcome === 'unknown') throw new HttpError(problems.unknownPasskey);
   if (result.outcome !== 'removed') throw callerRefusal(result);
   return { status: 204 };

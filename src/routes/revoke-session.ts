@@ -11,6 +11,7 @@ import { endSession } from '../use-cases/end-session.ts';
 export const revokeSession: Handler = async (ctx, deps) => {
   const { account } = await authenticate(ctx, deps);
   const id = ctx.params.id ?? '';
-  if (!isUuid(id) || !(await endSession(deps, account.id, id, clientOf(ctx)))) throw new HttpError(problems.unknownSession);
+  const ended = isUuid(id) && (await endSession(deps, account.id, id, clientOf(ctx)));
+  if (!ended) throw new HttpError(problems.unknownSession);
   return { status: 204 };
 };

@@ -14,7 +14,9 @@ export const revokeTokenRoute: Handler = async (ctx, deps) => {
   const params = await readOAuthParameters(ctx.req);
   const token = stringParameter(params, 'token', maxTokenLength);
   const hint = params.token_type_hint;
-  if (hint !== undefined && typeof hint !== 'string') throw new OAuthError('invalid_request', 'token_type_hint must be a string.');
+  if (hint !== undefined && typeof hint !== 'string') {
+    throw new OAuthError('invalid_request', 'token_type_hint must be a string.');
+  }
   // The hint only says where to look first (§2.1); both kinds are tried whatever it says.
   const claims = deps.tokens.verifyToken(token, deps.clock());
   await revokeToken(deps, claims === null ? { refreshToken: token } : { claims }, clientOf(ctx));

@@ -1,4 +1,6 @@
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type JsonWebKey, type KeyObject } from 'node:crypto';
+import {
+  createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type JsonWebKey, type KeyObject,
+} from 'node:crypto';
 import type { Sealer } from '../sealing.ts';
 import type { Sql } from '../storage/db.ts';
 import type { SigningKey } from './tokens.ts';
@@ -30,7 +32,9 @@ const skewMs = 5_000;
 
 type StoredKey = SigningKey & { createdAt: Date; jwk: JsonWebKey };
 
-export async function createSigningKeyRing(sql: Sql, sealer: Sealer, clock: () => Date, tokenTtlSeconds: number): Promise<SigningKeyRing> {
+export async function createSigningKeyRing(
+  sql: Sql, sealer: Sealer, clock: () => Date, tokenTtlSeconds: number,
+): Promise<SigningKeyRing> {
   let stored = await readSigningKeys(sql, sealer);
   if (stored.length === 0) {
     await addFirstSigningKey(sql, sealer, clock());
@@ -57,8 +61,9 @@ export function liveSigningKeys(stored: readonly StoredKey[], now: Date, tokenTt
   const signerIndex = readyIndex === -1 ? stored.length - 1 : readyIndex;
   const signer = stored[signerIndex];
   if (signer === undefined) return [];
-  const replacedUntil = (index: number) => stored[index - 1]!.createdAt.getTime() + signingKeyLeadMs + tokenTtlSeconds * 1000 + skewMs;
-  const others = stored.filter((_, index) => index < signerIndex || (index > signerIndex && replacedUntil(index) > now.getTime()));
+  const lifeAfterReplaced = signingKeyLeadMs + tokenTtlSeconds * 1000 + skewMs;
+  const stillVerifies = (index: number) => stored[index - 1]!.createdAt.getTime() + lifeAfterReplaced > now.getTime();
+  const others = stored.filter((_, index) => index < signerIndex || (index > signerIndex && stillVerifies(index)));
   return [signer, ...others];
 }
 
@@ -85,7 +90,6 @@ export async function removeSigningKey(sql: Sql, kid: string): Promise<boolean> 
   return (await sql`DELETE FROM signing_keys WHERE kid = ${kid}`).count === 1;
 }
 
-/** Deletes the keys that no longer verify anything (the sweep). */
 /**
  * Deletes the keys whose tokens have all expired (the sweep): those with a newer key that has
  * signed for longer than TOKEN_TTL. Decided in the table, so that a key added meanwhile by
@@ -95,7 +99,8 @@ export async function deleteRetiredSigningKeys(sql: Sql, now: Date, tokenTtlSeco
   const newerSince = new Date(now.getTime() - signingKeyLeadMs - tokenTtlSeconds * 1000 - skewMs);
   const rows = await sql`
     DELETE FROM signing_keys AS k
-    WHERE EXISTS (SELECT 1 FROM signing_keys AS newer WHERE newer.created_at > k.created_at AND newer.created_at < ${newerSince})`;
+    WHERE EXISTS (
+      SELECT 1 FROM signing_keys AS newer WHERE newer.created_at > k.created_at AND newer.created_at < ${newerSince})`;
   return rows.count;
 }
 
@@ -106,10 +111,14 @@ export async function deleteRetiredSigningKeys(sql: Sql, now: Date, tokenTtlSeco
  */
 async function readSigningKeys(sql: Sql, sealer: Sealer): Promise<StoredKey[]> {
   const rows = await sql<{ kid: string; sealed: Buffer; createdAt: Date }[]>`
-    SELECT kid, sealed_private_key AS sealed, created_at AS "createdAt" FROM signing_keys ORDER BY created_at DESC, kid`;
+    SELECT kid, sealed_private_key AS sealed, created_at AS "createdAt"
+    FROM signing_keys ORDER BY created_at DESC, kid`;
   return rows.map((row) => {
     const opened = sealer.open(row.sealed, 'signing-key', row.kid);
-    if (opened === null) throw new Error(`the token signing key ${row.kid} opens with no key of ENCRYPTION_KEYS; add the previous key after the new one`);
+    if (opened === null) {
+      const advice = 'add the previous key after the new one';
+      throw new Error(`the token signing key ${row.kid} opens with no key of ENCRYPTION_KEYS; ${advice}`);
+    }
     const privateKey = createPrivateKey({ key: opened.plaintext, format: 'der', type: 'pkcs8' });
     const publicKey = createPublicKey(privateKey);
     const jwk = publicJwk(publicKey);

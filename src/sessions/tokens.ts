@@ -2,7 +2,13 @@ import { createHmac, randomUUID, sign, timingSafeEqual, verify, type KeyObject }
 import { isUuid } from '../validation.ts';
 
 /** Claims of an access token. `sub` is the account's public id, `sid` its session. */
-export type TokenClaims = { iss: string; aud?: string; sub: string; sid: string; jti: string; iat: number; exp: number };
+export type TokenClaims = {
+  iss: string; aud?: string; sub: string; sid: string; jti: string; iat: number; exp: number;
+};
+
+/** The claims in the one order this service writes them, with `aud` only where there is one. */
+const inOrder = ({ iss, aud, sub, sid, jti, iat, exp }: TokenClaims): TokenClaims =>
+  ({ iss, ...(aud === undefined ? {} : { aud }), sub, sid, jti, iat, exp });
 
 export type TokenService = {
   /** `accountPublicId` becomes `sub`: the public id, never the row id. */
@@ -33,7 +39,8 @@ export function createTokenService({ keys, ttlSeconds, issuer, audience }: Token
   return {
     issueToken(accountPublicId, sessionId, now) {
       const iat = Math.floor(now.getTime() / 1000);
-      const claims: TokenClaims = { iss: issuer, ...(audience === null ? {} : { aud: audience }), sub: accountPublicId, sid: sessionId, jti: randomUUID(), iat, exp: iat + ttlSeconds };
+      const [aud, jti, exp] = [audience ?? undefined, randomUUID(), iat + ttlSeconds];
+      const claims = inOrder({ iss: issuer, aud, sub: accountPublicId, sid: sessionId, jti, iat, exp });
       const signer = keys.signer();
       const signingInput = `${signer.header}.${encodeJson(claims)}`;
       return { token: `${signingInput}.${signer.sign(signingInput)}`, expiresIn: ttlSeconds };
@@ -46,8 +53,7 @@ export function createTokenService({ keys, ttlSeconds, issuer, audience }: Token
       const claims = decodeJson(payload);
       if (!isClaims(claims) || claims.iss !== issuer || claims.aud !== (audience ?? undefined)) return null;
       // Only the canonical form this service writes: no extra, reordered or re-encoded claims.
-      const canonical = { iss: claims.iss, ...(claims.aud === undefined ? {} : { aud: claims.aud }), sub: claims.sub, sid: claims.sid, jti: claims.jti, iat: claims.iat, exp: claims.exp };
-      if (encodeJson(canonical) !== payload) return null;
+      if (encodeJson(inOrder(claims)) !== payload) return null;
       const nowSeconds = Math.floor(now.getTime() / 1000);
       if (claims.iat > nowSeconds + clockSkewSeconds || claims.exp <= nowSeconds) return null;
       return claims;
@@ -64,7 +70,8 @@ export function hmacTokenKeys(secrets: readonly Buffer[]): TokenKeys {
   return {
     signer: () => ({ header, sign: (data) => mac(current, data) }),
     // Every secret is tried, in constant time, so the time taken tells nothing of a forged signature.
-    verify: (given, data, signature) => given === header && secrets.some((secret) => equalInConstantTime(mac(secret, data), signature)),
+    verify: (given, data, signature) =>
+      given === header && secrets.some((secret) => equalInConstantTime(mac(secret, data), signature)),
   };
 }
 
@@ -82,7 +89,9 @@ export function ecTokenKeys(current: () => readonly SigningKey[]): TokenKeys {
       const key = current()[0];
       if (key?.privateKey === undefined || key.privateKey === null) throw new Error('no signing key');
       const privateKey = key.privateKey;
-      return { header: header(key.kid), sign: (data) => lowS(sign('sha256', Buffer.from(data), { key: privateKey, dsaEncoding: 'ieee-p1363' })).toString('base64url') };
+      const signWith = (data: string) =>
+        sign('sha256', Buffer.from(data), { key: privateKey, dsaEncoding: 'ieee-p1363' });
+      return { header: header(key.kid), sign: (data) => lowS(signWith(data)).toString('base64url') };
     },
     verify(given, data, signature) {
       const key = current().find((candidate) => header(candidate.kid) === given);
@@ -104,7 +113,8 @@ const halfOrder = curveOrder / 2n;
 function lowS(signature: Buffer): Buffer {
   const s = BigInt(`0x${signature.subarray(32).toString('hex')}`);
   if (s <= halfOrder) return signature;
-  return Buffer.concat([signature.subarray(0, 32), Buffer.from((curveOrder - s).toString(16).padStart(64, '0'), 'hex')]);
+  const lowered = Buffer.from((curveOrder - s).toString(16).padStart(64, '0'), 'hex');
+  return Buffer.concat([signature.subarray(0, 32), lowered]);
 }
 
 /** Constant-time comparison, so the time taken does not reveal how much of a forged signature is right. */

@@ -15,8 +15,11 @@ export async function prepareDataDir(dir: string): Promise<void> {
     await access(dir, constants.W_OK | constants.X_OK);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? 'unknown error';
-    const reason = code === 'ENOTDIR' || code === 'EEXIST' ? 'a file is in the way' : code === 'EACCES' || code === 'EPERM' ? 'permission denied' : code;
-    throw new ConfigError(`DATA_DIR ${dir} cannot be created or written (${reason}); set DATA_DIR to a directory this user may write`);
+    let reason = code;
+    if (code === 'ENOTDIR' || code === 'EEXIST') reason = 'a file is in the way';
+    if (code === 'EACCES' || code === 'EPERM') reason = 'permission denied';
+    const advice = 'set DATA_DIR to a directory this user may write';
+    throw new ConfigError(`DATA_DIR ${dir} cannot be created or written (${reason}); ${advice}`);
   }
 }
 
@@ -51,7 +54,8 @@ export async function lockDataDir(dir: string): Promise<DataDirLock> {
 function instanceRunning(dir: string, pid: number | null): Error {
   const holder = pid === null ? 'another running instance' : `another running instance (process ${pid})`;
   return new Error(
-    `${holder} uses DATA_DIR ${dir}. To run a second instance, give it a directory and a port of its own, e.g. DATA_DIR=.data-2 PORT=8081 npm start`,
+    `${holder} uses DATA_DIR ${dir}. To run a second instance, give it a directory and a port of its own, ` +
+      'e.g. DATA_DIR=.data-2 PORT=8081 npm start',
   );
 }
 

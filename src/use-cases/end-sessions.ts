@@ -37,6 +37,9 @@ export async function endSessions(sql: Sql | Transaction, end: SessionsEnd): Pro
   const { accountId, sessionId, keptSessionId = null, event, now } = end;
   const when = end.record === 'always' ? sql`` : sql`WHERE EXISTS (SELECT 1 FROM ended)`;
   const webhook = end.webhook ?? null;
+  const eventOf = (e: NonNullable<typeof event>) =>
+    insertEvents(sql, { ...e, account: sql`${accountId}::bigint`, session: sql`${e.sessionId}::uuid`, now }, when);
+  const eventRow = event === null ? null : eventOf(event);
   const rows = await sql`
     WITH ended AS (
       DELETE FROM sessions
@@ -44,7 +47,7 @@ export async function endSessions(sql: Sql | Transaction, end: SessionsEnd): Pro
         AND (${sessionId}::uuid IS NULL OR id = ${sessionId}::uuid)
         AND (${keptSessionId}::uuid IS NULL OR id <> ${keptSessionId}::uuid)
       RETURNING id
-    )${event === null ? sql`` : sql`, event AS (${insertEvents(sql, { ...event, account: sql`${accountId}::bigint`, session: sql`${event.sessionId}::uuid`, now }, when)})`}
+    )${eventRow === null ? sql`` : sql`, event AS (${eventRow})`}
     ${webhook === null ? sql`` : sql`, webhook AS (${insertWebhookEvents(sql, webhook, when)})`}
     SELECT id FROM ended`;
   return rows.map((row) => row.id as string);

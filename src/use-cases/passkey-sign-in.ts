@@ -1,7 +1,9 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { recordEvent } from '../accounts/security-events.ts';
 import { findPasskeyOwner, recordPasskeyUse, spendSignInChallenge } from '../passkeys/passkeys.ts';
-import { decodeBase64Url, readAssertion, verifyAssertion, type RelyingParty, type StoredCredential } from '../passkeys/webauthn.ts';
+import {
+  decodeBase64Url, readAssertion, verifyAssertion, type RelyingParty, type StoredCredential,
+} from '../passkeys/webauthn.ts';
 import { startSession } from '../sessions/sessions.ts';
 import { challengeTtlSeconds } from './passkeys.ts';
 import type { SignIn } from './sign-in.ts';
@@ -13,13 +15,18 @@ import { retryOnce, type Client, type UseCaseDeps } from './transaction.ts';
  * (sealing.ts, bound to its purpose) with its expiry, so a stranger's flood of options requests
  * writes nothing. A presented challenge is spent in the database, once, whatever follows.
  */
-export function startPasskeySignIn(deps: UseCaseDeps, rp: RelyingParty): { challengeId: string; options: Record<string, unknown> } {
+export function startPasskeySignIn(
+  deps: UseCaseDeps, rp: RelyingParty,
+): { challengeId: string; options: Record<string, unknown> } {
   const challenge = randomBytes(32);
   const expiry = Buffer.alloc(8);
   expiry.writeBigUInt64BE(BigInt(deps.clock().getTime() + challengeTtlSeconds * 1000));
-  const challengeId = deps.sealer.seal(Buffer.concat([expiry, challenge]), 'passkey-challenge', 'sign-in').toString('base64url');
-  const options = { challenge: challenge.toString('base64url'), rpId: rp.id, timeout: challengeTtlSeconds * 1000, userVerification: 'required', allowCredentials: [] };
-  return { challengeId, options };
+  const sealed = deps.sealer.seal(Buffer.concat([expiry, challenge]), 'passkey-challenge', 'sign-in');
+  const options = {
+    challenge: challenge.toString('base64url'), rpId: rp.id, timeout: challengeTtlSeconds * 1000,
+    userVerification: 'required', allowCredentials: [],
+  };
+  return { challengeId: sealed.toString('base64url'), options };
 }
 
 /**
@@ -29,7 +36,10 @@ export function startPasskeySignIn(deps: UseCaseDeps, rp: RelyingParty): { chall
  * against a decoy key), and end in the same 'refused'. A counter that did not grow is a clone
  * signal: refused, and recorded as the owner's event.
  */
-export async function signInWithPasskey(deps: UseCaseDeps, rp: RelyingParty, challengeId: string, credential: unknown, client: Client, takeAllowance: (accountId: string) => number): Promise<SignIn> {
+export async function signInWithPasskey(
+  deps: UseCaseDeps, rp: RelyingParty, challengeId: string, credential: unknown, client: Client,
+  takeAllowance: (accountId: string) => number,
+): Promise<SignIn> {
   const assertion = readAssertion(credential);
   const challenge = openChallenge(deps, challengeId);
   if (assertion === null || challenge === null) return { outcome: 'refused' };
@@ -39,16 +49,21 @@ export async function signInWithPasskey(deps: UseCaseDeps, rp: RelyingParty, cha
   if (owner === null) return { outcome: 'refused' };
   const now = deps.clock();
   if (verified.outcome === 'refused') {
-    if (verified.reason === 'counter') await recordEvent(deps.sql, owner.accountId, 'passkey-counter-regressed', client.address, null, now);
+    if (verified.reason === 'counter') {
+      await recordEvent(deps.sql, owner.accountId, 'passkey-counter-regressed', client.address, null, now);
+    }
     return { outcome: 'refused' };
   }
   // The compare-and-set: of two sign-ins checked against one counter value, one passes.
-  if (!(await recordPasskeyUse(deps.sql, owner.id, owner.signCount, verified.signCount, verified.backedUp, now))) return { outcome: 'refused' };
+  const { signCount, backedUp } = verified;
+  const counted = await recordPasskeyUse(deps.sql, owner.id, owner.signCount, signCount, backedUp, now);
+  if (!counted) return { outcome: 'refused' };
   const wait = takeAllowance(owner.accountId);
   if (wait > 0) return { outcome: 'limited', retryAfterSeconds: wait };
   const { accountId, passwordHash } = owner;
   const { refreshTtlSeconds, sessionsPerAccount } = deps.config;
-  const started = await retryOnce(() => startSession(deps.sql, accountId, passwordHash, null, client, now, refreshTtlSeconds, sessionsPerAccount));
+  const started = await retryOnce(() =>
+    startSession(deps.sql, accountId, passwordHash, null, client, now, refreshTtlSeconds, sessionsPerAccount));
   if (started === null) return { outcome: 'refused' };
   // Only the holder of the passkey gets here: the owner, who may learn that an operator disabled the account.
   if (started === 'disabled') return { outcome: 'disabled' };

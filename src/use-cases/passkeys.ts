@@ -36,7 +36,9 @@ export type RegistrationStart =
  * so a password (and second factor) alone must not be enough to leave one behind. The request
  * counts in a quota of its own (once a minute, ten a day), as each one sends mail.
  */
-export async function startPasskeyRegistration(deps: UseCaseDeps, rp: RelyingParty, caller: Caller, password: string, otp: string | undefined, client: Client): Promise<RegistrationStart> {
+export async function startPasskeyRegistration(
+  deps: UseCaseDeps, rp: RelyingParty, caller: Caller, password: string, otp: string | undefined, client: Client,
+): Promise<RegistrationStart> {
   const { account, sessionId } = caller;
   const check = await checkPasswordAndFactor(deps, caller, password, otp, client);
   if (check.outcome !== 'valid') return check;
@@ -53,14 +55,16 @@ export async function startPasskeyRegistration(deps: UseCaseDeps, rp: RelyingPar
     const userHandle = await findUserHandle(tx, account.id);
     await storeCode(tx, 'passkey', account.id, hashCode(code), expiresAt, now);
     const challengeId = await storeRegistrationChallenge(tx, account.id, sessionId, challenge, expiresAt);
-    await enqueueMail(tx, passkeyCodeMail(account.email, account.name, code, expiresAt, now, client.address), deps.sealer, now);
+    const mail = passkeyCodeMail(account.email, account.name, code, expiresAt, now, client.address);
+    await enqueueMail(tx, mail, deps.sealer, now);
     const options = {
       rp: { id: rp.id, name: rp.name },
       user: { id: userHandle.toString('base64url'), name: account.name, displayName: account.name },
       challenge: challenge.toString('base64url'),
       pubKeyCredParams: coseAlgorithms.map((alg) => ({ type: 'public-key', alg })),
       timeout: challengeTtlSeconds * 1000,
-      excludeCredentials: existing.map(({ id, transports }) => ({ type: 'public-key', id: id.toString('base64url'), transports })),
+      excludeCredentials: existing.map(({ id, transports }) =>
+        ({ type: 'public-key', id: id.toString('base64url'), transports })),
       authenticatorSelection: { residentKey: 'required', requireResidentKey: true, userVerification: 'required' },
       attestation: 'none',
     };
@@ -81,7 +85,11 @@ export type Addition =
  * challenge and the code are used up by this request whatever follows, so a refused attempt
  * must start again with new options.
  */
-export async function addPasskey(deps: UseCaseDeps, rp: RelyingParty, caller: Caller, request: { challengeId: string; credential: unknown; emailCode: string; name: string | null }, client: Client): Promise<Addition> {
+export type AdditionRequest = { challengeId: string; credential: unknown; emailCode: string; name: string | null };
+
+export async function addPasskey(
+  deps: UseCaseDeps, rp: RelyingParty, caller: Caller, request: AdditionRequest, client: Client,
+): Promise<Addition> {
   const { account, sessionId } = caller;
   const now = deps.clock();
   const result = await inTransaction(deps.sql, async (tx): Promise<Addition> => {
@@ -99,7 +107,8 @@ export async function addPasskey(deps: UseCaseDeps, rp: RelyingParty, caller: Ca
       return { outcome: held.length >= maxPasskeysPerAccount ? 'limit' : 'registered' };
     }
     await recordEvent(tx, account.id, 'passkey-added', client.address, sessionId, now);
-    await enqueueMail(tx, passkeyAddedMail(account.email, account.name, passkey.name, now, client.address), deps.sealer, now);
+    const mail = passkeyAddedMail(account.email, account.name, passkey.name, now, client.address);
+    await enqueueMail(tx, mail, deps.sealer, now);
     await deps.webhooks.enqueue(tx, 'passkey.added', account.publicId, now, { passkey_id: passkey.id });
     return { outcome: 'added', passkey };
   });
@@ -112,14 +121,18 @@ export function listAccountPasskeys(deps: UseCaseDeps, accountId: string): Promi
 }
 
 /** A new name: one statement on the caller's own passkey; null when it has none with this id. */
-export function renameAccountPasskey(deps: UseCaseDeps, accountId: string, id: string, name: string): Promise<Passkey | null> {
+export function renameAccountPasskey(
+  deps: UseCaseDeps, accountId: string, id: string, name: string,
+): Promise<Passkey | null> {
   return renamePasskey(deps.sql, accountId, id, name);
 }
 
 export type Removal = { outcome: 'removed' } | { outcome: 'unknown' } | CallerFactorRefusal;
 
 /** Removes one of the caller's passkeys, with the password (throttled like a sign-in). */
-export async function removePasskey(deps: UseCaseDeps, caller: Caller, id: string, password: string, client: Client): Promise<Removal> {
+export async function removePasskey(
+  deps: UseCaseDeps, caller: Caller, id: string, password: string, client: Client,
+): Promise<Removal> {
   const { account, sessionId } = caller;
   const check = await checkCallerPassword(deps, caller, password, client);
   if (check.outcome !== 'valid') return check;

@@ -39,8 +39,10 @@ export async function refreshSession(
     const { accountId, sessionId } = rotation;
     // The rotation does not name the account's public id on reuse; it never changes, so it is read apart.
     const publicId = await findPublicId(deps.sql, accountId);
-    const webhook = publicId === null ? null : deps.webhooks.event('sessions.revoked', publicId, now, { reason: 'refresh_token_reused', session_id: sessionId });
-    await retryOnce(() => endSessions(deps.sql, { accountId, sessionId, event: { type: 'refresh-token-reused', clientAddress: client.address, sessionId }, webhook, record: 'if-ended', now }));
+    const data = { reason: 'refresh_token_reused', session_id: sessionId };
+    const webhook = publicId === null ? null : deps.webhooks.event('sessions.revoked', publicId, now, data);
+    const event = { type: 'refresh-token-reused', clientAddress: client.address, sessionId } as const;
+    await retryOnce(() => endSessions(deps.sql, { accountId, sessionId, event, webhook, record: 'if-ended', now }));
     deps.webhooks.wake();
     deps.metrics.increment('refresh_token_reuses_total');
     deps.log.warn('spent refresh token presented again; session revoked', { session_id: sessionId });
@@ -48,6 +50,10 @@ export async function refreshSession(
   }
   if (rotation.outcome === 'refused') return rotation;
   deps.metrics.increment('refresh_token_rotations_total');
-  if (rotation.outcome === 'retried') deps.log.info('refresh retried within the window; the earlier successor no longer works', { session_id: rotation.sessionId });
-  return { outcome: 'refreshed', accountPublicId: rotation.accountPublicId, sessionId: rotation.sessionId, refreshToken: rotation.refreshToken };
+  const { accountPublicId, sessionId, refreshToken } = rotation;
+  if (rotation.outcome === 'retried') {
+    const message = 'refresh retried within the window; the earlier successor no longer works';
+    deps.log.info(message, { session_id: sessionId });
+  }
+  return { outcome: 'refreshed', accountPublicId, sessionId, refreshToken };
 }

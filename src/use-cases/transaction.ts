@@ -118,10 +118,13 @@ export function wakeWorkers(deps: Pick<UseCaseDeps, 'outbox' | 'webhooks'>): voi
  * False if the account is gone. With `passwordHash`, also false when the password was changed
  * or reset meanwhile: the condition is checked again on the row as it is once locked.
  */
-export async function lockAccount(tx: Transaction, accountId: string, passwordHash: string | null = null): Promise<boolean> {
+export async function lockAccount(
+  tx: Transaction, accountId: string, passwordHash: string | null = null,
+): Promise<boolean> {
   const rows = await tx`
     SELECT 1 FROM accounts
-    WHERE id = ${accountId} AND activated_at IS NOT NULL AND (${passwordHash}::text IS NULL OR password_hash = ${passwordHash})
+    WHERE id = ${accountId} AND activated_at IS NOT NULL
+      AND (${passwordHash}::text IS NULL OR password_hash = ${passwordHash})
     FOR NO KEY UPDATE`;
   return rows.count === 1;
 }
@@ -132,6 +135,8 @@ export async function lockAccount(tx: Transaction, accountId: string, passwordHa
  * ended it before is seen, and a request of an ended session changes nothing. False if either
  * is gone.
  */
-export async function lockAccountIfSessionLives(tx: Transaction, caller: { account: { id: string }; sessionId: string }): Promise<boolean> {
+export async function lockAccountIfSessionLives(
+  tx: Transaction, caller: { account: { id: string }; sessionId: string },
+): Promise<boolean> {
   return (await lockAccount(tx, caller.account.id)) && isSessionLive(tx, caller.account.id, caller.sessionId);
 }

@@ -38,10 +38,15 @@ export type WebhookRow = { webhookId: string; type: WebhookEventType; account: s
  * no event and nothing is written.
  */
 export type Webhooks = {
-  /** The event of the account (its public id, the token's `sub`), for a statement that inserts it (end-sessions.ts); null when off. */
+  /**
+   * The event of the account (its public id, the token's `sub`), for a statement that inserts
+   * it (end-sessions.ts); null when off.
+   */
   event(type: WebhookEventType, accountPublicId: string, now: Date, data?: WebhookData): WebhookRow | null;
   /** Queues the event in the caller's transaction. */
-  enqueue(tx: Transaction, type: WebhookEventType, accountPublicId: string, now: Date, data?: WebhookData): Promise<void>;
+  enqueue(
+    tx: Transaction, type: WebhookEventType, accountPublicId: string, now: Date, data?: WebhookData,
+  ): Promise<void>;
   /** Asks the worker to deliver now; call it after the commit. */
   wake(): void;
 };
@@ -59,11 +64,16 @@ export const enabledWebhooks = (wake: () => void): Webhooks => ({
 });
 
 /** The body is fixed here: every attempt sends and signs these same bytes. */
-export function webhookRow(type: WebhookEventType, accountPublicId: string, now: Date, data: WebhookData = {}): WebhookRow {
-  return { webhookId: newWebhookId(), type, account: accountPublicId, body: webhookBody(type, accountPublicId, now, data), createdAt: now };
+export function webhookRow(
+  type: WebhookEventType, accountPublicId: string, now: Date, data: WebhookData = {},
+): WebhookRow {
+  const body = webhookBody(type, accountPublicId, now, data);
+  return { webhookId: newWebhookId(), type, account: accountPublicId, body, createdAt: now };
 }
 
-export function webhookBody(type: WebhookEventType, accountPublicId: string, now: Date, data: WebhookData = {}): string {
+export function webhookBody(
+  type: WebhookEventType, accountPublicId: string, now: Date, data: WebhookData = {},
+): string {
   return JSON.stringify({ type, timestamp: now.toISOString(), data: { ...data, account_id: accountPublicId } });
 }
 
@@ -79,5 +89,6 @@ async function insertWebhook(tx: Transaction, row: WebhookRow): Promise<void> {
 export function insertWebhookEvents(sql: Sql | Transaction, row: WebhookRow, source: Fragment = sql``): Fragment {
   return sql`
     INSERT INTO webhook_events (webhook_id, type, account, body, next_attempt_at, created_at)
-    SELECT ${row.webhookId}::text, ${row.type}::text, ${row.account}::uuid, ${row.body}::text, ${row.createdAt}::timestamptz, ${row.createdAt}::timestamptz ${source}`;
+    SELECT ${row.webhookId}::text, ${row.type}::text, ${row.account}::uuid, ${row.body}::text,
+      ${row.createdAt}::timestamptz, ${row.createdAt}::timestamptz ${source}`;
 }
