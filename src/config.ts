@@ -341,26 +341,33 @@ function parseMetricsToken(raw: string | undefined): string | null {
  * ADMIN_HOST (loopback unless said), answering ADMIN_TOKEN only. The token opens every account,
  * so a short or repetitive one is refused, never echoed.
  */
-function parseAdmin(env: NodeJS.ProcessEnv, port: number, metricsToken: string | null, warnings: string[]): Config['admin'] {
-  const adminPort = checkedValue(env, 'ADMIN_PORT', (raw) => /^[0-9]{1,5}$/.test(raw) && Number(raw) <= 65535, 'a port from 0 to 65535');
-  const host = checkedValue(env, 'ADMIN_HOST', (raw) => isIP(raw) !== 0 || isHostName(raw), 'an IP address (127.0.0.1, ::1) or a host name');
+function parseAdmin(
+  env: NodeJS.ProcessEnv,
+  port: number,
+  metricsToken: string | null,
+  warnings: string[],
+): Config['admin'] {
+  const adminPort = integer(env, 'ADMIN_PORT', -1, 0, 65535);
+  const hostForm = 'an IP address (127.0.0.1, ::1) or a host name';
+  const host = checkedValue(env, 'ADMIN_HOST', (raw) => isIP(raw) !== 0 || isHostName(raw), hostForm) ?? '127.0.0.1';
   const token = env.ADMIN_TOKEN ?? '';
-  if (adminPort === null) {
-    if (host !== null || token !== '') throw new ConfigError('ADMIN_HOST and ADMIN_TOKEN need ADMIN_PORT, which turns the admin API on');
+  const form = '32 to 256 printable characters without spaces, at least 10 of them different: openssl rand -base64 32';
+  if (adminPort === -1) {
+    if (env.ADMIN_HOST || token !== '') {
+      throw new ConfigError('ADMIN_HOST and ADMIN_TOKEN need ADMIN_PORT (the admin API)');
+    }
     return null;
   }
-  if (Number(adminPort) === port && port !== 0) throw new ConfigError(`ADMIN_PORT must differ from PORT (${port}): the admin API never shares the public port`);
-  if (token === '') throw new ConfigError('ADMIN_TOKEN is required when ADMIN_PORT is set (32 to 256 printable characters: openssl rand -base64 32)');
-  if (!/^[\x21-\x7e]{32,256}$/.test(token) || new Set(token).size < 10) {
-    throw new ConfigError('ADMIN_TOKEN must be 32 to 256 printable characters without spaces, at least 10 of them different (openssl rand -base64 32)');
+  if (adminPort === port && port !== 0) throw new ConfigError(`ADMIN_PORT must differ from PORT (${port})`);
+  if (token === '') throw new ConfigError(`ADMIN_TOKEN is required when ADMIN_PORT is set (${form})`);
+  const weak = !/^[\x21-\x7e]{32,256}$/.test(token) || new Set(token).size < 10;
+  if (weak) throw new ConfigError(`ADMIN_TOKEN must be ${form}`);
+  if (token === metricsToken) throw new ConfigError('ADMIN_TOKEN must differ from METRICS_TOKEN (one purpose a token)');
+  const family = isIP(host);
+  if (host !== 'localhost' && !(family !== 0 && loopback.check(host, family === 4 ? 'ipv4' : 'ipv6'))) {
+    warnings.push(`ADMIN_HOST ${host} is not a loopback address: the admin API can be reached from the network`);
   }
-  if (token === metricsToken) throw new ConfigError('ADMIN_TOKEN must differ from METRICS_TOKEN: each token has one purpose');
-  const adminHost = host ?? '127.0.0.1';
-  const family = isIP(adminHost);
-  if (adminHost !== 'localhost' && !(family !== 0 && loopback.check(adminHost, family === 4 ? 'ipv4' : 'ipv6'))) {
-    warnings.push(`ADMIN_HOST ${adminHost} is not a loopback address: the admin API is reachable from the network; keep it on an internal network`);
-  }
-  return { host: adminHost, port: Number(adminPort), token };
+  return { host, port: adminPort, token };
 }
 
 function parseWebhook(env: NodeJS.ProcessEnv, host: string, port: number): Config['webhook'] {

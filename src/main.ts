@@ -133,7 +133,12 @@ async function main(argv: string[]): Promise<void> {
       log.error('uncaught exception', describeError(error));
       exit(1);
     });
-    log.info('listening', { url: service.url, admin_url: service.adminUrl ?? undefined, database: embedded === null ? 'external' : 'embedded', mail: settled.smtpUrl === null ? 'files' : 'smtp' });
+    log.info('listening', {
+      url: service.url,
+      admin_url: service.adminUrl ?? undefined,
+      database: embedded === null ? 'external' : 'embedded',
+      mail: settled.smtpUrl === null ? 'files' : 'smtp',
+    });
     onShutdownSignal(log, async () => {
       await service.stop();
       await embedded?.stop();

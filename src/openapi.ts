@@ -63,7 +63,11 @@ export const problemSchema: JsonObject = {
   required: ['type', 'title', 'status'],
   properties: {
     // An open string, not an enum: a client generated from this document must not break when a type is added.
-    type: { type: 'string', description: 'A stable URI to branch on; more may be added.', examples: Object.values(problems).map((problem) => problemTypePrefix + problem.slug) },
+    type: {
+      type: 'string',
+      description: 'A stable URI to branch on; more may be added.',
+      examples: Object.values(problems).map((problem) => problemTypePrefix + problem.slug),
+    },
     title: { type: 'string' },
     status: { type: 'integer' },
     detail: { type: 'string' },
@@ -119,7 +123,10 @@ const responseSchemas: Record<string, JsonObject> = {
       items: objectOf({
         type: { type: 'string', description: 'An open set; known values: activated, signed-in, sign-in-failed, password-changed, reset-requested, password-reset, session-revoked, signed-out-everywhere, refresh-retried, refresh-token-reused, session-evicted (a sign-in beyond SESSIONS_PER_ACCOUNT ended it), totp-enabled, totp-disabled, recovery-code-used, email-change-requested, email-changed, passkey-added, passkey-removed, passkey-counter-regressed, and the operator events account-disabled, account-enabled, sessions-ended, reset-forced, throttle-cleared.' },
         occurred_at: { type: 'string', format: 'date-time' },
-        actor: { enum: ['client', 'operator'], description: "client: the client of a request, from client_address; operator: an operator of the service (the operator's events), whose reason is not shown." },
+        actor: {
+          enum: ['client', 'operator'],
+          description: 'client: the client of a request, from client_address; operator: an operator (no reason).',
+        },
         client_address: { type: ['string', 'null'], description: 'The address of the client; null for an operator.' },
         session_id: { type: ['string', 'null'], format: 'uuid' },
       }),
@@ -182,7 +189,9 @@ export function buildOpenApiDocument(routes: readonly Route[], version: string):
     info: documentInfo(
       'Account service',
       version,
-      'Two-step registration, password reset by e-mailed code, sessions with bearer and refresh tokens, password change, and a TOTP second factor with recovery codes. Unknown paths answer 404 and known paths with another method 405, both as problems.',
+      'Two-step registration, password reset by e-mailed code, sessions with bearer and refresh tokens, ' +
+        'password change, and a TOTP second factor with recovery codes. Unknown paths answer 404 and known ' +
+        'paths with another method 405, both as problems.',
     ),
     servers: [{ url: '/', description: 'The service that serves this document' }],
     tags: tags.map((name) => ({ name, description: tagDescriptions[name] ?? `The operations under /${name}/.` })),
@@ -203,7 +212,8 @@ export function documentInfo(title: string, version: string, description: string
     description,
     // The document is served by each deployment, so its contact is whoever runs that one.
     contact: { name: 'The operator of this deployment' },
-    // SPDX has no identifier for "no licence granted"; a LicenseRef- identifier is SPDX's form for a licence of one's own.
+    // SPDX has no identifier for "no licence granted"; a LicenseRef- identifier is SPDX's form for
+    // a licence of one's own.
     license: { name: license, identifier: license === 'UNLICENSED' ? 'LicenseRef-UNLICENSED' : license },
   };
 }

@@ -184,16 +184,21 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       (error: unknown) => log.warn('wrapping outdated password hashes failed; it is tried again at the next start', describeError(error)),
     );
 
-    const server = createServer(deps, routes, options.httpTimeouts);
+    const timeouts = options.httpTimeouts;
+    const server = createServer(deps, routes, timeouts);
     const url = await listen(server, config.port, config.host);
     // The admin API: the same parts, on a listener of its own that no proxy stands before
     // (TRUST_PROXY is not its business) and that no browser calls (no CORS).
     const adminDeps = { ...deps, config: { ...config, trustProxy: 0, corsOrigins: [] } };
-    const adminServer = config.admin === null ? null : createServer(adminDeps, adminRoutes(config.admin.token, version), options.httpTimeouts);
-    const adminUrl = adminServer === null ? null : await listen(adminServer, config.admin!.port, config.admin!.host).catch((error: unknown) => {
-      server.close();
-      throw error;
-    });
+    const { admin } = config;
+    const adminServer = admin === null ? null : createServer(adminDeps, adminRoutes(admin.token, version), timeouts);
+    const adminUrl =
+      admin === null
+        ? null
+        : await listen(adminServer!, admin.port, admin.host).catch((error: unknown) => {
+            server.close();
+            throw error;
+          });
     outbox.wake();
     addressRequests.wakeLater();
     webhookWorker?.wake();

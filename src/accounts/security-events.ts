@@ -30,7 +30,13 @@ export type EventType =
   | 'throttle-cleared';
 
 /** `actor` null: the client of a request, from `clientAddress`; 'operator': an operator (admin/). */
-export type SecurityEvent = { type: EventType; occurredAt: Date; clientAddress: string; sessionId: string | null; actor: 'operator' | null };
+export type SecurityEvent = {
+  type: EventType;
+  occurredAt: Date;
+  clientAddress: string;
+  sessionId: string | null;
+  actor: 'operator' | null;
+};
 
 /** How many events GET /acc/me/events shows. */
 export const shownEvents = 50;

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { bearerToken } from '../http/auth.ts';
 import { readJsonObject } from '../http/body.ts';
-import { HttpError, problems } from '../http/errors.ts';
+import { HttpError, invalidFields, problems } from '../http/errors.ts';
 import type { Handler, RequestContext, Route } from '../http/router.ts';
 import { buildAdminDocument, errorStatuses } from './api-document.ts';
 import { ArgumentError, type Args } from './arguments.ts';
@@ -20,10 +20,9 @@ export function adminRoutes(token: string, version: string): Route[] {
     authorize(ctx, expected);
     return { status: 200, body: document };
   };
-  return [
-    ...operations.map((operation) => operationRoute(operation, expected)),
-    { method: 'GET', path: '/openapi.json', handler: getAdminDocument, doc: { summary: 'This document', success: { status: 200 }, errors: [401] } },
-  ];
+  const doc = { summary: 'Its document', success, errors: [401] };
+  const documentRoute: Route = { method: 'GET', path: '/openapi.json', handler: getAdminDocument, doc };
+  return [...operations.map((operation) => operationRoute(operation, expected)), documentRoute];
 }
 
 function operationRoute(operation: Operation, expected: Buffer): Route {
@@ -46,27 +45,31 @@ function operationRoute(operation: Operation, expected: Buffer): Route {
     if (result.outcome === 'not-found') throw new HttpError(problems.notFound, { detail: result.message });
     return { status: 200, body: result.body };
   };
-  return { method: operation.method, path: operation.path, handler, doc: { summary: operation.summary, success: { status: 200 }, errors: errorStatuses(operation) } };
+  const doc = { summary: operation.summary, success, errors: errorStatuses(operation) };
+  return { method: operation.method, path: operation.path, handler, doc };
 }
 
+const success = { status: 200 } as const;
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
-/** Compared as SHA-256 digests in constant time, so that neither the token's length nor its content leaks by timing. */
+/** Compared as SHA-256 digests in constant time, so that neither the token's length nor its content leaks. */
 function authorize(ctx: RequestContext, expected: Buffer): void {
   // Two Authorization headers are refused, as the public API refuses them (http/auth.ts).
   const headers = ctx.req.headersDistinct.authorization;
   const given = headers?.length === 1 ? bearerToken(headers[0]) : null;
   if (given !== null && timingSafeEqual(digest(given), expected)) return;
-  throw new HttpError(problems.invalidToken, { detail: 'The admin API answers Authorization: Bearer <ADMIN_TOKEN> only.', headers: { 'WWW-Authenticate': 'Bearer realm="admin"' } });
+  const detail = 'The admin API answers Authorization: Bearer <ADMIN_TOKEN> only.';
+  throw new HttpError(problems.invalidToken, { detail, headers: { 'WWW-Authenticate': 'Bearer realm="admin"' } });
 }
 
-/** The operand and options of a request: text, or true for a flag (false and null leave it out); anything else is refused. */
+/** The operand and options of a request: text, or true for a flag (false and null leave it out); nothing else. */
 async function readArgs(ctx: RequestContext, operation: Operation): Promise<Args> {
-  const given: Record<string, unknown> = operation.method === 'GET' ? Object.fromEntries(new URL(ctx.req.url ?? '/', 'http://admin').searchParams) : hasBody(ctx) ? await readJsonObject(ctx.req) : {};
+  const query = () => Object.fromEntries(new URL(ctx.req.url ?? '/', 'http://admin').searchParams);
+  const given: Record<string, unknown> = operation.method === 'GET' ? query() : await readOptionalBody(ctx);
   const options: Args['options'] = {};
   for (const [name, value] of Object.entries(given)) {
     if (value === true || typeof value === 'string') options[name] = value;
-    else if (value !== false && value !== null) throw new HttpError(problems.invalidFields, { invalidParams: [{ name, reason: 'must be a string' }] });
+    else if (value !== false && value !== null) throw invalidFields([{ name, reason: 'must be text, or true' }]);
   }
   if (operation.path.includes('{target}')) return { target: decodeSegment(ctx.params.target!), options };
   const { id, ...rest } = options;
@@ -77,10 +80,13 @@ function decodeSegment(segment: string): string {
   try {
     return decodeURIComponent(segment);
   } catch {
-    throw new HttpError(problems.invalidFields, { detail: 'The account in the path is not a valid %-escaped segment.' });
+    throw new HttpError(problems.invalidFields, { detail: 'The account in the path is not validly %-escaped.' });
   }
 }
 
-function hasBody(ctx: RequestContext): boolean {
-  return ctx.req.headers['transfer-encoding'] !== undefined || Number(ctx.req.headers['content-length'] ?? 0) > 0;
+/** A body is optional: a POST with none (`curl -X POST`) has no options. */
+function readOptionalBody(ctx: RequestContext): Promise<Record<string, unknown>> {
+  const { headers } = ctx.req;
+  const sent = headers['transfer-encoding'] !== undefined || Number(headers['content-length'] ?? 0) > 0;
+  return sent ? readJsonObject(ctx.req) : Promise.resolve({});
 }

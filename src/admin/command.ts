@@ -9,7 +9,10 @@ export const exitCodes = { done: 0, notFound: 1, usage: 2 } as const;
 export const commandAddress = 'admin-command';
 
 export const adminUsage = operations
-  .map((operation) => `  admin ${[...operation.words, ...targetWord(operation), ...operation.options.map((name) => optionWord(operation, name))].join(' ')}`)
+  .map((operation) => {
+    const options = operation.options.map((name) => optionWord(operation, name));
+    return `  admin ${[...operation.words, ...targetWord(operation), ...options].join(' ')}`;
+  })
   .join('\n');
 
 function optionWord(operation: Operation, name: string): string {

@@ -6,8 +6,9 @@ import { ArgumentError, date, noTarget, oneOf, onlyOptions, pageSize, reason, re
 
 /**
  * The operator's operations, written once for the command (command.ts) and the admin API
- * (api.ts, whose document is api-document.ts): each checks its arguments (arguments.ts), calls one use case, and answers a result
- * that both turn into their own form (exit code and JSON line; status and JSON body).
+ * (api.ts, whose document is api-document.ts): each checks its arguments (arguments.ts), calls
+ * one use case, and answers a result that both turn into their own form (exit code and JSON
+ * line; status and JSON body).
  */
 export type Result = { outcome: 'done'; body: unknown } | { outcome: 'not-found'; message: string };
 

@@ -104,14 +104,22 @@ export function passwordResetMail(to: string, name: string, resetAt: Date, clien
   ]) };
 }
 
-/** `clientAddress` null: our operators deleted it (admin delete), an act of ours, not of a client's address. */
-export function accountDeletedMail(to: string, name: string, deletedAt: Date, clientAddress: string | null): OutgoingMail {
-  const by = clientAddress === null ? 'by our operators' : `from the address ${clientAddress}`;
+/** `clientAddress` null: our operators deleted it (admin delete), an act of ours, not of an address. */
+export function accountDeletedMail(
+  to: string,
+  name: string,
+  deletedAt: Date,
+  clientAddress: string | null,
+): OutgoingMail {
+  const byOperator = clientAddress === null;
+  const by = byOperator ? 'by our operators' : `from the address ${clientAddress}`;
   return { to, ...compose('account-deleted', 'Your account was deleted', [
     `Hello ${name},`,
     `your account was deleted at ${isoUtc(deletedAt)} ${by}, with everything it held.`,
     'Its name and this address are free again. This message is the last we keep of it, and it is erased once sent.',
-    clientAddress === null ? 'If you did not ask for this, contact us.' : 'If you did not do this, someone knew your password: secure this mailbox and your other accounts.',
+    byOperator
+      ? 'If you did not ask for this, contact us.'
+      : 'If you did not do this, someone knew your password: secure this mailbox and your other accounts.',
   ]) };
 }
 

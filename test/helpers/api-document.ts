@@ -5,8 +5,14 @@ import type { CallOptions, HttpResult } from './http.ts';
 
 // An OpenAPI document as the tests read it: the public one (test/openapi.test.ts) and the admin
 // API's (test/e2e/admin-api.test.ts), both checked against what the running service answers.
-export type Response = { description: string; headers?: Record<string, { $ref: string }>; content?: Record<string, { schema: unknown }> };
-export type Operation = { tags?: string[]; responses: Record<string, Response>; requestBody?: { content: Record<string, { schema: unknown }> }; security: unknown[] };
+type Content = Record<string, { schema: unknown }>;
+export type Response = { description: string; headers?: Record<string, { $ref: string }>; content?: Content };
+export type Operation = {
+  tags?: string[];
+  responses: Record<string, Response>;
+  requestBody?: { content: Content };
+  security: unknown[];
+};
 export type Document = {
   openapi: string;
   info: { version: string; license: { name: string } };
@@ -35,19 +41,23 @@ export function createDocumentChecker(doc: Document) {
     return check(value) ? null : ajv.errorsText(check.errors);
   };
 
-  /** `schemaRefuses`: whether the request schema refuses the body; by default, when the service refused it as invalid. */
+  /** `schemaRefuses`: whether the request schema refuses the body; by default, when the service refused it. */
   return (method: string, path: string, request: CallOptions, response: HttpResult, schemaRefuses?: boolean): void => {
     const label = `${method} ${path} ${response.status}`;
     const methods = doc.paths[path];
     assert.ok(methods, `${path} is documented`);
     // A 405 answers a method the path does not serve, so any of its operations documents it.
-    const operation = methods[method.toLowerCase()] ?? (response.status === 405 ? Object.values(methods)[0] : undefined);
+    const fallback = response.status === 405 ? Object.values(methods)[0] : undefined;
+    const operation = methods[method.toLowerCase()] ?? fallback;
     assert.ok(operation, `${method} ${path} is documented`);
 
     const requestSchema = operation.requestBody?.content['application/json']?.schema;
     // A body refused for its size or type was never read, so the schema has nothing to say of it.
-    if (request.json !== undefined && requestSchema !== undefined && response.status !== 413 && response.status !== 415) {
-      const refused = schemaRefuses ?? (response.status === 400 && (/invalid-fields$/.test(response.json?.type) || ['invalid_request', 'unsupported_grant_type'].includes(response.json?.error)));
+    const read = response.status !== 413 && response.status !== 415;
+    if (request.json !== undefined && requestSchema !== undefined && read) {
+      const oauthInvalid = ['invalid_request', 'unsupported_grant_type'].includes(response.json?.error);
+      const invalid = /invalid-fields$/.test(response.json?.type) || oauthInvalid;
+      const refused = schemaRefuses ?? (response.status === 400 && invalid);
       const problem = validate(requestSchema, request.json);
       if (refused) assert.notEqual(problem, null, `${label}: the document accepts a body the service refused`);
       else assert.equal(problem, null, `${label}: the document refuses a body the service took: ${problem}`);
@@ -62,7 +72,8 @@ export function createDocumentChecker(doc: Document) {
         assert.notEqual(header.required, true, `${label}: required header ${name} missing`);
         continue;
       }
-      const typed = (header.schema as { type?: string }).type === 'integer' && /^[0-9]+$/.test(String(value)) ? Number(value) : value;
+      const integer = (header.schema as { type?: string }).type === 'integer' && /^[0-9]+$/.test(String(value));
+      const typed = integer ? Number(value) : value;
       assert.equal(validate(header.schema, typed), null, `${label}: header ${name}: ${value}`);
     }
 
