@@ -188,8 +188,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     const server = createServer(deps, routes, timeouts);
     const url = await listen(server, config.port, config.host);
     // The admin API: the same parts, on a listener of its own that no proxy stands before
-    // (TRUST_PROXY is not its business) and that no browser calls (no CORS).
-    const adminDeps = { ...deps, config: { ...config, trustProxy: 0, corsOrigins: [] } };
+    // (TRUST_PROXY is not its business) and that no browser calls (no CORS). Its requests are
+    // logged, not counted: /metrics may be public, and would tell when operators act.
+    const adminConfig = { ...config, trustProxy: 0, corsOrigins: [] };
+    const adminDeps = { ...deps, config: adminConfig, metrics: { ...deps.metrics, observe: () => {} } };
     const { admin } = config;
     const adminServer = admin === null ? null : createServer(adminDeps, adminRoutes(admin.token, version), timeouts);
     const adminUrl =

@@ -224,7 +224,7 @@ describe('admin API outbox and webhooks', () => {
 });
 
 describe('the admin log', () => {
-  it('logs every call with its operation and outcome, and never the token', async () => {
+  it('logs every call with its operation and outcome, never the token, and counts none in /metrics', async () => {
     const { user } = await registerAndSignIn(app);
     const requestId = 'admin-log-check';
     const headers = { 'x-request-id': requestId };
@@ -238,5 +238,7 @@ describe('the admin log', () => {
     assert.deepEqual(request, { ...request, method: 'POST', path, status: 200 });
     await call(app.service.adminUrl!, 'GET', `/admin/accounts?token=${adminToken}`, { token: adminToken });
     assert.equal(app.logs.some((line) => line.includes(adminToken)), false, 'the token is in no log line');
+    const metrics = await app.call('GET', '/metrics');
+    assert.equal(metrics.text.includes('/admin'), false, 'a public /metrics does not tell when operators act');
   });
 });
