@@ -88,8 +88,9 @@ describe('the admin listener', () => {
   it('answers only Authorization: Bearer <ADMIN_TOKEN>', async () => {
     const { token } = await registerAndSignIn(app);
     const basic = { token: undefined, headers: { authorization: `Basic ${adminToken}` } };
+    const twice = { token: undefined, headers: { authorization: [`Bearer ${adminToken}`, `Bearer ${adminToken}`] } };
     const lookalikes = [{ token: 'x'.repeat(adminToken.length) }, { token: adminToken.slice(0, -1) }];
-    const wrong = [{ token: '' }, ...lookalikes, { token }, basic];
+    const wrong = [{ token: '' }, ...lookalikes, { token }, basic, twice];
     for (const options of wrong) {
       const refused = await api('GET', '/admin/accounts', 401, options);
       assert.equal(refused.headers['www-authenticate'], 'Bearer realm="admin"');
