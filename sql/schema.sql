@@ -96,8 +96,10 @@ CREATE TABLE public.accounts (
     user_handle bytea DEFAULT uuid_send(gen_random_uuid()) NOT NULL,
     disabled_at timestamp with time zone,
     disabled_reason text,
+    locale text,
     CONSTRAINT accounts_disabled_reason_check CHECK ((length(disabled_reason) <= 500)),
     CONSTRAINT accounts_email_check CHECK ((length(email) <= 254)),
+    CONSTRAINT accounts_locale_check CHECK ((length(locale) <= 16)),
     CONSTRAINT accounts_name_check CHECK ((name ~ '^[a-z0-9-]{2,32}$'::text)),
     CONSTRAINT accounts_password_hash_check CHECK ((password_hash ~~ '$scrypt$%'::text)),
     CONSTRAINT disabled_accounts_have_a_reason CHECK (((disabled_at IS NULL) = (disabled_reason IS NULL))),
@@ -134,6 +136,12 @@ COMMENT ON COLUMN public.accounts.attempt_notified_at IS 'When the owner was las
 --
 
 COMMENT ON COLUMN public.accounts.disabled_at IS 'Set by an operator: while set, the account has no session, and sign-in is refused (use-cases/disable-account.ts).';
+
+--
+-- Name: COLUMN accounts.locale; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.accounts.locale IS 'BCP 47 tag (canonical case) that mail to the account is written in; NULL: MAIL_DEFAULT_LOCALE, then English.';
 
 --
 -- Name: accounts_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -446,7 +454,9 @@ CREATE TABLE public.registration_requests (
     password_hash text NOT NULL,
     expires_at timestamp with time zone NOT NULL,
     requested_at timestamp with time zone NOT NULL,
+    locale text,
     CONSTRAINT registration_requests_address_check CHECK ((length(address) <= 254)),
+    CONSTRAINT registration_requests_locale_check CHECK ((length(locale) <= 16)),
     CONSTRAINT registration_requests_name_check CHECK ((name ~ '^[a-z0-9-]{2,32}$'::text)),
     CONSTRAINT registration_requests_password_hash_check CHECK ((password_hash ~~ '$scrypt$%'::text))
 );
@@ -456,6 +466,12 @@ CREATE TABLE public.registration_requests (
 --
 
 COMMENT ON TABLE public.registration_requests IS 'Registration requests recorded by POST /acc/reg/code and resolved later by the request resolver, so that the answer does not tell whether the address has an account.';
+
+--
+-- Name: COLUMN registration_requests.locale; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.registration_requests.locale IS 'The locale the request named or its Accept-Language matched; the registration keeps it.';
 
 --
 -- Name: registration_requests_id_seq; Type: SEQUENCE; Schema: public; Owner: -

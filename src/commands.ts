@@ -7,6 +7,7 @@ import type { UseCaseDeps } from './use-cases/transaction.ts';
 import { disabledWebhooks, enabledWebhooks } from './webhooks/events.ts';
 import { resealAll } from './reseal.ts';
 import { createSealer } from './sealing.ts';
+import { createMailRenderer, loadMailTemplates } from './mail/templates.ts';
 import type { ServiceConfig } from './service.ts';
 import { addSigningKey, removeSigningKey, signingKeyLeadMs } from './sessions/signing-keys.ts';
 import { connectDatabase, type Sql } from './storage/db.ts';
@@ -84,6 +85,7 @@ export async function commandDeps(sql: Sql, config: ServiceConfig, log: Logger):
     log,
     passwords: createPasswordHasher(config.scrypt),
     sealer,
+    mailer: { ...createMailRenderer(loadMailTemplates(config.mailTemplatesDir), config), sealer },
     keys: await loadKeyedHashes(sql, sealer),
     outbox: idle,
     addressRequests: idle,

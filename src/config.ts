@@ -1,6 +1,7 @@
 import { BlockList, isIP } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
 import { resolve } from 'node:path';
+import { canonicalLocale } from './locales.ts';
 import type { RelyingParty } from './passkeys/webauthn.ts';
 import type { EncryptionKey } from './sealing.ts';
 
@@ -16,6 +17,14 @@ export type Config = {
   dataDir: string;
   smtpUrl: string | null;
   mailFrom: string;
+  /** Operator's mail templates (mail/templates.ts); null: the built-in English texts only. */
+  mailTemplatesDir: string | null;
+  /** The locale of mail to a reader who chose none; null: English. */
+  mailDefaultLocale: string | null;
+  /** PRODUCT_NAME, SUPPORT_CONTACT and APP_URL, which mail names; null when unset. */
+  productName: string | null;
+  supportContact: string | null;
+  appUrl: string | null;
   /** HS256 (TOKEN_SECRET) or ES256 (signing keys kept sealed in the database, published as a JWKS). */
   tokenAlg: 'HS256' | 'ES256';
   /** HS256 keys, first signs, all verify. Null only in embedded mode, where main.ts supplies one, and with ES256. */
@@ -124,6 +133,11 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
     dataDir: resolve(env.DATA_DIR || '.data'),
     smtpUrl,
     mailFrom: parseMailFrom(env),
+    mailTemplatesDir: env.MAIL_TEMPLATES_DIR ? resolve(env.MAIL_TEMPLATES_DIR) : null,
+    mailDefaultLocale: checkedValue(env, 'MAIL_DEFAULT_LOCALE', (raw) => canonicalLocale(raw) === raw, 'a locale such as de, de-AT or pt-BR, in that case'),
+    productName: checkedValue(env, 'PRODUCT_NAME', (raw) => /^[^\x00-\x1f\x7f]{1,100}$/u.test(raw), '1 to 100 printable characters'),
+    supportContact: checkedValue(env, 'SUPPORT_CONTACT', (raw) => /^[^\x00-\x1f\x7f]{1,200}$/u.test(raw), '1 to 200 printable characters (an address, a URL or a phone number)'),
+    appUrl: parseAppUrl(env),
     tokenAlg,
     tokenSecrets,
     encryptionKeys,
@@ -303,6 +317,12 @@ const mailbox = new RegExp(`^(?:${mailAddress.source}|(?:${displayName.source})?
 /** `address` or `Name <address>`; a name with a comma must be quoted, or mail programs read two addresses. */
 function parseMailFrom(env: NodeJS.ProcessEnv): string {
   return checkedValue(env, 'MAIL_FROM', (raw) => mailbox.test(raw), 'an address or Name <address> (quote a name that has a comma)') ?? 'Accounts <no-reply@localhost>';
+}
+
+/** Where a code mail's link leads; the code is added as a fragment, so the URL must have none. */
+function parseAppUrl(env: NodeJS.ProcessEnv): string | null {
+  const valid = (raw: string) => URL.canParse(raw) && /^https?:$/.test(new URL(raw).protocol) && !raw.includes('#');
+  return checkedValue(env, 'APP_URL', valid, 'an http or https URL without a fragment (#), such as https://app.example.com/account');
 }
 
 function parseOrigins(raw: string | undefined): string[] {

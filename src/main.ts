@@ -10,6 +10,8 @@ import { checkListenAddress } from './http/listen-check.ts';
 import { loadOrCreateSecret } from './storage/local-secrets.ts';
 import { createBufferedWriter, createLogger, describeError, type Logger } from './log.ts';
 import { loadMigrations, migrate } from './storage/migrations.ts';
+import { mailUsage, runMailCommand } from './mail/preview.ts';
+import { createMailRenderer, loadMailTemplates } from './mail/templates.ts';
 import { startService, type ServiceConfig } from './service.ts';
 import { unsupportedNode } from './runtime.ts';
 import { version } from './version.ts';
@@ -32,7 +34,8 @@ REFRESH_TTL, TOKEN_ISSUER, TOKEN_AUDIENCE, TOKEN_ALG, TOTP_ISSUER, ENCRYPTION_KE
 REG_CODE_TTL, RESET_CODE_TTL, EMAIL_CODE_TTL, SCRYPT_PARAMS, HASH_CONCURRENCY,
 LOGIN_FAILURES_PER_HOUR, EVENT_RETENTION_DAYS, RATE_LIMIT, ACCOUNT_RATE_LIMIT,
 SESSIONS_PER_ACCOUNT, TRUST_PROXY, CORS_ORIGINS, METRICS_TOKEN, LOG_LEVEL, WEBHOOK_URL,
-WEBHOOK_SECRET, WEBAUTHN_RP_ID, WEBAUTHN_ORIGINS, WEBAUTHN_RP_NAME, ADMIN_PORT, ADMIN_HOST,
+WEBHOOK_SECRET, WEBAUTHN_RP_ID, WEBAUTHN_ORIGINS, WEBAUTHN_RP_NAME, MAIL_TEMPLATES_DIR,
+MAIL_DEFAULT_LOCALE, PRODUCT_NAME, SUPPORT_CONTACT, APP_URL, ADMIN_PORT, ADMIN_HOST,
 ADMIN_TOKEN); see README.md and
 service.env.example. To read them from a file, after
 npm run build: node --env-file=FILE dist/main.js.
@@ -41,7 +44,7 @@ npm run build: node --env-file=FILE dist/main.js.
   --help      print this text and exit
   --version   print the version and exit
 
-${commandUsage}${checkUsage}`;
+${commandUsage}${mailUsage}${checkUsage}`;
 
 function localRelyingParty(port: number): ServiceConfig['webauthn'] {
   return { id: 'localhost', name: 'account-service (development)', origins: [`http://localhost:${port}`] };
@@ -69,19 +72,27 @@ async function main(argv: string[]): Promise<void> {
   }
   // The deployment check needs no configuration and no database: it only calls the URL it is given.
   if (argv[0] === 'check') exit(await runCheckCommand(argv.slice(1)));
-  const command = commandNames.includes(argv[0] ?? '') ? argv : null;
-  const unknown = command === null ? argv.filter((arg) => arg !== '--migrate') : [];
+  // `mail preview` (and `admin mail preview`) reads templates and settings only, no database.
+  const mail = argv[0] === 'mail' ? argv.slice(1) : argv[0] === 'admin' && argv[1] === 'mail' ? argv.slice(2) : null;
+  const command = mail === null && commandNames.includes(argv[0] ?? '') ? argv : null;
+  const unknown = command === null && mail === null ? argv.filter((arg) => arg !== '--migrate') : [];
   if (unknown.length > 0) {
     process.stderr.write(`account-service: unknown argument ${unknown[0]}\n${usage}`);
     process.exit(2);
   }
   let config;
+  let templates;
   try {
     config = parseConfig(process.env);
+    // Refused here, in one line and before anything starts, like a bad variable.
+    templates = loadMailTemplates(config.mailTemplatesDir);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`account-service: ${error.message}\n`);
     process.exit(2);
+  }
+  if (mail !== null) {
+    exit(runMailCommand(mail, createMailRenderer(templates, config), (text) => process.stdout.write(`${text}\n`), (line) => process.stderr.write(`account-service: ${line}\n`)));
   }
   // A command prints its result on stdout, and logs on stderr.
   output = createBufferedWriter((chunk) => (command === null ? process.stdout : process.stderr).write(chunk));

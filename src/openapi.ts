@@ -1,6 +1,6 @@
 import { problems, problemTypePrefix } from './http/errors.ts';
 import type { Route } from './http/router.ts';
-import { passkeyAdditionSchema, passkeyOptionsSchema, passkeyRemovalSchema, passkeyRenameSchema } from './validation.ts';
+import { localeSchema, passkeyAdditionSchema, passkeyOptionsSchema, passkeyRemovalSchema, passkeyRenameSchema } from './validation.ts';
 import { accountDeletionSchema, activationSchema, emailChangeRequestSchema, emailChangeSchema, passwordChangeSchema, passwordResetSchema, registrationSchema, resetCodeRequestSchema, totpConfirmationSchema, totpEnrollmentSchema, totpRemovalSchema, patterns, type Schema } from './validation.ts';
 import { license } from './version.ts';
 
@@ -22,6 +22,7 @@ const requestSchemas: Record<string, JsonObject> = {
   PasskeyOptionsRequest: objectSchema(passkeyOptionsSchema),
   PasskeyAdditionRequest: withCredential(objectSchema(passkeyAdditionSchema), 'RegistrationResponseJSON (WebAuthn Level 3), as the browser made it.'),
   PasskeyRenameRequest: objectSchema(passkeyRenameSchema),
+  LocaleRequest: objectSchema(localeSchema),
   PasskeyRemovalRequest: objectSchema(passkeyRemovalSchema),
   TokenRequest: {
     oneOf: [
@@ -95,7 +96,7 @@ const responseSchemas: Record<string, JsonObject> = {
       }),
     },
   }),
-  Account: objectOf({ id: { type: 'string', format: 'uuid' }, name: { type: 'string' }, email: { type: 'string' }, phone: { type: ['string', 'null'] }, created_at: { type: 'string', format: 'date-time' }, totp_enabled: { type: 'boolean', description: 'Whether a second factor is active.' } }),
+  Account: objectOf({ id: { type: 'string', format: 'uuid' }, name: { type: 'string' }, email: { type: 'string' }, phone: { type: ['string', 'null'] }, locale: { type: ['string', 'null'], description: "The BCP 47 locale of the account's mail; null: the service's default." }, created_at: { type: 'string', format: 'date-time' }, totp_enabled: { type: 'boolean', description: 'Whether a second factor is active.' } }),
   TotpEnrollment: objectOf({
     secret: { type: 'string', pattern: '^[A-Z2-7]{32}$', description: 'The 160-bit TOTP secret in base32 (RFC 4648, no padding).' },
     uri: { type: 'string', description: 'otpauth://totp/<issuer>:<name>?secret=…&issuer=…&algorithm=SHA1&digits=6&period=30, for a QR code.' },

@@ -9,6 +9,7 @@ import { createServer, type ServerTimeouts } from './http/server.ts';
 import { describeError, type Logger } from './log.ts';
 import { createOutboxWorker, deleteFinishedMail, finishedMailRetentionMs, type OutboxOptions } from './mail/outbox.ts';
 import { createFileTransport, createSmtpTransport, type MailTransport } from './mail/transport.ts';
+import { createMailRenderer, loadMailTemplates } from './mail/templates.ts';
 import { isSchemaCurrent, loadMigrations, migrate } from './storage/migrations.ts';
 import { createLimiter } from './concurrency.ts';
 import { createPasswordHasher, limitPasswordHasher, type PasswordHasher } from './accounts/passwords.ts';
@@ -79,6 +80,8 @@ export const deliveredWebhookRetentionMs = 7 * 24 * 3600 * 1000;
 export async function startService(options: ServiceOptions): Promise<Service> {
   const { config, log } = options;
   const clock = options.clock ?? (() => new Date());
+  // Refused before anything starts: a fault in a template is the operator's to fix (main.ts checks it first).
+  const templates = loadMailTemplates(config.mailTemplatesDir);
   // Unique per instance, so that /metrics can count this instance's own connections.
   const applicationName = `account-service/${randomUUID().slice(0, 8)}`;
   const database = openDatabase(config.databaseUrl, {
@@ -101,9 +104,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     const signingKeys = config.tokenAlg === 'ES256' ? await createSigningKeyRing(sql, sealer, clock, config.tokenTtlSeconds) : null;
     const tokenKeys = signingKeys === null ? hmacTokenKeys(config.tokenSecrets) : ecTokenKeys(signingKeys.current);
     const outbox = createOutboxWorker({ ...options.outbox, sql, transport, sealer, clock, log, from: config.mailFrom, onError: database.noteFailure });
+    const mailer = { ...createMailRenderer(templates, config), sealer };
     const addressRequests = createRequestResolver({
       sql,
-      sealer,
+      mailer,
       log,
       resetCodeTtlSeconds: config.resetCodeTtlSeconds,
       onResolved: outbox.wake,
@@ -127,6 +131,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       tokens: createTokenService({ keys: tokenKeys, ttlSeconds: config.tokenTtlSeconds, issuer: config.tokenIssuer, audience: config.tokenAudience }),
       signingKeys,
       sealer,
+      mailer,
       keys: await loadKeyedHashes(sql, sealer),
       outbox,
       addressRequests,

@@ -1,3 +1,5 @@
+import { localePattern } from './locales.ts';
+
 /**
  * The spec's regexes, used as written (JavaScript, no `u` flag), except the password:
  * the spec says "6 to 32 characters", so `u` makes `.` count code points, not UTF-16 units.
@@ -27,7 +29,12 @@ export const registrationSchema = {
   email: field(patterns.email),
   pwd: field(patterns.password),
   phone: field(patterns.phone, { required: false, nullable: true }),
+  /** Ours: the locale of the account's mail; without it, Accept-Language's, if the templates have it. */
+  locale: field(localePattern, { required: false, nullable: true }),
 } satisfies Schema;
+
+/** Ours: the owner's choice of locale (PUT /acc/me/locale); null: MAIL_DEFAULT_LOCALE. */
+export const localeSchema = { locale: field(localePattern, { nullable: true }) } satisfies Schema;
 
 export const activationSchema = { code: field(patterns.code) } satisfies Schema;
 

@@ -7,6 +7,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { problems } from '../src/http/errors.ts';
 import { routes } from '../src/routes/index.ts';
+import { mailKinds } from '../src/mail/messages.ts';
 import { createTestDatabase } from './helpers/database.ts';
 import { codeBlocks } from './helpers/markdown.ts';
 import { runMain, runToEnd } from './helpers/process.ts';
@@ -62,8 +63,8 @@ function parseTables(markdown: string): Table[] {
 }
 
 /** The table whose first header cell matches, with its rows keyed by the first cell. */
-function tableStartingWith(header: RegExp): Map<string, string[]> {
-  const found = parseTables(readme).filter((table) => header.test(table.header[0]!));
+function tableStartingWith(header: RegExp, markdown = readme): Map<string, string[]> {
+  const found = parseTables(markdown).filter((table) => header.test(table.header[0]!));
   assert.equal(found.length, 1, `one table headed ${header}`);
   const rows = new Map<string, string[]>();
   for (const row of found[0]!.rows) {
@@ -118,6 +119,19 @@ describe('README', () => {
     const rows = tableStartingWith(/^Variable$/);
     assert.deepEqual([...rows.keys()].sort(), [...read].map((name) => `\`${name}\``).sort());
     for (const [name, row] of rows) assert.ok(row.every((cell) => cell !== ''), `${name} has an empty cell`);
+  });
+
+  it("lists every kind of mail with its placeholders, the required in bold, in the README and docs/operations.md", async () => {
+    for (const markdown of [readme, await readFile(resolve(root, 'docs', 'operations.md'), 'utf8')]) {
+      const rows = tableStartingWith(/^Kind$/, markdown);
+      assert.deepEqual([...rows.keys()], Object.keys(mailKinds).map((kind) => `\`${kind}\``));
+      for (const [kind, spec] of Object.entries(mailKinds)) {
+        const listed = spec.placeholders.map((name) => (spec.required.includes(name) ? `**\`${name}\`**` : `\`${name}\``)).join(', ');
+        assert.equal(rows.get(`\`${kind}\``)![1], listed, kind);
+      }
+    }
+    const described = [...tableStartingWith(/^Placeholder$/).keys()].join(' ');
+    for (const name of new Set(Object.values(mailKinds).flatMap((spec) => spec.placeholders))) assert.ok(described.includes(`\`${name}\``), `${name} is described`);
   });
 
   it('names every variable in service.env.example, which git does not ignore while service.env it ignores', async () => {

@@ -9,6 +9,8 @@ export type Account = {
   name: string;
   email: string;
   phone: string | null;
+  /** The locale of mail to the account (null: MAIL_DEFAULT_LOCALE), mail/templates.ts. */
+  locale: string | null;
   passwordHash: string;
   activatedAt: Date;
   /**
@@ -24,7 +26,7 @@ export type Account = {
 /** Finds an account by name or e-mail address; the two cannot collide, as only addresses hold an `@`. */
 export async function findAccountByLogin(sql: Sql, username: string): Promise<Account | null> {
   const [row] = await sql<Account[]>`
-    SELECT id, public_id AS "publicId", name, email, phone, password_hash AS "passwordHash", activated_at AS "activatedAt",
+    SELECT id, public_id AS "publicId", name, email, phone, locale, password_hash AS "passwordHash", activated_at AS "activatedAt",
       (SELECT sealed_secret FROM second_factors AS f WHERE f.account_id = accounts.id AND f.activated_at IS NOT NULL) AS "activeFactorSecret",
       disabled_at IS NOT NULL AS disabled
     FROM accounts
@@ -63,4 +65,10 @@ export async function findOutdatedHashes(sql: Sql, currentPrefix: string, afterI
 export async function findPublicId(sql: Sql, id: string): Promise<string | null> {
   const [row] = await sql`SELECT public_id FROM accounts WHERE id = ${id}`;
   return (row?.public_id as string | undefined) ?? null;
+}
+
+/** Sets the locale of mail to the account (null: MAIL_DEFAULT_LOCALE); false if the account is gone. */
+export async function setLocale(sql: Sql, id: string, locale: string | null): Promise<boolean> {
+  const rows = await sql`UPDATE accounts SET locale = ${locale} WHERE id = ${id} AND activated_at IS NOT NULL`;
+  return rows.count === 1;
 }

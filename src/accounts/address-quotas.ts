@@ -33,7 +33,8 @@ export async function reserveAddressRequest(
     INSERT INTO address_quotas AS q (purpose, address_key, requested_at, last_at)
     VALUES (${purpose}, ${addressKey}, ARRAY[${now}::timestamptz], ${now})
     ON CONFLICT (purpose, address_key) DO UPDATE
-    SET requested_at = ARRAY(SELECT t FROM unnest(q.requested_at) AS t WHERE t > ${dayAgo} ORDER BY t) || ${now}::timestamptz,
+    SET requested_at =
+          ARRAY(SELECT t FROM unnest(q.requested_at) AS t WHERE t > ${dayAgo} ORDER BY t) || ${now}::timestamptz,
         last_at = ${now}
     WHERE q.last_at <= ${cooldownStart}
       AND (SELECT count(*) FROM unnest(q.requested_at) AS t WHERE t > ${dayAgo}) < ${dailyCap}
@@ -45,10 +46,12 @@ export async function reserveAddressRequest(
   const recent = row!.recent as Date[];
   const secondsUntil = (at: number) => Math.max(1, Math.ceil((at - now.getTime()) / 1000));
   // Capped: a concurrent request that won the row may have read the clock a moment later.
-  const cooldownWait = Math.min(cooldownSeconds, secondsUntil((row!.last_at as Date).getTime() + cooldownSeconds * 1000));
+  const lastAt = (row!.last_at as Date).getTime();
+  const cooldownWait = Math.min(cooldownSeconds, secondsUntil(lastAt + cooldownSeconds * 1000));
   if (recent.length < dailyCap) return { reason: 'cooldown', retryAfterSeconds: cooldownWait };
   // The cap frees when the oldest of the last `dailyCap` requests turns a day old.
-  return { reason: 'daily-cap', retryAfterSeconds: Math.max(cooldownWait, secondsUntil(recent[recent.length - dailyCap]!.getTime() + dayMs)) };
+  const capFreesAt = recent[recent.length - dailyCap]!.getTime() + dayMs;
+  return { reason: 'daily-cap', retryAfterSeconds: Math.max(cooldownWait, secondsUntil(capFreesAt)) };
 }
 
 /** Forgets addresses whose last request is a day old: they are under no limit any more. */

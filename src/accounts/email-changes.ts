@@ -3,7 +3,7 @@ import type { Transaction } from '../storage/db.ts';
 import { attemptNoticeIntervalMs } from './registration-requests.ts';
 
 /** The caller's account as its e-mail change request reads it, locked. */
-export type LockedAccount = { id: string; name: string; email: string };
+export type LockedAccount = { id: string; name: string; email: string; locale: string | null };
 
 /**
  * The row that holds `email` for another account: an active account, or a pending registration
@@ -28,12 +28,12 @@ export async function findOtherHolder(tx: Transaction, accountId: string, email:
  */
 export async function lockAccountsForChange(tx: Transaction, accountId: string, holderId: string | null, sessionId: string): Promise<LockedAccount | null> {
   const locked = await tx`
-    SELECT id, name, email, activated_at IS NOT NULL AS active FROM accounts
+    SELECT id, name, email, locale, activated_at IS NOT NULL AS active FROM accounts
     WHERE id IN (${accountId}, ${holderId ?? accountId})
     ORDER BY id FOR NO KEY UPDATE`;
   const own = locked.find((row) => row.id === accountId);
   if (own === undefined || own.active !== true) return null;
-  return (await isSessionLive(tx, accountId, sessionId)) ? { id: accountId, name: own.name as string, email: own.email as string } : null;
+  return (await isSessionLive(tx, accountId, sessionId)) ? { id: accountId, name: own.name as string, email: own.email as string, locale: own.locale as string | null } : null;
 }
 
 /**
@@ -42,13 +42,13 @@ export async function lockAccountsForChange(tx: Transaction, accountId: string, 
  * address; returns where to write and whom to greet, or null. With `holderId` null the same
  * statement runs and writes nothing.
  */
-export async function claimAttemptNotice(tx: Transaction, holderId: string | null, email: string, now: Date): Promise<{ email: string; name: string; pending: boolean } | null> {
+export async function claimAttemptNotice(tx: Transaction, holderId: string | null, email: string, now: Date): Promise<{ email: string; name: string; locale: string | null; pending: boolean } | null> {
   const [row] = await tx`
     UPDATE accounts SET attempt_notified_at = ${now}
     WHERE id = ${holderId} AND lower(email) = lower(${email})
       AND (attempt_notified_at IS NULL OR attempt_notified_at <= ${new Date(now.getTime() - attemptNoticeIntervalMs)})
-    RETURNING email, name, activated_at IS NULL AS pending`;
-  return row === undefined ? null : { email: row.email as string, name: row.name as string, pending: row.pending as boolean };
+    RETURNING email, name, locale, activated_at IS NULL AS pending`;
+  return row === undefined ? null : { email: row.email as string, name: row.name as string, locale: row.locale as string | null, pending: row.pending as boolean };
 }
 
 /**

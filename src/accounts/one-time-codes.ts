@@ -42,12 +42,12 @@ export async function storeCode(tx: Transaction, purpose: CodePurpose, accountId
 }
 
 /** A code as its lookup finds it: when it expires, and the account (or pending registration) it belongs to. */
-export type FoundCode = { expiresAt: Date; accountId: string; publicId: string; name: string; email: string };
+export type FoundCode = { expiresAt: Date; accountId: string; publicId: string; name: string; email: string; locale: string | null };
 
 /** The code of this purpose with this hash, or null. Reads without a lock. */
 export async function findCode(sql: Sql, purpose: CodePurpose, codeHash: Buffer): Promise<FoundCode | null> {
   const [row] = await sql<FoundCode[]>`
-    SELECT c.expires_at AS "expiresAt", c.account_id AS "accountId", a.public_id AS "publicId", a.name, a.email
+    SELECT c.expires_at AS "expiresAt", c.account_id AS "accountId", a.public_id AS "publicId", a.name, a.email, a.locale
     FROM one_time_codes c JOIN accounts a ON a.id = c.account_id
     WHERE c.code_hash = ${codeHash} AND c.purpose = ${purpose}`;
   return row ?? null;

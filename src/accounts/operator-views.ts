@@ -6,7 +6,7 @@ import type { Sql, Transaction } from '../storage/db.ts';
  */
 
 /** An active account as an operator names it; pending registrations are not accounts yet. */
-export type AccountRef = { id: string; publicId: string; name: string; email: string; disabled: boolean };
+export type AccountRef = { id: string; publicId: string; name: string; email: string; locale: string | null; disabled: boolean };
 
 export type AccountStatus = 'active' | 'disabled';
 
@@ -25,7 +25,7 @@ const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export async function findAccountRef(sql: Sql | Transaction, identifier: string): Promise<AccountRef | null> {
   const byId = uuid.test(identifier) ? identifier : null;
   const [row] = await sql<AccountRef[]>`
-    SELECT id, public_id AS "publicId", name, email, disabled_at IS NOT NULL AS disabled FROM accounts
+    SELECT id, public_id AS "publicId", name, email, locale, disabled_at IS NOT NULL AS disabled FROM accounts
     WHERE activated_at IS NOT NULL
       AND (name = ${identifier} OR lower(email) = lower(${identifier}) OR public_id = ${byId}::uuid)`;
   return row ?? null;

@@ -2,7 +2,7 @@ import type { Transaction } from '../storage/db.ts';
 import { insertMail, type SealedMail } from '../mail/outbox.ts';
 import { insertEvents } from './security-events.ts';
 
-export type ResetAccount = { id: string; publicId: string; name: string; email: string };
+export type ResetAccount = { id: string; publicId: string; name: string; email: string; locale: string | null };
 
 /**
  * Issues a reset code to the active account with this address, if there is one, and queues
@@ -31,6 +31,6 @@ export async function resetPasswordHash(tx: Transaction, id: string, passwordHas
   const [row] = await tx<ResetAccount[]>`
     UPDATE accounts SET password_hash = ${passwordHash}
     WHERE id = ${id} AND activated_at IS NOT NULL
-    RETURNING id, public_id AS "publicId", name, email`;
+    RETURNING id, public_id AS "publicId", name, email, locale`;
   return row ?? null;
 }

@@ -59,8 +59,7 @@ export function createPasswordHasher(params: ScryptParams, derive: Derive = deri
       const target = parsed ?? { layers: [{ params, salt: randomBytes(saltBytes) }], hash: Buffer.alloc(hashBytes) };
       let candidate: string | Buffer = password;
       for (const layer of target.layers) candidate = await derive(candidate, layer.salt, layer.params);
-      // Constant-time comparison: a timing difference would reveal how many leading bytes match.
-      const equal = Buffer.isBuffer(candidate) && candidate.length === target.hash.length && timingSafeEqual(candidate, target.hash);
+      const equal = sameHash(candidate, target.hash);
       return parsed !== null && equal;
     },
     needsRehash(stored) {
@@ -73,7 +72,8 @@ export function createPasswordHasher(params: ScryptParams, derive: Derive = deri
       const outer = wrappingParams(storedWork(stored)!, params);
       if (outer === null) return null;
       const salt = randomBytes(saltBytes);
-      return formatHash({ layers: [...parsed.layers, { params: outer, salt }], hash: await derive(parsed.hash, salt, outer) });
+      const hash = await derive(parsed.hash, salt, outer);
+      return formatHash({ layers: [...parsed.layers, { params: outer, salt }], hash });
     },
   };
 }
@@ -129,12 +129,18 @@ function sameParams(a: ScryptParams, b: ScryptParams): boolean {
 
 const encode = (bytes: Buffer) => bytes.toString('base64').replace(/=+$/, '');
 
+/** Constant-time comparison: a timing difference would reveal how many leading bytes match. */
+const sameHash = (candidate: string | Buffer, hash: Buffer): boolean =>
+  Buffer.isBuffer(candidate) && candidate.length === hash.length && timingSafeEqual(candidate, hash);
+
 /**
  * PHC string `$scrypt$ln=15,r=8,p=3$<salt>$<hash>`; a wrapped hash repeats the
  * `$<params>$<salt>` pair once per layer, innermost first.
  */
 export function formatHash({ layers, hash }: ParsedHash): string {
-  const passes = layers.map(({ params, salt }) => `$ln=${params.ln},r=${params.r},p=${params.p}$${encode(salt)}`).join('');
+  const passes = layers
+    .map(({ params: { ln, r, p }, salt }) => `$ln=${ln},r=${r},p=${p}$${encode(salt)}`)
+    .join('');
   return `$scrypt${passes}$${encode(hash)}`;
 }
 
@@ -146,7 +152,8 @@ export function parseHash(stored: string): ParsedHash | null {
     const match = scryptParamsPattern.exec(parts[index]!);
     const salt = parts[index + 1]!;
     if (match === null || !base64Pattern.test(salt)) return null;
-    layers.push({ params: { ln: Number(match[1]), r: Number(match[2]), p: Number(match[3]) }, salt: Buffer.from(salt, 'base64') });
+    const params = { ln: Number(match[1]), r: Number(match[2]), p: Number(match[3]) };
+    layers.push({ params, salt: Buffer.from(salt, 'base64') });
   }
   const hash = parts[parts.length - 1]!;
   return base64Pattern.test(hash) ? { layers, hash: Buffer.from(hash, 'base64') } : null;
@@ -156,7 +163,11 @@ export function parseHash(stored: string): ParsedHash | null {
 export function limitPasswordHasher(hasher: PasswordHasher, limiter: Limiter): PasswordHasher {
   return {
     hash: (password, lane) => limiter.run(() => hasher.hash(password), lane),
-    verify: (password, stored, whenSlotGranted) => limiter.run(async () => (whenSlotGranted === undefined || (await whenSlotGranted())) && hasher.verify(password, stored)),
+    verify: (password, stored, whenSlotGranted) =>
+      limiter.run(async () => {
+        const proceed = whenSlotGranted === undefined || (await whenSlotGranted());
+        return proceed && hasher.verify(password, stored);
+      }),
     needsRehash: (stored) => hasher.needsRehash(stored),
     wrap: (stored) => hasher.wrap(stored),
   };

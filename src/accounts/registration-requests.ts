@@ -1,7 +1,7 @@
 import type { Sql, Transaction } from '../storage/db.ts';
 import { registrationAttemptMail, registrationCodeMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
-import type { Sealer } from '../sealing.ts';
+import type { Mailer } from '../mail/templates.ts';
 import { generateCode, hashCode, storeCode } from './one-time-codes.ts';
 import { insertRegistration, lockAddressHolder, recordAttemptNotice, releaseExpiredHolders, type NewRegistration } from './registrations.ts';
 
@@ -20,8 +20,8 @@ export const attemptNoticeIntervalMs = 60 * 60 * 1000;
  */
 export async function recordRegistrationRequest(tx: Transaction, registration: NewRegistration, now: Date): Promise<void> {
   await tx`
-    INSERT INTO registration_requests (name, address, phone, password_hash, expires_at, requested_at)
-    VALUES (${registration.name}, ${registration.email}, ${registration.phone}, ${registration.passwordHash}, ${registration.expiresAt}, ${now})`;
+    INSERT INTO registration_requests (name, address, phone, password_hash, expires_at, requested_at, locale)
+    VALUES (${registration.name}, ${registration.email}, ${registration.phone}, ${registration.passwordHash}, ${registration.expiresAt}, ${now}, ${registration.locale})`;
 }
 
 /**
@@ -33,15 +33,16 @@ export async function recordRegistrationRequest(tx: Transaction, registration: N
  *   owner's code activates); a new code for it is mailed, and older ones stop working;
  * - an account: nothing is stored, and the owner is told at the stored address, at most
  *   once an hour.
+ * Mail to an account or a pending registration is in its locale; to a new one, in the request's.
  */
-export async function resolveNextRegistrationRequest(sql: Sql, sealer: Sealer): Promise<boolean> {
+export async function resolveNextRegistrationRequest(sql: Sql, mailer: Mailer): Promise<boolean> {
   return sql.begin(async (tx) => {
     const [request] = await tx`
       DELETE FROM registration_requests WHERE id = (SELECT id FROM registration_requests ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
-      RETURNING name, address, phone, password_hash, expires_at, requested_at`;
+      RETURNING name, address, phone, password_hash, expires_at, requested_at, locale`;
     if (request === undefined) return false;
     const now = request.requested_at as Date;
-    const registration: NewRegistration = { name: request.name, email: request.address, phone: request.phone, passwordHash: request.password_hash, expiresAt: request.expires_at };
+    const registration: NewRegistration = { name: request.name, email: request.address, phone: request.phone, passwordHash: request.password_hash, expiresAt: request.expires_at, locale: request.locale };
     const { name, email, expiresAt } = registration;
     const code = generateCode();
     // Expired registrations that hold the name or the address give way at once, not at the next sweep.
@@ -52,13 +53,13 @@ export async function resolveNextRegistrationRequest(sql: Sql, sealer: Sealer): 
       const id = await insertRegistration(tx, registration);
       if (id === null) return true;
       await storeCode(tx, 'registration', id, hashCode(code), expiresAt, now);
-      await enqueueMail(tx, registrationCodeMail(email, name, code, expiresAt, now), sealer, now);
+      await enqueueMail(tx, registrationCodeMail(registration, code, expiresAt, now), mailer, now);
     } else if (!holder.active) {
       await storeCode(tx, 'registration', holder.id, hashCode(code), holder.expiresAt, now);
-      await enqueueMail(tx, registrationCodeMail(holder.email, holder.name, code, holder.expiresAt, now, true), sealer, now);
+      await enqueueMail(tx, registrationCodeMail(holder, code, holder.expiresAt, now, true), mailer, now);
     } else if (now.getTime() - (holder.attemptNotifiedAt?.getTime() ?? -Infinity) >= attemptNoticeIntervalMs) {
       await recordAttemptNotice(tx, holder.id, now);
-      await enqueueMail(tx, registrationAttemptMail(holder.email, holder.name), sealer, now);
+      await enqueueMail(tx, registrationAttemptMail(holder), mailer, now);
     }
     return true;
   });

@@ -1,14 +1,14 @@
 import type { Sql, Transaction } from '../storage/db.ts';
 
-export type NewRegistration = { name: string; email: string; phone: string | null; passwordHash: string; expiresAt: Date };
+export type NewRegistration = { name: string; email: string; phone: string | null; passwordHash: string; expiresAt: Date; locale: string | null };
 
 /**
  * What holds the address: nothing, an active account, or a pending registration. `email` is
  * the address as stored, which is where mail about it goes, whatever spelling a caller typed.
  */
 export type AddressHolder =
-  | { active: true; id: string; name: string; email: string; attemptNotifiedAt: Date | null }
-  | { active: false; id: string; name: string; email: string; expiresAt: Date }
+  | { active: true; id: string; name: string; email: string; locale: string | null; attemptNotifiedAt: Date | null }
+  | { active: false; id: string; name: string; email: string; locale: string | null; expiresAt: Date }
   | null;
 
 /**
@@ -51,13 +51,13 @@ export async function deleteExpiredNameHolds(sql: Sql, now: Date): Promise<numbe
 /** Locks and returns what holds the address, so that concurrent requests for it queue up. */
 export async function lockAddressHolder(tx: Transaction, email: string): Promise<AddressHolder> {
   const [row] = await tx`
-    SELECT id, name, email, activated_at, expires_at, attempt_notified_at
+    SELECT id, name, email, locale, activated_at, expires_at, attempt_notified_at
     FROM accounts WHERE lower(email) = lower(${email}) FOR NO KEY UPDATE`;
   if (row === undefined) return null;
-  const { id, name } = row as { id: string; name: string };
+  const { id, name, locale } = row as { id: string; name: string; locale: string | null };
   return row.activated_at === null
-    ? { active: false, id, name, email: row.email, expiresAt: row.expires_at }
-    : { active: true, id, name, email: row.email, attemptNotifiedAt: row.attempt_notified_at };
+    ? { active: false, id, name, email: row.email, locale, expiresAt: row.expires_at }
+    : { active: true, id, name, email: row.email, locale, attemptNotifiedAt: row.attempt_notified_at };
 }
 
 /** Records that the owner of an active account was told of a registration attempt. */
@@ -71,8 +71,8 @@ export async function recordAttemptNotice(tx: Transaction, id: string, now: Date
  */
 export async function insertRegistration(tx: Transaction, registration: NewRegistration): Promise<string | null> {
   const [row] = await tx`
-    INSERT INTO accounts (name, email, phone, password_hash, expires_at)
-    VALUES (${registration.name}, ${registration.email}, ${registration.phone}, ${registration.passwordHash}, ${registration.expiresAt})
+    INSERT INTO accounts (name, email, phone, password_hash, expires_at, locale)
+    VALUES (${registration.name}, ${registration.email}, ${registration.phone}, ${registration.passwordHash}, ${registration.expiresAt}, ${registration.locale})
     ON CONFLICT DO NOTHING
     RETURNING id`;
   return (row?.id as string | undefined) ?? null;

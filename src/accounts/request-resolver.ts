@@ -1,12 +1,12 @@
 import type { Sql } from '../storage/db.ts';
 import { createPollingWorker, type PollingSettings } from '../polling-worker.ts';
-import type { Sealer } from '../sealing.ts';
+import type { Mailer } from '../mail/templates.ts';
 import { resolveNextRegistrationRequest } from './registration-requests.ts';
 import { resolveNextResetRequest } from './reset-requests.ts';
 
 export type RequestResolverOptions = PollingSettings & {
   sql: Sql;
-  sealer: Sealer;
+  mailer: Mailer;
   resetCodeTtlSeconds: number;
   /** Told after requests were resolved, so that their mail goes out. */
   onResolved: () => void;
@@ -30,12 +30,15 @@ export type RequestResolver = {
  * a stop or a database outage left behind.
  */
 export function createRequestResolver(options: RequestResolverOptions): RequestResolver {
-  const { sql, sealer, log, onError, pollMs, wakeJitterMs } = options;
+  const { sql, mailer, log, onError, pollMs, wakeJitterMs } = options;
   const resolveNext = async () =>
-    (await resolveNextRegistrationRequest(sql, sealer)) || (await resolveNextResetRequest(sql, sealer, options.resetCodeTtlSeconds));
+    (await resolveNextRegistrationRequest(sql, mailer)) ||
+    (await resolveNextResetRequest(sql, mailer, options.resetCodeTtlSeconds));
   const afterRound = (resolved: number) => {
     if (resolved > 0) options.onResolved();
   };
-  const { wakeLater, stop } = createPollingWorker({ next: resolveNext, afterRound, log, failureMessage: 'resolving requests failed', onError, pollMs, wakeJitterMs });
+  const failureMessage = 'resolving requests failed';
+  const { wakeLater, stop } =
+    createPollingWorker({ next: resolveNext, afterRound, log, failureMessage, onError, pollMs, wakeJitterMs });
   return { wakeLater, stop };
 }

@@ -1,7 +1,7 @@
 import type { Sql, Transaction } from '../storage/db.ts';
 import { resetCodeMail } from '../mail/messages.ts';
 import { sealMail } from '../mail/outbox.ts';
-import type { Sealer } from '../sealing.ts';
+import type { Mailer } from '../mail/templates.ts';
 import { generateCode, hashCode } from './one-time-codes.ts';
 import { issueResetCode } from './password-resets.ts';
 
@@ -11,8 +11,12 @@ import { issueResetCode } from './password-resets.ts';
  * address has an account. The worker (request-resolver.ts) resolves it moments later, after a
  * random delay, and only then is a code issued and mailed to an account that has the address.
  */
-export async function recordResetRequest(tx: Transaction, email: string, clientAddress: string, now: Date): Promise<void> {
-  await tx`INSERT INTO reset_requests (address, client_address, requested_at) VALUES (${email}, ${clientAddress.slice(0, 64)}, ${now})`;
+export async function recordResetRequest(
+  tx: Transaction, email: string, clientAddress: string, now: Date,
+): Promise<void> {
+  await tx`
+    INSERT INTO reset_requests (address, client_address, requested_at)
+    VALUES (${email}, ${clientAddress.slice(0, 64)}, ${now})`;
 }
 
 /**
@@ -25,7 +29,7 @@ export async function deleteStaleResetRequests(sql: Sql, before: Date): Promise<
 }
 
 /** Resolves the oldest waiting request, in one transaction; false when none waits. */
-export async function resolveNextResetRequest(sql: Sql, sealer: Sealer, codeTtlSeconds: number): Promise<boolean> {
+export async function resolveNextResetRequest(sql: Sql, mailer: Mailer, codeTtlSeconds: number): Promise<boolean> {
   return sql.begin(async (tx) => {
     const [request] = await tx`
       DELETE FROM reset_requests WHERE id = (SELECT id FROM reset_requests ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
@@ -36,7 +40,10 @@ export async function resolveNextResetRequest(sql: Sql, sealer: Sealer, codeTtlS
     // The code's life counts from the request, as the message says.
     const expiresAt = new Date(requestedAt.getTime() + codeTtlSeconds * 1000);
     const code = generateCode();
-    const mail = sealMail(resetCodeMail(code, expiresAt, requestedAt, clientAddress), sealer);
+    // The mail is in the account's locale, read here by the worker, after the answer: the same
+    // statement runs for every address, and no request times it (see recordResetRequest).
+    const [account] = await tx`SELECT locale FROM accounts WHERE lower(email) = lower(${request.address}) AND activated_at IS NOT NULL`;
+    const mail = sealMail(resetCodeMail(code, expiresAt, requestedAt, clientAddress, (account?.locale as string | null | undefined) ?? null), mailer);
     await issueResetCode(tx, request.address as string, hashCode(code), expiresAt, mail, clientAddress, requestedAt);
     return true;
   });

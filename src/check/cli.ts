@@ -3,8 +3,9 @@ import { runChecks, type CheckOptions } from './run.ts';
 
 export const checkUsage = `  check URL [--account NAME:PASSWORD] [--json] [--expect-public-metrics]
                             black-box checks of the deployment at its public URL (needs no
-                            environment): proxy, TLS, issuer, throttles, tokens, exposure,
-                            clock; exits 1 on any fail (README, "Checking a deployment")
+                            environment): proxy, TLS, issuer, passkeys, throttles, tokens,
+                            exposure, clock, enumeration (with --account); exits 1 on any fail
+                            (README, "Checking a deployment")
 `;
 
 type Parsed = { url: URL; json: boolean; options: CheckOptions };

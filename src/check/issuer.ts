@@ -1,5 +1,5 @@
 import { claimsOf, type CheckContext, type Session } from './context.ts';
-import { fail, pass, type Finding } from './report.ts';
+import { fail, pass, skip, type Finding } from './report.ts';
 
 const metadataPath = '/.well-known/oauth-authorization-server';
 
@@ -42,7 +42,7 @@ export async function checkIssuer(ctx: CheckContext, session: Session | null): P
       findings.push(pass('issuer.metadata', `issuer ${issuer}, endpoints under it`));
     }
   }
-  findings.push(await checkJwks(ctx, metadata.json?.jwks_uri !== undefined));
+  findings.push(await checkJwks(ctx, metadata.json?.jwks_uri !== undefined), await checkPasskeys(ctx));
   if (session !== null) findings.push(checkTokenIssuer(origin, session));
   return findings;
 }
@@ -78,5 +78,28 @@ function checkTokenIssuer(origin: string, session: Session): Finding {
     'issuer.token',
     `access tokens carry iss ${issuer}, the URL is ${origin}`,
     `set TOKEN_ISSUER=${origin}`,
+  );
+}
+
+/**
+ * The RP ID that sign-in options carry must be the URL's host or a parent domain of it, or no
+ * browser on this site makes or uses a passkey. WEBAUTHN_ORIGINS is not published, but the
+ * service starts only with origins on its RP ID.
+ */
+async function checkPasskeys(ctx: CheckContext): Promise<Finding> {
+  const name = 'issuer.passkeys';
+  const answer = await ctx.probe.request('POST', '/auth/passkey/options');
+  if (answer.status === 404 && /:passkeys-not-configured$/.test(String(answer.json?.type)))
+    return skip(name, 'passkeys are off (WEBAUTHN_RP_ID is unset)');
+  const rpId = (answer.json?.options as Record<string, unknown> | undefined)?.rpId;
+  if (answer.status !== 200 || typeof rpId !== 'string')
+    return fail(name, `POST /auth/passkey/options answers ${answer.status}`, 'let the proxy pass /auth/passkey/');
+  const host = ctx.url.hostname;
+  if (rpId === host || host.endsWith(`.${rpId}`))
+    return pass(name, `RP ID ${rpId} covers ${host} (the origins are not published: each is on the RP ID)`);
+  return fail(
+    name,
+    `RP ID ${rpId} is neither ${host} nor a parent domain of it: passkeys fail on this site`,
+    `set WEBAUTHN_RP_ID=${host} (or a parent domain), and WEBAUTHN_ORIGINS to the origins of the pages on it`,
   );
 }

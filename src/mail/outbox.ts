@@ -4,6 +4,7 @@ import { createPollingWorker, type PollingSettings, type PollingWorker } from '.
 import { backoffMs, type Backoff } from '../queue.ts';
 import type { Sealer } from '../sealing.ts';
 import type { MailContent, OutgoingMail, UnaddressedMail } from './messages.ts';
+import type { Mailer } from './templates.ts';
 import { isPermanentFailure, type MailTransport } from './transport.ts';
 
 /** wake() right after a commit that queued mail; wakeLater() for mail whose sending must not be timed (PollingWorker). */
@@ -23,15 +24,19 @@ export type OutboxOptions = PollingSettings & Backoff & {
 /** A message ready for the outbox table: encrypted, with the Message-ID it keeps across retries. */
 export type SealedMail = { messageId: string; kind: string; sealed: Buffer };
 
-export function sealMail(mail: UnaddressedMail, sealer: Sealer): SealedMail {
+/**
+ * Writes the message in its reader's locale now, when it is queued: the outbox holds finished
+ * content ({subject, text, html}, as before templates), so the worker sends what it finds.
+ */
+export function sealMail(mail: UnaddressedMail, mailer: Mailer): SealedMail {
   const messageId = `<${randomUUID()}@account-service>`;
   // The content may hold a code, so it is stored only encrypted, bound to its Message-ID.
-  return { messageId, kind: mail.kind, sealed: sealer.seal(Buffer.from(JSON.stringify(mail.content)), 'mail', messageId) };
+  return { messageId, kind: mail.kind, sealed: mailer.sealer.seal(Buffer.from(JSON.stringify(mailer.render(mail))), 'mail', messageId) };
 }
 
 /** Queues a message in the caller's transaction, so it exists exactly when the change that causes it does. */
-export async function enqueueMail(tx: Transaction, mail: OutgoingMail, sealer: Sealer, now: Date): Promise<void> {
-  await tx`${insertMail(tx, sealMail(mail, sealer), tx`${mail.to}::text`, now)}`;
+export async function enqueueMail(tx: Transaction, mail: OutgoingMail, mailer: Mailer, now: Date): Promise<void> {
+  await tx`${insertMail(tx, sealMail(mail, mailer), tx`${mail.to}::text`, now)}`;
 }
 
 /**

@@ -3,6 +3,7 @@ import { activateAccountRoute } from './activate-account.ts';
 import { getAuthorizationServerMetadata } from './authorization-server-metadata.ts';
 import { getJwks } from './jwks.ts';
 import { changePasswordRoute } from './change-password.ts';
+import { setLocaleRoute } from './set-locale.ts';
 import { getAccount } from './get-account.ts';
 import { checkHealth, checkReadiness } from './health.ts';
 import { issueToken } from './issue-token.ts';
@@ -64,6 +65,12 @@ export const routes: readonly Route[] = [
     path: '/acc/me/pwd',
     handler: changePasswordRoute,
     doc: { summary: 'Change the password of the signed-in account', auth: true, request: 'PasswordChangeRequest', success: { status: 204 }, errors: [400, 401, 403, 413, 415, 429, 500, 503] },
+  },
+  {
+    method: 'PUT',
+    path: '/acc/me/locale',
+    handler: setLocaleRoute,
+    doc: { summary: "Set the locale of the account's mail (null: the service's default)", auth: true, request: 'LocaleRequest', success: { status: 204 }, errors: [400, 401, 413, 415, 500, 503] },
   },
   {
     method: 'POST',

@@ -2,6 +2,7 @@ import { authenticate, callerRefusal, clientOf } from '../http/auth.ts';
 import { readValidBody } from '../http/body.ts';
 import { quotaRefused } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
+import { negotiateLocale } from '../locales.ts';
 import { requestEmailChange } from '../use-cases/request-email-change.ts';
 import { emailChangeRequestSchema } from '../validation.ts';
 
@@ -14,7 +15,7 @@ export const requestEmailChangeRoute: Handler = async (ctx, deps) => {
   const caller = await authenticate(ctx, deps);
   const value = await readValidBody(ctx.req, emailChangeRequestSchema);
   // `otp` is optional in the schema, required by the use case when a second factor is active.
-  const result = await requestEmailChange(deps, caller, value.pwd, (value.otp as string | null) ?? undefined, value.email, clientOf(ctx));
+  const result = await requestEmailChange(deps, caller, value.pwd, (value.otp as string | null) ?? undefined, value.email, clientOf(ctx), negotiateLocale(ctx.req.headers['accept-language'], deps.mailer.locales));
   if (result.outcome === 'refused') throw quotaRefused(result.refusal);
   if (result.outcome !== 'requested') throw callerRefusal(result);
   return { status: 204 };

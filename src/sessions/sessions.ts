@@ -122,7 +122,7 @@ export async function rotateRefreshToken(sql: Sql, presented: string, client: Cl
  */
 export async function findSessionAccount(sql: Sql, accountPublicId: string, sessionId: string, now: Date): Promise<Account | null> {
   const [row] = await sql<Account[]>`
-    SELECT a.id, a.public_id AS "publicId", a.name, a.email, a.phone, a.password_hash AS "passwordHash", a.activated_at AS "activatedAt",
+    SELECT a.id, a.public_id AS "publicId", a.name, a.email, a.phone, a.locale, a.password_hash AS "passwordHash", a.activated_at AS "activatedAt",
       (SELECT sealed_secret FROM second_factors AS f WHERE f.account_id = a.id AND f.activated_at IS NOT NULL) AS "activeFactorSecret"
     FROM sessions s JOIN accounts a ON a.id = s.account_id
     WHERE s.id = ${sessionId} AND a.public_id = ${accountPublicId} AND s.expires_at > ${now} AND a.activated_at IS NOT NULL

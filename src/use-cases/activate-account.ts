@@ -5,7 +5,7 @@ import { insertWebhookEvents } from '../webhooks/events.ts';
 import { retryOnce, wakeWorkers, type Client, type UseCaseDeps } from './transaction.ts';
 
 /** The pending registration a live registration code belongs to, as the code lookup found it. */
-export type PendingAccount = { id: string; publicId: string; name: string; email: string };
+export type PendingAccount = { id: string; publicId: string; name: string; email: string; locale: string | null };
 
 /**
  * Turns the pending registration that holds this code into an active account, in one
@@ -16,7 +16,7 @@ export type PendingAccount = { id: string; publicId: string; name: string; email
  */
 export async function activateAccount(deps: UseCaseDeps, pending: PendingAccount, codeHash: Buffer, client: Client): Promise<boolean> {
   const now = deps.clock();
-  const mail = sealMail(accountActiveMail(pending.email, pending.name), deps.sealer);
+  const mail = sealMail(accountActiveMail(pending), deps.mailer);
   const webhook = deps.webhooks.event('account.activated', pending.publicId, now);
   const rows = await retryOnce(
     () => deps.sql`

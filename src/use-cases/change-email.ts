@@ -1,14 +1,14 @@
 import { setEmail } from '../accounts/email-changes.ts';
 import { forgetKnownClients } from '../accounts/login-throttle.ts';
 import { consumeCodes, deleteCodes, findEmailChange } from '../accounts/one-time-codes.ts';
-import { emailChangedMail } from '../mail/messages.ts';
+import { emailChangeNoticeMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import { isUniqueViolation } from '../database-errors.ts';
 import { endSessions } from './end-sessions.ts';
 import { inTransaction, lockAccount, wakeWorkers, type Client, type UseCaseDeps } from './transaction.ts';
 
 /** The account a live e-mail change code belongs to, as the code lookup found it. */
-export type ChangingAccount = { id: string; publicId: string; name: string; email: string };
+export type ChangingAccount = { id: string; publicId: string; name: string; email: string; locale: string | null };
 
 export type EmailChangeConfirmation =
   | { outcome: 'changed' }
@@ -59,7 +59,7 @@ export async function changeEmail(deps: UseCaseDeps, account: ChangingAccount, c
       // A reset code mailed to the old address must not open the account any more.
       await deleteCodes(tx, account.id, 'reset');
       await forgetKnownClients(tx, [deps.keys.loginIdentifier(account.email)]);
-      await enqueueMail(tx, emailChangedMail(account.email, account.name, change.newEmail, now, client.address), deps.sealer, now);
+      await enqueueMail(tx, emailChangeNoticeMail('email-changed', account, change.newEmail, now, client.address), deps.mailer, now);
       return { outcome: 'changed' };
     }).then((result) => {
       if (result.outcome === 'changed') wakeWorkers(deps);

@@ -1,5 +1,5 @@
 import type { Account } from '../accounts/accounts.ts';
-import { passwordChangedMail } from '../mail/messages.ts';
+import { noticeMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import { endSessions } from './end-sessions.ts';
 import { checkCallerPassword, type CallerFactorRefusal } from './password-check.ts';
@@ -28,7 +28,7 @@ export async function changePassword(deps: UseCaseDeps, caller: { account: Accou
     if (updated.count === 0) return false;
     const webhook = deps.webhooks.event('password.changed', account.publicId, now);
     await endSessions(tx, { accountId: account.id, sessionId: null, event: { type: 'password-changed', clientAddress: client.address, sessionId }, webhook, record: 'always', now });
-    await enqueueMail(tx, passwordChangedMail(account.email, account.name, now, client.address), deps.sealer, now);
+    await enqueueMail(tx, noticeMail('password-changed', account, now, client.address), deps.mailer, now);
     return true;
   });
   if (!changed) return { outcome: 'session-ended' };

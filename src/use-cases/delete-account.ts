@@ -38,14 +38,14 @@ export async function deleteAccount(deps: UseCaseDeps, caller: { account: Accoun
  */
 export async function eraseAccount(
   deps: UseCaseDeps,
-  account: Pick<Account, 'id' | 'publicId' | 'name' | 'email'>,
+  account: Pick<Account, 'id' | 'publicId' | 'name' | 'email' | 'locale'>,
   clientAddress: string | null,
   lock: (tx: Transaction) => Promise<boolean>,
   data: WebhookData = {},
 ): Promise<boolean> {
   const now = deps.clock();
   const identifiers = throttleKeys(deps, account);
-  const notice = sealMail(accountDeletedMail(account.email, account.name, now, clientAddress), deps.sealer);
+  const notice = sealMail(accountDeletedMail(account, now, clientAddress), deps.mailer);
   const deleted = await inTransaction(deps.sql, async (tx) => {
     // Step 1 of the lock order: the address's name holds, before the account row, as a code request takes them.
     await tx`SELECT 1 FROM name_holds WHERE address = lower(${account.email}) FOR UPDATE`;

@@ -61,7 +61,7 @@ export async function forceReset(deps: UseCaseDeps, identifier: string, operator
     await endSessions(tx, { accountId: account.id, sessionId: null, event, webhook, record: 'always', now });
     const code = generateCode();
     const expiresAt = new Date(now.getTime() + deps.config.resetCodeTtlSeconds * 1000);
-    await issueResetCode(tx, account.email, hashCode(code), expiresAt, sealMail(resetForcedMail(code, expiresAt, now), deps.sealer), operator.address, now);
+    await issueResetCode(tx, account.email, hashCode(code), expiresAt, sealMail(resetForcedMail(code, expiresAt, now, account.locale), deps.mailer), operator.address, now);
     return {};
   });
 }

@@ -3,7 +3,7 @@ import type { Account } from '../accounts/accounts.ts';
 import { reserveAddressRequest, type QuotaRefusal } from '../accounts/address-quotas.ts';
 import { consumeCodes, generateCode, hashCode, storeCode } from '../accounts/one-time-codes.ts';
 import { recordEvent } from '../accounts/security-events.ts';
-import { passkeyAddedMail, passkeyCodeMail, passkeyRemovedMail } from '../mail/messages.ts';
+import { passkeyCodeMail, passkeyMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import {
   consumeRegistrationChallenge, credentialIdsOf, deletePasskey, findUserHandle, insertPasskey, listPasskeys,
@@ -55,8 +55,7 @@ export async function startPasskeyRegistration(
     const userHandle = await findUserHandle(tx, account.id);
     await storeCode(tx, 'passkey', account.id, hashCode(code), expiresAt, now);
     const challengeId = await storeRegistrationChallenge(tx, account.id, sessionId, challenge, expiresAt);
-    const mail = passkeyCodeMail(account.email, account.name, code, expiresAt, now, client.address);
-    await enqueueMail(tx, mail, deps.sealer, now);
+    await enqueueMail(tx, passkeyCodeMail(account, code, expiresAt, now, client.address), deps.mailer, now);
     const options = {
       rp: { id: rp.id, name: rp.name },
       user: { id: userHandle.toString('base64url'), name: account.name, displayName: account.name },
@@ -107,8 +106,8 @@ export async function addPasskey(
       return { outcome: held.length >= maxPasskeysPerAccount ? 'limit' : 'registered' };
     }
     await recordEvent(tx, account.id, 'passkey-added', client.address, sessionId, now);
-    const mail = passkeyAddedMail(account.email, account.name, passkey.name, now, client.address);
-    await enqueueMail(tx, mail, deps.sealer, now);
+    const mail = passkeyMail('passkey-added', account, passkey.name, now, client.address);
+    await enqueueMail(tx, mail, deps.mailer, now);
     await deps.webhooks.enqueue(tx, 'passkey.added', account.publicId, now, { passkey_id: passkey.id });
     return { outcome: 'added', passkey };
   });
@@ -142,7 +141,7 @@ export async function removePasskey(
     const name = await deletePasskey(tx, account.id, id);
     if (name === null) return { outcome: 'unknown' };
     await recordEvent(tx, account.id, 'passkey-removed', client.address, sessionId, now);
-    await enqueueMail(tx, passkeyRemovedMail(account.email, account.name, name, now, client.address), deps.sealer, now);
+    await enqueueMail(tx, passkeyMail('passkey-removed', account, name, now, client.address), deps.mailer, now);
     await deps.webhooks.enqueue(tx, 'passkey.removed', account.publicId, now, { passkey_id: id });
     return { outcome: 'removed' };
   });

@@ -3,7 +3,7 @@ import { reserveAddressRequest, type QuotaRefusal } from '../accounts/address-qu
 import { claimAttemptNotice, findOtherHolder, lockAccountsForChange } from '../accounts/email-changes.ts';
 import { generateCode, hashCode, storeCode } from '../accounts/one-time-codes.ts';
 import { recordEvent } from '../accounts/security-events.ts';
-import { emailChangeAttemptMail, emailChangeCodeMail, emailChangeRequestedMail } from '../mail/messages.ts';
+import { emailChangeAttemptMail, emailChangeCodeMail, emailChangeNoticeMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import type { CallerFactorRefusal } from './password-check.ts';
 import { checkPasswordAndFactor } from './second-factor.ts';
@@ -28,8 +28,11 @@ export type EmailChangeRequest = { outcome: 'requested' } | { outcome: 'refused'
  * account rows FOR NO KEY UPDATE (the caller's and the holder's, in id order, so that two accounts
  * asking for each other's address queue instead of deadlocking; the holder's notice time is
  * written under that lock), then sessions (read), codes, events, outbox.
+ *
+ * The code goes to an address that holds no account, in `requestLocale` (Accept-Language)
+ * or else the account's; a holder's notice is in the holder's own.
  */
-export async function requestEmailChange(deps: UseCaseDeps, caller: { account: Account; sessionId: string }, password: string, otp: string | undefined, newEmail: string, client: Client): Promise<EmailChangeRequest> {
+export async function requestEmailChange(deps: UseCaseDeps, caller: { account: Account; sessionId: string }, password: string, otp: string | undefined, newEmail: string, client: Client, requestLocale: string | null): Promise<EmailChangeRequest> {
   const { account, sessionId } = caller;
   // With an active second factor, an otp is needed too, checked once the password is proven and
   // under the same throttle: the address is how a reset reaches the account, so a stolen
@@ -58,12 +61,12 @@ export async function requestEmailChange(deps: UseCaseDeps, caller: { account: A
     const notice = await claimAttemptNotice(tx, holderId, newEmail, now);
     await storeCode(tx, 'email-change', account.id, hashCode(code), expiresAt, now, { newEmail, sessionId });
     await recordEvent(tx, account.id, 'email-change-requested', client.address, sessionId, now);
-    await enqueueMail(tx, emailChangeRequestedMail(locked.email, locked.name, newEmail, now, client.address), deps.sealer, now);
+    await enqueueMail(tx, emailChangeNoticeMail('email-change-requested', locked, newEmail, now, client.address), deps.mailer, now);
     if (holderId === null) {
-      await enqueueMail(tx, emailChangeCodeMail(newEmail, locked.name, code, expiresAt, now), deps.sealer, now);
+      await enqueueMail(tx, emailChangeCodeMail({ email: newEmail, name: locked.name, locale: requestLocale ?? locked.locale }, code, expiresAt, now), deps.mailer, now);
     } else if (notice !== null) {
       // To the address as its holder stored it, not as the caller typed it.
-      await enqueueMail(tx, emailChangeAttemptMail(notice.email, notice.name, notice.pending), deps.sealer, now);
+      await enqueueMail(tx, emailChangeAttemptMail(notice, notice.pending), deps.mailer, now);
     }
     return { outcome: 'requested' };
   });

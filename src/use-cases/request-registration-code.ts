@@ -8,7 +8,7 @@ export type RegistrationCodeRequest =
   | { outcome: 'name-taken' }
   | { outcome: 'refused'; refusal: QuotaRefusal };
 
-export type RegistrationFields = { name: string; email: string; phone: string | null; pwd: string };
+export type RegistrationFields = { name: string; email: string; phone: string | null; pwd: string; locale: string | null };
 
 /**
  * Stores a pending registration, whose code a worker e-mails moments later.
@@ -26,7 +26,7 @@ export async function requestRegistrationCode(
   deps: UseCaseDeps,
   fields: RegistrationFields,
 ): Promise<RegistrationCodeRequest> {
-  const { name, email, phone, pwd } = fields;
+  const { name, email, phone, pwd, locale } = fields;
   // Hashed on every path, before the address is looked up, so that every state of the address
   // costs the same work (account-enumeration safety), though only a new registration keeps it.
   // In the bulk lane: a flood of registrations must not starve sign-ins of hashing slots.
@@ -37,7 +37,7 @@ export async function requestRegistrationCode(
     if (!(await claimName(tx, name, email, expiresAt, now))) return rollBack({ outcome: 'name-taken' });
     const refusal = await reserveAddressRequest(tx, 'registration', deps.keys.address(email), now);
     if (refusal !== null) return rollBack({ outcome: 'refused', refusal });
-    await recordRegistrationRequest(tx, { name, email, phone, passwordHash, expiresAt }, now);
+    await recordRegistrationRequest(tx, { name, email, phone, passwordHash, expiresAt, locale }, now);
     return { outcome: 'requested' };
   });
   // Not at once: the resolution must not be timed from this request (see wakeLater).

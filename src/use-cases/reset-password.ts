@@ -1,7 +1,7 @@
 import { clearThrottle } from '../accounts/login-throttle.ts';
 import { consumeCodes } from '../accounts/one-time-codes.ts';
 import { resetPasswordHash } from '../accounts/password-resets.ts';
-import { passwordResetMail } from '../mail/messages.ts';
+import { noticeMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import { endSessions } from './end-sessions.ts';
 import { throttleKeys } from './password-check.ts';
@@ -25,7 +25,7 @@ export async function resetPassword(deps: UseCaseDeps, accountId: string, codeHa
     // first by a concurrent request rolls all of this back.
     if (!(await consumeCodes(tx, accountId, 'reset', codeHash, now))) throw codeGone;
     await clearThrottle(tx, throttleKeys(deps, account!));
-    await enqueueMail(tx, passwordResetMail(account!.email, account!.name, now, client.address), deps.sealer, now);
+    await enqueueMail(tx, noticeMail('password-reset', account!, now, client.address), deps.mailer, now);
     return true;
   }).catch((error: unknown) => {
     if (error === codeGone) return false;

@@ -3,7 +3,7 @@ import { generateRecoveryCode, hashRecoveryCode, recoveryCodeCount } from '../ac
 import { activateFactor, findSecondFactor, removeFactor, resealFactor, startEnrollment, useRecoveryCode, useTimeStep } from '../accounts/second-factor.ts';
 import { recordEvent } from '../accounts/security-events.ts';
 import { base32Encode, generateSecret, matchingStep, otpauthUri, totpCodePattern } from '../accounts/totp.ts';
-import { recoveryCodeUsedMail, totpDisabledMail, totpEnabledMail } from '../mail/messages.ts';
+import { noticeMail, recoveryCodeUsedMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import type { Sql } from '../storage/db.ts';
 import { checkCallerPassword, signedInIdentifier, throttledAttempt, type CallerCheck, type CallerFactorRefusal, type CallerRefusal, type SecondFactorOutcome } from './password-check.ts';
@@ -16,7 +16,7 @@ import { inTransaction, lockAccount, lockAccountIfSessionLives, wakeWorkers, typ
  * events, outbox. Using a TOTP step is one statement on the factor row alone.
  */
 type Caller = { account: Account; sessionId: string };
-type FactorAccount = Pick<Account, 'id' | 'name' | 'email' | 'activeFactorSecret'>;
+type FactorAccount = Pick<Account, 'id' | 'name' | 'email' | 'locale' | 'activeFactorSecret'>;
 
 export type Enrollment = { outcome: 'enrolled'; secret: string; uri: string } | { outcome: 'active' } | CallerFactorRefusal;
 
@@ -62,7 +62,7 @@ async function activateWithCode(deps: UseCaseDeps, { account, sessionId }: Calle
     if (!(await lockAccountIfSessionLives(tx, { account, sessionId }))) return 'session-ended';
     if (!(await activateFactor(tx, account.id, factor.sealedSecret, step, recoveryCodes.map(hashRecoveryCode), now))) return 'not-pending';
     await recordEvent(tx, account.id, 'totp-enabled', client.address, sessionId, now);
-    await enqueueMail(tx, totpEnabledMail(account.email, account.name, now, client.address), deps.sealer, now);
+    await enqueueMail(tx, noticeMail('totp-enabled', account, now, client.address), deps.mailer, now);
     await deps.webhooks.enqueue(tx, 'second_factor.enabled', account.publicId, now, { method: 'totp' });
     return 'confirmed';
   });
@@ -88,7 +88,7 @@ export async function disableTotp(deps: UseCaseDeps, caller: Caller, password: s
     if (!(await lockAccountIfSessionLives(tx, caller))) return 'session-ended';
     if (!(await removeFactor(tx, account.id))) return 'not-active';
     await recordEvent(tx, account.id, 'totp-disabled', client.address, sessionId, now);
-    await enqueueMail(tx, totpDisabledMail(account.email, account.name, now, client.address), deps.sealer, now);
+    await enqueueMail(tx, noticeMail('totp-disabled', account, now, client.address), deps.mailer, now);
     await deps.webhooks.enqueue(tx, 'second_factor.disabled', account.publicId, now, { method: 'totp' });
     return 'disabled';
   });
@@ -121,7 +121,7 @@ export async function checkSecondFactor(deps: UseCaseDeps, account: FactorAccoun
     const left = await useRecoveryCode(tx, account.id, hashRecoveryCode(otp));
     if (left === null) return false;
     await recordEvent(tx, account.id, 'recovery-code-used', clientAddress, sessionId, now);
-    await enqueueMail(tx, recoveryCodeUsedMail(account.email, account.name, now, clientAddress, left), deps.sealer, now);
+    await enqueueMail(tx, recoveryCodeUsedMail(account, now, clientAddress, left), deps.mailer, now);
     return true;
   });
   if (!used) return 'wrong';

@@ -3,6 +3,7 @@ import type { KeyedHashes } from '../keyed-hashes.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
 import type { PasswordHasher } from '../accounts/passwords.ts';
+import type { Mailer } from '../mail/templates.ts';
 import type { Sealer } from '../sealing.ts';
 import { isSessionLive, type Client } from '../sessions/sessions.ts';
 import type { Sql, Transaction } from '../storage/db.ts';
@@ -47,6 +48,8 @@ export type UseCaseDeps = {
   log: Logger;
   passwords: PasswordHasher;
   sealer: Sealer;
+  /** Renders and seals mail for the outbox (mail/templates.ts). */
+  mailer: Mailer;
   /** Keyed hashes of addresses, names and client addresses, for the tables that count per key. */
   keys: KeyedHashes;
   outbox: { wake(): void; wakeLater(): void };

@@ -140,7 +140,7 @@ function createWork(spec: ReferenceWork): Work | null {
         const codeHash = hashCode(body.code!);
         const code = await findCode(sql, 'registration', codeHash);
         if (code === null) return false;
-        return activateAccount(deps, { id: code.accountId, publicId: code.publicId, name: code.name, email: code.email }, codeHash, { address: '127.0.0.1', userAgent: '' });
+        return activateAccount(deps, { id: code.accountId, publicId: code.publicId, name: code.name, email: code.email, locale: code.locale }, codeHash, { address: '127.0.0.1', userAgent: '' });
       };
     }
     case 'scrypt':

@@ -59,7 +59,7 @@ describe('POST /acc/me/email and POST /acc/email', () => {
     const codeMail = await mailAfter(from, newEmail, codeSubject);
     assert.equal(codeMail.to.split('@')[0], newEmail.split('@')[0], 'to the new address as typed (the mailer lower-cases the domain)');
     assert.match(codeMail.text, new RegExp(`the account "${user.name}" asked to use this address`));
-    assert.match(codeMail.text, /valid for 30 minutes, until \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z/);
+    assert.match(codeMail.text, /valid for 30 min, until \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z/);
     assert.match(codeMail.raw, /^Auto-Submitted: auto-generated\r?$/m);
     assert.match(codeMail.html, /<p>/);
     const notice = await mailAfter(from, user.email, requestedSubject);

@@ -10,7 +10,7 @@ import { connectDatabase } from '../../src/storage/db.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { runMain } from '../helpers/process.ts';
 import { referenceTotp } from '../helpers/totp.ts';
-import { registerAndSignIn, startTestService, testEncryptionKeys, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
+import { builtInMailer, registerAndSignIn, startTestService, testEncryptionKeys, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
 
 // The rotations of docs/operations.md ("Keys"): ENCRYPTION_KEYS new,old, then `reseal`, then new
 // alone; TOKEN_SECRET new,old, then new alone. Throughout, the second factor, the sign-in
@@ -70,7 +70,7 @@ describe('ENCRYPTION_KEYS rotation', () => {
     // A message queued while no instance runs, under the old key.
     const recipient = `${uniqueUser('queued').name}@example.com`;
     const sql = connectDatabase(database.url);
-    await sql.begin((tx) => enqueueMail(tx, accountActiveMail(recipient, 'queued'), createSealer(parseConfig({ ENCRYPTION_KEYS: testEncryptionKeys }).encryptionKeys!), new Date()));
+    await sql.begin((tx) => enqueueMail(tx, accountActiveMail({ email: recipient, name: 'queued', locale: null }), builtInMailer(createSealer(parseConfig({ ENCRYPTION_KEYS: testEncryptionKeys }).encryptionKeys!)), new Date()));
     const [{ sealed }] = (await sql`
       SELECT (SELECT count(*) FROM second_factors) + (SELECT count(sealed_content) FROM outbox) + (SELECT count(*) FROM keyed_hash_keys) AS sealed`) as unknown as [{ sealed: string }];
     await sql.end();

@@ -5,7 +5,7 @@ import { signIn, startTestService, uniqueUser, type TestService } from '../helpe
 
 let app: TestService;
 before(async () => {
-  // The shortest code lifetime, so that the message has to say "1 minute".
+  // The shortest code lifetime, so that the message has to say "1 min".
   app = await startTestService({ env: { REG_CODE_TTL: '60' } });
 });
 after(async () => {
@@ -18,7 +18,7 @@ describe('every message, as an SMTP server receives it', () => {
     const received = (subject: string) => app.smtp.waitFor((message) => message.to === user.email && message.subject === subject);
     assert.equal((await app.call('POST', '/acc/reg/code', { json: user })).status, 204);
     const codeMail = await received('Your registration code');
-    assert.match(codeMail.text, /It is valid for 1 minute, until /);
+    assert.match(codeMail.text, /It is valid for 1 min, until /);
 
     assert.equal((await app.call('POST', '/acc/reg', { json: { code: codeIn(codeMail) } })).status, 204);
     const activeMail = await received('Your account is active');

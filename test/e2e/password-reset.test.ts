@@ -29,7 +29,7 @@ describe('POST /acc/pwd/code and POST /acc/pwd', () => {
     assert.equal((await app.call('POST', '/acc/pwd/code', { json: { email: user.email.toUpperCase() } })).status, 204);
     const mail = await app.smtp.waitFor((message) => message.subject === 'Your password reset code' && app.smtp.messages.indexOf(message) >= before);
     assert.equal(mail.to, user.email, 'to the address as stored, not as typed');
-    assert.match(mail.text, /valid for 15 minutes, until \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z/);
+    assert.match(mail.text, /valid for 15 min, until \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z/);
     assert.match(mail.text, /from the address 127\.0\.0\.1/);
     assert.match(mail.text, /Your password is unchanged\. If it was not you, ignore this message\./);
 

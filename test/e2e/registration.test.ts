@@ -28,7 +28,7 @@ describe('POST /acc/reg/code and POST /acc/reg', () => {
     assert.match(mail.text, /[A-Z]{4}-[A-Z]{4}-[A-Z]{4}-[A-Z]{4}/);
     assert.match(mail.text, new RegExp(`this code activates the account "${user.name}"`));
     assert.match(mail.text, /until \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z/);
-    assert.match(mail.text, /valid for 30 minutes/);
+    assert.match(mail.text, /valid for 30 min,/);
     assert.match(mail.text, /If you did not ask to register "[a-z0-9-]+", ignore this message/);
     assert.match(mail.html, /<p>/);
 
@@ -132,7 +132,7 @@ describe('POST /acc/reg/code and POST /acc/reg', () => {
     app.clock.advance(20 * 60);
     const code = await requestCode(app, user);
     const mail = app.smtp.messages.find((message) => message.text.includes(code))!;
-    assert.match(mail.text, /valid for (9|10) minutes/, 'what is left of the first request\'s 30 minutes');
+    assert.match(mail.text, /valid for (9|10) min,/, 'what is left of the first request\'s 30 minutes');
     app.clock.advance(10 * 60 + 1);
     assert.equal((await app.call('POST', '/acc/reg', { json: { code } })).status, 410);
   });

@@ -1,7 +1,8 @@
 import { parseConfig } from '../../src/config.ts';
 import { loadKeyedHashes, type KeyedHashes } from '../../src/keyed-hashes.ts';
 import { createLogger } from '../../src/log.ts';
-import { createSealer } from '../../src/sealing.ts';
+import { createMailRenderer, type Mailer } from '../../src/mail/templates.ts';
+import { createSealer, type Sealer } from '../../src/sealing.ts';
 import { startService, type Service, type ServiceOptions } from '../../src/service.ts';
 import { createTestDatabase } from './database.ts';
 import { call, type CallOptions, type HttpResult } from './http.ts';
@@ -14,6 +15,11 @@ export const testEncryptionKeys = `test:${Buffer.alloc(32, 7).toString('base64')
 /** The keyed hashes a service uses, as its tables hold them (for tests that read those tables). */
 export function keyedHashesOf(app: { service: Service }, encryptionKeys = testEncryptionKeys): Promise<KeyedHashes> {
   return loadKeyedHashes(app.service.sql, createSealer(parseConfig({ ENCRYPTION_KEYS: encryptionKeys }).encryptionKeys!));
+}
+
+/** A mailer of the built-in texts only, for tests that queue mail themselves. */
+export function builtInMailer(sealer: Sealer): Mailer {
+  return { ...createMailRenderer(), sealer };
 }
 
 /** Real time plus an offset that a test can move forward. */

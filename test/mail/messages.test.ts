@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { emailChangeAttemptMail, emailChangeRequestedMail, maskAddress } from '../../src/mail/messages.ts';
+import { emailChangeAttemptMail, emailChangeNoticeMail, maskAddress, type UnaddressedMail } from '../../src/mail/messages.ts';
+import { createMailRenderer } from '../../src/mail/templates.ts';
+
+const render = (mail: UnaddressedMail) => createMailRenderer().render(mail);
 
 describe('maskAddress', () => {
   it('keeps the first letter of the local part and of the domain, and the top-level domain', () => {
@@ -16,17 +19,20 @@ describe('maskAddress', () => {
 });
 
 describe('e-mail change messages', () => {
+  const bob = { email: 'a@example.com', name: 'bob', locale: null };
+
   it('tell the current address the same whatever the new address holds: they name only the masked address', () => {
     const at = new Date('2026-11-21T10:00:00Z');
-    const mail = emailChangeRequestedMail('old@example.com', 'alice', 'new@example.org', at, '192.0.2.7');
+    const mail = emailChangeNoticeMail('email-change-requested', { email: 'old@example.com', name: 'alice', locale: null }, 'new@example.org', at, '192.0.2.7');
     assert.equal(mail.to, 'old@example.com');
-    assert.match(mail.content.text, /at 2026-11-21T10:00:00Z, from the address 192\.0\.2\.7, .* to n\*\*\*@e\*\*\*\.org\./);
-    assert.equal(mail.content.text.includes('new@example.org'), false);
-    assert.match(mail.content.html, /account&#39;s/, 'HTML escaped');
+    const content = render(mail);
+    assert.match(content.text, /at 2026-11-21T10:00:00Z, from the address 192\.0\.2\.7, .* to n\*\*\*@e\*\*\*\.org\./);
+    assert.equal(content.text.includes('new@example.org'), false);
+    assert.match(content.html, /account&#39;s/, 'HTML escaped');
   });
 
   it('greet a pending registration differently from an account', () => {
-    assert.match(emailChangeAttemptMail('a@example.com', 'bob', false).content.text, /belongs to your account "bob"/);
-    assert.match(emailChangeAttemptMail('a@example.com', 'bob', true).content.text, /a registration of the account "bob" that waits for its code/);
+    assert.match(render(emailChangeAttemptMail(bob, false)).text, /belongs to your account "bob"\./);
+    assert.match(render(emailChangeAttemptMail(bob, true)).text, /a registration of the account "bob" that waits for its code\./);
   });
 });

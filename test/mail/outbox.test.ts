@@ -15,7 +15,7 @@ import { createSealer } from '../../src/sealing.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { untilQueuesDrained, waitUntil } from '../helpers/wait.ts';
 import { codeIn, startTestSmtp } from '../helpers/smtp.ts';
-import { requestCode, startTestService, testEncryptionKeys, uniqueUser, type TestService } from '../helpers/service.ts';
+import { builtInMailer, requestCode, startTestService, testEncryptionKeys, uniqueUser, type TestService } from '../helpers/service.ts';
 import { parseConfig } from '../../src/config.ts';
 
 let app: TestService;
@@ -91,7 +91,7 @@ describe('the outbox', () => {
   it('sends a message again after its lease runs out, with the same Message-ID, and lets only the lease holder settle it', async () => {
     const recipient = `${uniqueUser().name}@example.com`;
     // A worker that claimed the message and then died: a lease that has run out.
-    await app.service.sql.begin((tx) => enqueueMail(tx, accountActiveMail(recipient, 'x'), createSealer(parseConfig({ ENCRYPTION_KEYS: testEncryptionKeys }).encryptionKeys!), new Date()));
+    await app.service.sql.begin((tx) => enqueueMail(tx, accountActiveMail({ email: recipient, name: 'x', locale: null }), builtInMailer(createSealer(parseConfig({ ENCRYPTION_KEYS: testEncryptionKeys }).encryptionKeys!)), new Date()));
     const [claimed] = await app.service.sql`
       UPDATE outbox SET lease = gen_random_uuid(), attempts = 1, next_attempt_at = now() - interval '1 second'
       WHERE recipient = ${recipient} RETURNING id, message_id`;
@@ -125,7 +125,7 @@ describe('the outbox', () => {
   it('marks a message it cannot decrypt as failed instead of retrying it forever', async () => {
     const recipient = `${uniqueUser().name}@example.com`;
     const foreign = createSealer([{ id: 'test', key: Buffer.alloc(32, 9) }]);
-    await app.service.sql.begin((tx) => enqueueMail(tx, accountActiveMail(recipient, 'x'), foreign, new Date()));
+    await app.service.sql.begin((tx) => enqueueMail(tx, accountActiveMail({ email: recipient, name: 'x', locale: null }), builtInMailer(foreign), new Date()));
     await waitUntil(async () => (await outboxRow(recipient)).state !== 'pending');
     assert.equal((await outboxRow(recipient)).state, 'failed');
     assert.match((await outboxRow(recipient)).last_error, /decrypt/);
@@ -160,7 +160,7 @@ describe('outbox workers on a queue of their own', () => {
   });
   const enqueue = (recipients: string[]) =>
     queue.sql.begin(async (tx) => {
-      for (const recipient of recipients) await enqueueMail(tx, accountActiveMail(recipient, 'x'), sealer, new Date());
+      for (const recipient of recipients) await enqueueMail(tx, accountActiveMail({ email: recipient, name: 'x', locale: null }), builtInMailer(sealer), new Date());
     });
   const worker = (smtpUrl: string, options: Partial<OutboxOptions> = {}) =>
     createOutboxWorker({ sql: queue.sql, transport: createSmtpTransport(smtpUrl), sealer, clock: () => new Date(), log: quiet, from: 'a@b.c', pollMs: 20, ...options });

@@ -16,7 +16,7 @@ import { createSealer } from '../../src/sealing.ts';
 import { connectDatabase } from '../../src/storage/db.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { referenceTotp } from '../helpers/totp.ts';
-import { registerAndSignIn, startTestService, testEncryptionKeys, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
+import { builtInMailer, registerAndSignIn, startTestService, testEncryptionKeys, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
 
 const legacyKey = Buffer.from(hkdfSync('sha256', Buffer.from(testSecret), Buffer.alloc(0), 'account-service outbox v1', 32));
 function legacySeal(plaintext: Buffer): Buffer {
@@ -48,7 +48,7 @@ describe('upgrading sealed values from TOKEN_SECRET to ENCRYPTION_KEYS (sql/017)
 
       const sql = connectDatabase(database.url);
       const recipient = `${uniqueUser('queued').name}@example.com`;
-      await sql.begin((tx) => enqueueMail(tx, accountActiveMail(recipient, 'queued'), sealer, new Date()));
+      await sql.begin((tx) => enqueueMail(tx, accountActiveMail({ email: recipient, name: 'queued', locale: null }), builtInMailer(sealer), new Date()));
       // Back to the version before: the old format, and sql/017 not applied.
       for (const row of await sql<{ purpose: string; sealed: Buffer }[]>`SELECT purpose, sealed_key AS sealed FROM keyed_hash_keys`) {
         const key = sealer.open(row.sealed, 'keyed-hash-key', row.purpose)!.plaintext;

@@ -1,0 +1,141 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ConfigError } from '../config.ts';
+import { canonicalLocale, localeChain } from '../locales.ts';
+import type { Sealer } from '../sealing.ts';
+import {
+  commonPlaceholders, mailKinds, type KindSpec, type MailContent, type MailKind, type Template, type UnaddressedMail,
+} from './messages.ts';
+
+/** The settings that mail names (PRODUCT_NAME, SUPPORT_CONTACT, APP_URL), and the locale of a reader who chose none. */
+export type MailSettings = {
+  productName: string | null; supportContact: string | null; appUrl: string | null; mailDefaultLocale: string | null;
+};
+const noSettings: MailSettings = { productName: null, supportContact: null, appUrl: null, mailDefaultLocale: null };
+/** The operator's templates (MAIL_TEMPLATES_DIR), by `kind.locale`: the text, and optionally HTML. */
+export type MailTemplates = Map<string, { text: Template; html: Template | null }>;
+/** Writes a message in its reader's locale; `locales`: those the templates have, English included. */
+export type MailRenderer = { locales: readonly string[]; render(mail: UnaddressedMail): MailContent };
+/** What queues mail: it is written, then sealed for the outbox (outbox.ts). */
+export type Mailer = MailRenderer & { sealer: Sealer };
+
+const fileName = /^([a-z-]+)\.([A-Za-z0-9-]+)\.(txt|html)$/;
+const placeholder = /\{\{([#^/]?)([^{}]*)\}\}/g;
+const section = /\{\{([#^])(\w+)\}\}([\s\S]*?)\{\{\/\2\}\}/g;
+
+/**
+ * Reads and checks every template in `dir` (null: none, the built-in English texts only). A
+ * fault is refused in one line that names the file and what is wrong, never its content.
+ */
+export function loadMailTemplates(dir: string | null): MailTemplates {
+  const found = new Map<string, { text?: Template; html?: Template }>();
+  const names = dir === null ? [] : listFiles(dir);
+  for (const name of names) {
+    const [, kind = '', locale = '', type] = fileName.exec(name) ?? [];
+    if (!Object.hasOwn(mailKinds, kind) || canonicalLocale(locale) !== locale) {
+      const rule = "with a kind of the README's table and a locale such as de or pt-BR";
+      refuse(name, `is not named kind.locale.txt or kind.locale.html, ${rule}`);
+    }
+    const key = `${kind}.${locale}`;
+    const template = parseTemplate(name, readFileSync(join(dir!, name)), kind as MailKind);
+    found.set(key, { ...found.get(key), [type === 'txt' ? 'text' : 'html']: template });
+  }
+  const templates: MailTemplates = new Map();
+  for (const [key, { text, html }] of found) {
+    if (text === undefined) refuse(`${key}.html`, `has no ${key}.txt beside it, which every HTML template needs`);
+    templates.set(key, { text, html: html ?? null });
+  }
+  return templates;
+}
+
+function listFiles(dir: string): string[] {
+  try {
+    return readdirSync(dir).filter((name) => !name.startsWith('.'));
+  } catch (error) {
+    throw new ConfigError(`MAIL_TEMPLATES_DIR ${dir} cannot be read (${(error as { code?: string }).code ?? 'error'})`);
+  }
+}
+
+function parseTemplate(file: string, bytes: Buffer, kind: MailKind): Template {
+  let source = '';
+  try {
+    source = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    refuse(file, 'is not valid UTF-8');
+  }
+  const [first = '', blank, ...body] = source.replaceAll('\r\n', '\n').split('\n');
+  const subject = /^Subject:(.*)$/.exec(first)?.[1]?.trim() ?? '';
+  if (subject === '' || blank !== '') {
+    refuse(file, 'has no subject: its first line must be "Subject: …", then a blank line');
+  }
+  checkPlaceholders(file, `${subject}\n${body.join('\n')}`, kind, mailKinds[kind]);
+  return { subject, body: body.join('\n') };
+}
+
+function checkPlaceholders(file: string, source: string, kind: MailKind, spec: KindSpec): void {
+  const allowed = [...commonPlaceholders, ...spec.placeholders];
+  for (const [, sign, name = ''] of source.matchAll(placeholder)) {
+    if (!allowed.includes(name)) {
+      refuse(file, `uses {{${sign}${name}}}, which ${kind} mail does not have (it has ${allowed.join(', ')})`);
+    }
+  }
+  const unclosed = /\{\{[#^/]\w+\}\}/.exec(expandSections(source, () => true));
+  if (unclosed !== null) refuse(file, `has ${unclosed[0]} without its pair`);
+  // A required value must show whatever the sections decide.
+  const missing = spec.required.find((name) => !expandSections(source, () => false).includes(`{{${name}}}`));
+  if (missing !== undefined) refuse(file, `leaves out {{${missing}}}, which ${kind} mail requires`);
+}
+
+function refuse(file: string, reason: string): never {
+  throw new ConfigError(`MAIL_TEMPLATES_DIR: ${file} ${reason}`);
+}
+
+/**
+ * Writes each message in the first locale that has a template of its kind, out of its reader's
+ * (and that locale's language), MAIL_DEFAULT_LOCALE's, then English; in the built-in English
+ * text when none has.
+ */
+export function createMailRenderer(templates: MailTemplates = new Map(), settings?: MailSettings): MailRenderer {
+  const { productName, supportContact, appUrl, mailDefaultLocale } = settings ?? noSettings;
+  const locales = [...new Set(['en', ...[...templates.keys()].map((key) => key.split('.')[1]!)])];
+  return {
+    locales,
+    render({ kind, locale, values }) {
+      const chain = [...localeChain(locale), ...localeChain(mailDefaultLocale), 'en'];
+      const own = chain.map((candidate) => templates.get(`${kind}.${candidate}`)).find((found) => found !== undefined);
+      // The code goes in the fragment, which browsers never send: it reaches no server's log.
+      const codeLink = appUrl !== null && values.code !== undefined ? `${appUrl}#kind=${kind}&code=${values.code}` : '';
+      const settingValues = { product_name: productName ?? '', support: supportContact ?? '', app_url: appUrl ?? '' };
+      const all = { ...values, code_link: codeLink, ...settingValues };
+      const template = own?.text ?? mailKinds[kind].builtIn;
+      const asIs = (value: string) => value;
+      const text = fill(template.body, all, asIs).replace(/\n{3,}/g, '\n\n').trim();
+      const html = own?.html ? fill(own.html.body, all, escapeHtml) : htmlOf(text);
+      return { subject: fill(template.subject, all, asIs), text: `${text}\n`, html };
+    },
+  };
+}
+
+/**
+ * The template with its sections decided and its placeholders replaced, in one pass over the
+ * template: a value is never read as a template, so a name that holds {{code}} stays text.
+ */
+function fill(template: string, values: Record<string, string>, escape: (value: string) => string): string {
+  const shown = expandSections(template, (sign, name) => ((values[name] ?? '') !== '') === (sign === '#'));
+  return shown.replace(placeholder, (_, _sign, name: string) => escape(values[name] ?? ''));
+}
+
+function expandSections(template: string, show: (sign: string, name: string) => boolean): string {
+  return template.replace(section, (_, sign: string, name: string, inner: string) =>
+    show(sign, name) ? expandSections(inner, show) : '');
+}
+
+/** The HTML part made from the text: a paragraph for each blank-line break, everything escaped. */
+function htmlOf(text: string): string {
+  const paragraphs = text.split('\n\n').map((paragraph) => `<p>${escapeHtml(paragraph).replaceAll('\n', '<br>')}</p>`);
+  return `<!doctype html><html><body>${paragraphs.join('')}</body></html>`;
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
+}
