@@ -57,6 +57,8 @@ export type Config = {
   corsOrigins: string[];
   /** Null: /metrics is public and leaves out the gauges that follow single accounts. */
   metricsToken: string | null;
+  /** The admin API's own listener and the token it answers (ADMIN_*); null: there is no admin API. */
+  admin: { host: string; port: number; token: string } | null;
   logLevel: LogLevel;
   /** Passkeys' relying party (WEBAUTHN_*); null: the passkey routes answer 404 (main.ts fills it in embedded mode). */
   webauthn: RelyingParty | null;
@@ -157,6 +159,7 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
     trustProxy: integer(env, 'TRUST_PROXY', 0, 0, 10),
     corsOrigins: parseOrigins(env.CORS_ORIGINS),
     metricsToken,
+    admin: parseAdmin(env, port, metricsToken, warnings),
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info'),
     webhook: parseWebhook(env, host, port),
     webauthn: parseRelyingParty(env),
@@ -351,6 +354,40 @@ function parseMetricsToken(raw: string | undefined): string | null {
   // The value is a secret: say what is wrong, never what it is.
   if (!/^[\x21-\x7e]{16,256}$/.test(raw)) throw new ConfigError('METRICS_TOKEN must be 16 to 256 printable characters without spaces');
   return raw;
+}
+
+/**
+ * ADMIN_PORT turns the admin API on, on a listener of its own (never the public port), on
+ * ADMIN_HOST (loopback unless said), answering ADMIN_TOKEN only. The token opens every account,
+ * so a short or repetitive one is refused, never echoed.
+ */
+function parseAdmin(
+  env: NodeJS.ProcessEnv,
+  port: number,
+  metricsToken: string | null,
+  warnings: string[],
+): Config['admin'] {
+  const adminPort = integer(env, 'ADMIN_PORT', -1, 0, 65535);
+  const hostForm = 'an IP address (127.0.0.1, ::1) or a host name';
+  const host = checkedValue(env, 'ADMIN_HOST', (raw) => isIP(raw) !== 0 || isHostName(raw), hostForm) ?? '127.0.0.1';
+  const token = env.ADMIN_TOKEN ?? '';
+  const form = '32 to 256 printable characters without spaces, at least 10 of them different: openssl rand -base64 32';
+  if (adminPort === -1) {
+    if (env.ADMIN_HOST || token !== '') {
+      throw new ConfigError('ADMIN_HOST and ADMIN_TOKEN need ADMIN_PORT (the admin API)');
+    }
+    return null;
+  }
+  if (adminPort === port && port !== 0) throw new ConfigError(`ADMIN_PORT must differ from PORT (${port})`);
+  if (token === '') throw new ConfigError(`ADMIN_TOKEN is required when ADMIN_PORT is set (${form})`);
+  const weak = !/^[\x21-\x7e]{32,256}$/.test(token) || new Set(token).size < 10;
+  if (weak) throw new ConfigError(`ADMIN_TOKEN must be ${form}`);
+  if (token === metricsToken) throw new ConfigError('ADMIN_TOKEN must differ from METRICS_TOKEN (one purpose a token)');
+  const family = isIP(host);
+  if (host !== 'localhost' && !(family !== 0 && loopback.check(host, family === 4 ? 'ipv4' : 'ipv6'))) {
+    warnings.push(`ADMIN_HOST ${host} is not a loopback address: the admin API can be reached from the network`);
+  }
+  return { host, port: adminPort, token };
 }
 
 function parseWebhook(env: NodeJS.ProcessEnv, host: string, port: number): Config['webhook'] {

@@ -35,7 +35,8 @@ REG_CODE_TTL, RESET_CODE_TTL, EMAIL_CODE_TTL, SCRYPT_PARAMS, HASH_CONCURRENCY,
 LOGIN_FAILURES_PER_HOUR, EVENT_RETENTION_DAYS, RATE_LIMIT, ACCOUNT_RATE_LIMIT,
 SESSIONS_PER_ACCOUNT, TRUST_PROXY, CORS_ORIGINS, METRICS_TOKEN, LOG_LEVEL, WEBHOOK_URL,
 WEBHOOK_SECRET, WEBAUTHN_RP_ID, WEBAUTHN_ORIGINS, WEBAUTHN_RP_NAME, MAIL_TEMPLATES_DIR,
-MAIL_DEFAULT_LOCALE, PRODUCT_NAME, SUPPORT_CONTACT, APP_URL); see README.md and
+MAIL_DEFAULT_LOCALE, PRODUCT_NAME, SUPPORT_CONTACT, APP_URL, ADMIN_PORT, ADMIN_HOST,
+ADMIN_TOKEN); see README.md and
 service.env.example. To read them from a file, after
 npm run build: node --env-file=FILE dist/main.js.
 
@@ -104,7 +105,10 @@ async function main(argv: string[]): Promise<void> {
     // Everything that can be refused is checked before the database starts or migrations run.
     if (config.databaseUrl === null || config.smtpUrl === null) await prepareDataDir(config.dataDir);
     if (config.databaseUrl === null) lock = await lockDataDir(config.dataDir);
-    if (!argv.includes('--migrate') && command === null) await checkListenAddress(config.host, config.port);
+    if (!argv.includes('--migrate') && command === null) {
+      await checkListenAddress(config.host, config.port);
+      if (config.admin !== null) await checkListenAddress(config.admin.host, config.admin.port, 'ADMIN_');
+    }
     if (config.databaseUrl === null) embedded = await startEmbeddedDatabase(config.dataDir, log);
     const settled: ServiceConfig = {
       ...config,
@@ -140,7 +144,12 @@ async function main(argv: string[]): Promise<void> {
       log.error('uncaught exception', describeError(error));
       exit(1);
     });
-    log.info('listening', { url: service.url, database: embedded === null ? 'external' : 'embedded', mail: settled.smtpUrl === null ? 'files' : 'smtp' });
+    log.info('listening', {
+      url: service.url,
+      admin_url: service.adminUrl ?? undefined,
+      database: embedded === null ? 'external' : 'embedded',
+      mail: settled.smtpUrl === null ? 'files' : 'smtp',
+    });
     onShutdownSignal(log, async () => {
       await service.stop();
       await embedded?.stop();

@@ -58,6 +58,24 @@ const requestSchemas: Record<string, JsonObject> = {
   },
 };
 
+/** RFC 9457 problems, as http/server.ts answers them (the admin API's document has them too). */
+export const problemSchema: JsonObject = {
+  type: 'object',
+  required: ['type', 'title', 'status'],
+  properties: {
+    // An open string, not an enum: a client generated from this document must not break when a type is added.
+    type: {
+      type: 'string',
+      description: 'A stable URI to branch on; more may be added.',
+      examples: Object.values(problems).map((problem) => problemTypePrefix + problem.slug),
+    },
+    title: { type: 'string' },
+    status: { type: 'integer' },
+    detail: { type: 'string' },
+    'invalid-params': { type: 'array', items: objectOf({ name: { type: 'string' }, reason: { type: 'string' } }) },
+  },
+};
+
 const responseSchemas: Record<string, JsonObject> = {
   Token: objectOf({
     access_token: { type: 'string', description: 'A JWT, HS256 or (TOKEN_ALG=ES256) ES256 with a kid, with iss, aud (when configured), sub, sid, jti, iat and exp.' },
@@ -106,7 +124,11 @@ const responseSchemas: Record<string, JsonObject> = {
       items: objectOf({
         type: { type: 'string', description: 'An open set; known values: activated, signed-in, sign-in-failed, password-changed, reset-requested, password-reset, session-revoked, signed-out-everywhere, refresh-retried, refresh-token-reused, session-evicted (a sign-in beyond SESSIONS_PER_ACCOUNT ended it), totp-enabled, totp-disabled, recovery-code-used, email-change-requested, email-changed, passkey-added, passkey-removed, passkey-counter-regressed, and the operator events account-disabled, account-enabled, sessions-ended, reset-forced, throttle-cleared.' },
         occurred_at: { type: 'string', format: 'date-time' },
-        client_address: { type: 'string' },
+        actor: {
+          enum: ['client', 'operator'],
+          description: 'client: the client of a request, from client_address; operator: an operator (no reason).',
+        },
+        client_address: { type: ['string', 'null'], description: 'The address of the client; null for an operator.' },
         session_id: { type: ['string', 'null'], format: 'uuid' },
       }),
     },
@@ -136,18 +158,7 @@ const responseSchemas: Record<string, JsonObject> = {
     },
   }),
   Empty: { type: 'object', additionalProperties: false, description: 'An empty JSON object.' },
-  Problem: {
-    type: 'object',
-    required: ['type', 'title', 'status'],
-    properties: {
-      // An open string, not an enum: a client generated from this document must not break when a type is added.
-      type: { type: 'string', description: 'A stable URI to branch on; more may be added.', examples: Object.values(problems).map((problem) => problemTypePrefix + problem.slug) },
-      title: { type: 'string' },
-      status: { type: 'integer' },
-      detail: { type: 'string' },
-      'invalid-params': { type: 'array', items: objectOf({ name: { type: 'string' }, reason: { type: 'string' } }) },
-    },
-  },
+  Problem: problemSchema,
   OAuthError: objectOf({
     error: { enum: ['invalid_request', 'invalid_grant', 'mfa_required', 'account_disabled', 'unsupported_grant_type', 'temporarily_unavailable', 'server_error'] },
     error_description: { type: 'string' },
@@ -155,7 +166,7 @@ const responseSchemas: Record<string, JsonObject> = {
 };
 
 /** Response headers, referred to by the responses that carry them. */
-const headers: Record<string, JsonObject> = {
+export const headers: Record<string, JsonObject> = {
   'X-Request-Id': header("The request's own X-Request-Id when it is well-formed, else a generated one; the log line of the request carries it.", { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' }),
   'Retry-After': header('Seconds to wait before trying again.', { type: 'integer', minimum: 0 }),
   'WWW-Authenticate': header('Bearer realm="accounts" (RFC 6750), with error="invalid_token" when a token was sent.', { type: 'string' }),
@@ -176,15 +187,13 @@ export function buildOpenApiDocument(routes: readonly Route[], version: string):
   const tags = [...new Set(routes.map((route) => tagOf(route.path)))];
   return {
     openapi: '3.1.0',
-    info: {
-      title: 'Account service',
+    info: documentInfo(
+      'Account service',
       version,
-      description: 'Two-step registration, password reset by e-mailed code, sessions with bearer and refresh tokens, password change, and a TOTP second factor with recovery codes. Unknown paths answer 404 and known paths with another method 405, both as problems.',
-      // The document is served by each deployment, so its contact is whoever runs that one.
-      contact: { name: 'The operator of this deployment' },
-      // SPDX has no identifier for "no licence granted"; a LicenseRef- identifier is SPDX's form for a licence of one's own.
-      license: { name: license, identifier: license === 'UNLICENSED' ? 'LicenseRef-UNLICENSED' : license },
-    },
+      'Two-step registration, password reset by e-mailed code, sessions with bearer and refresh tokens, ' +
+        'password change, and a TOTP second factor with recovery codes. Unknown paths answer 404 and known ' +
+        'paths with another method 405, both as problems.',
+    ),
     servers: [{ url: '/', description: 'The service that serves this document' }],
     tags: tags.map((name) => ({ name, description: tagDescriptions[name] ?? `The operations under /${name}/.` })),
     paths,
@@ -193,6 +202,20 @@ export function buildOpenApiDocument(routes: readonly Route[], version: string):
       headers,
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
     },
+  };
+}
+
+/** The `info` of this document and of the admin API's (admin/api-document.ts). */
+export function documentInfo(title: string, version: string, description: string): JsonObject {
+  return {
+    title,
+    version,
+    description,
+    // The document is served by each deployment, so its contact is whoever runs that one.
+    contact: { name: 'The operator of this deployment' },
+    // SPDX has no identifier for "no licence granted"; a LicenseRef- identifier is SPDX's form for
+    // a licence of one's own.
+    license: { name: license, identifier: license === 'UNLICENSED' ? 'LicenseRef-UNLICENSED' : license },
   };
 }
 
@@ -271,12 +294,12 @@ function errorResponse(route: Route, status: number): JsonObject {
   };
 }
 
-function headerRefs(...names: string[]): JsonObject {
+export function headerRefs(...names: string[]): JsonObject {
   return Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
 }
 
 /** An object whose every property is required: the list is made from the properties, so that the two cannot drift apart. */
-function objectOf(properties: Record<string, JsonObject>): JsonObject {
+export function objectOf(properties: Record<string, JsonObject>): JsonObject {
   return { type: 'object', required: Object.keys(properties), properties };
 }
 

@@ -25,6 +25,7 @@ import { deleteStaleRegistrationRequests } from './accounts/registration-request
 import { createRequestResolver } from './accounts/request-resolver.ts';
 import { wrapOutdatedHashes } from './accounts/hash-wrapping.ts';
 import { routes } from './routes/index.ts';
+import { adminRoutes } from './admin/api.ts';
 import { createMetrics } from './metrics.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { createSealer, type EncryptionKey, type Sealer } from './sealing.ts';
@@ -55,6 +56,8 @@ export type ServiceOptions = {
 
 export type Service = {
   url: string;
+  /** The admin API's listener (ADMIN_PORT); null when it is off. */
+  adminUrl: string | null;
   server: Server;
   sql: Sql;
   /** Hands a database error to the pool, which replaces itself if the error shows it broken (db.ts). */
@@ -186,19 +189,30 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       (error: unknown) => log.warn('wrapping outdated password hashes failed; it is tried again at the next start', describeError(error)),
     );
 
-    const server = createServer(deps, routes, options.httpTimeouts);
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(config.port, config.host, () => resolve());
-    });
-    const { port } = server.address() as AddressInfo;
-    const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+    const timeouts = options.httpTimeouts;
+    const server = createServer(deps, routes, timeouts);
+    const url = await listen(server, config.port, config.host);
+    // The admin API: the same parts, on a listener of its own that no proxy stands before
+    // (TRUST_PROXY is not its business) and that no browser calls (no CORS). Its requests are
+    // logged, not counted: /metrics may be public, and would tell when operators act.
+    const adminConfig = { ...config, trustProxy: 0, corsOrigins: [] };
+    const adminDeps = { ...deps, config: adminConfig, metrics: { ...deps.metrics, observe: () => {} } };
+    const { admin } = config;
+    const adminServer = admin === null ? null : createServer(adminDeps, adminRoutes(admin.token, version), timeouts);
+    const adminUrl =
+      admin === null
+        ? null
+        : await listen(adminServer!, admin.port, admin.host).catch((error: unknown) => {
+            server.close();
+            throw error;
+          });
     outbox.wake();
     addressRequests.wakeLater();
     webhookWorker?.wake();
 
     return {
-      url: `http://${host}:${port}`,
+      url,
+      adminUrl,
       server,
       sql,
       noteDatabaseFailure: database.noteFailure,
@@ -206,7 +220,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       async stop() {
         clearInterval(sweepTimer);
         stopping = true;
-        await closeServer(server);
+        await Promise.all([closeServer(server), adminServer === null ? null : closeServer(adminServer)]);
         await wrapping;
         await addressRequests.stop();
         await outbox.stop();
@@ -238,6 +252,15 @@ async function finishSealUpgrade(sql: Sql, sealer: Sealer, tokenSecrets: Buffer[
 
 function createTransport(config: ServiceConfig, log: Logger): MailTransport {
   return config.smtpUrl === null ? createFileTransport(join(config.dataDir, 'mail'), log) : createSmtpTransport(config.smtpUrl);
+}
+
+/** Listens on `port` of `host` (0: any free port); returns the URL it answers on. */
+async function listen(server: Server, port: number, host: string): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return `http://${host.includes(':') ? `[${host}]` : host}:${(server.address() as AddressInfo).port}`;
 }
 
 /** Stops accepting, lets requests in flight finish, then cuts whatever is still open after the grace. */

@@ -322,3 +322,38 @@ describe('decodeWebhookSecret', () => {
     assert.equal(decodeWebhookSecret(`whsk_${randomBytes(32).toString('base64')}`), null, 'an asymmetric key');
   });
 });
+
+describe('ADMIN_PORT, ADMIN_HOST and ADMIN_TOKEN', () => {
+  const token = 'Zk3q-9vR_w2Lx7pT!aB4cD6eF8gH0jK1';
+  const on = { ADMIN_PORT: '9090', ADMIN_TOKEN: token };
+  const refused = (env: NodeJS.ProcessEnv, message: RegExp) => {
+    const secret = env.ADMIN_TOKEN ?? token;
+    const matches = (error: Error) =>
+      error instanceof ConfigError && message.test(error.message) && !error.message.includes(secret);
+    assert.throws(() => parseConfig(env), matches);
+  };
+
+  it('are off by default: no admin API', () => {
+    assert.equal(parseConfig({}).admin, null);
+  });
+
+  it('listen on loopback unless ADMIN_HOST says otherwise, which is warned of', () => {
+    assert.deepEqual(parseConfig(on).admin, { host: '127.0.0.1', port: 9090, token });
+    assert.deepEqual(parseConfig({ ...on, ADMIN_HOST: '::1' }).warnings, []);
+    const wide = parseConfig({ ...on, ADMIN_HOST: '10.0.0.5' });
+    assert.equal(wide.admin?.host, '10.0.0.5');
+    assert.match(wide.warnings.join('\n'), /^ADMIN_HOST 10\.0\.0\.5 is not a loopback address/m);
+  });
+
+  it('refuse a missing, weak or borrowed token, the public port, and a token or host alone, never echoing it', () => {
+    refused({ ADMIN_PORT: '9090' }, /^ADMIN_TOKEN is required when ADMIN_PORT is set/);
+    refused({ ...on, ADMIN_TOKEN: token.slice(0, 31) }, /^ADMIN_TOKEN must be 32 to 256 printable characters/);
+    refused({ ...on, ADMIN_TOKEN: 'ab'.repeat(20) }, /at least 10 of them different/);
+    refused({ ...on, ADMIN_TOKEN: `${token} with spaces` }, /^ADMIN_TOKEN must be/);
+    refused({ ...on, METRICS_TOKEN: token }, /^ADMIN_TOKEN must differ from METRICS_TOKEN/);
+    refused({ ADMIN_PORT: '8080', ADMIN_TOKEN: token }, /^ADMIN_PORT must differ from PORT \(8080\)/);
+    refused({ ADMIN_PORT: '70000', ADMIN_TOKEN: token }, /^ADMIN_PORT must be a whole number from 0 to 65535/);
+    refused({ ADMIN_TOKEN: token }, /^ADMIN_HOST and ADMIN_TOKEN need ADMIN_PORT \(the admin API\)$/);
+    refused({ ADMIN_HOST: '127.0.0.1' }, /^ADMIN_HOST and ADMIN_TOKEN need ADMIN_PORT \(the admin API\)$/);
+  });
+});

@@ -1,27 +1,17 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import formats from 'ajv-formats';
 import { problems, problemTypePrefix } from '../src/http/errors.ts';
 import { buildOpenApiDocument, unicodeSafePattern } from '../src/openapi.ts';
 import type { Route } from '../src/http/router.ts';
 import { routes } from '../src/routes/index.ts';
 import { lintApiDocument } from './tools/lint-openapi.ts';
 import { activationSchema, passwordChangeSchema, patterns, registrationSchema, type Schema } from '../src/validation.ts';
+import { createDocumentChecker, type Document } from './helpers/api-document.ts';
 import type { CallOptions, HttpResult } from './helpers/http.ts';
 import { codeIn } from './helpers/smtp.ts';
 import { startTestService, uniqueUser, type TestService } from './helpers/service.ts';
 
-type Response = { description: string; headers?: Record<string, { $ref: string }>; content?: Record<string, { schema: unknown }> };
-type Operation = { tags?: string[]; responses: Record<string, Response>; requestBody?: { content: Record<string, { schema: unknown }> }; security: unknown[] };
-type Document = {
-  openapi: string;
-  info: { version: string; license: { name: string } };
-  servers: Array<{ url: string }>;
-  paths: Record<string, Record<string, Operation>>;
-  components: { schemas: Record<string, any>; headers: Record<string, { required?: boolean; schema: unknown }> };
-};
 const document = buildOpenApiDocument(routes, '1.2.3') as unknown as Document;
 const operations = Object.entries(document.paths).flatMap(([path, methods]) => Object.entries(methods).map(([method, operation]) => ({ name: `${method.toUpperCase()} ${path}`, operation })));
 
@@ -262,67 +252,4 @@ function samplesFor(pattern: RegExp): string[] {
     samples.push(Array.from({ length: random(80) }, pick).join(''));
   }
   return samples;
-}
-
-/**
- * Validates what the running service answered against the document, with Ajv in strict mode:
- * the request body against the request schema, the status against the documented responses,
- * each documented header, and the body against the schema of its media type.
- */
-function createDocumentChecker(doc: Document) {
-  const ajv = new Ajv2020({ strict: true, allowUnionTypes: true });
-  formats.default(ajv);
-  const base = 'urn:account-service:openapi';
-  const rewrite = (node: unknown): unknown =>
-    JSON.parse(JSON.stringify(node).replaceAll('"#/components/schemas/', `"${base}#/$defs/`));
-  ajv.addSchema({ $id: base, $defs: rewrite(doc.components.schemas) as Record<string, unknown> });
-  const compiled = new Map<string, ValidateFunction>();
-  const validate = (schema: unknown, value: unknown): string | null => {
-    const key = JSON.stringify(schema);
-    if (!compiled.has(key)) compiled.set(key, ajv.compile(rewrite(schema) as object));
-    const check = compiled.get(key)!;
-    return check(value) ? null : ajv.errorsText(check.errors);
-  };
-
-  /** `schemaRefuses`: whether the request schema refuses the body; by default, when the service refused it as invalid. */
-  return (method: string, path: string, request: CallOptions, response: HttpResult, schemaRefuses?: boolean): void => {
-    const label = `${method} ${path} ${response.status}`;
-    const methods = doc.paths[path];
-    assert.ok(methods, `${path} is documented`);
-    // A 405 answers a method the path does not serve, so any of its operations documents it.
-    const operation = methods[method.toLowerCase()] ?? (response.status === 405 ? Object.values(methods)[0] : undefined);
-    assert.ok(operation, `${method} ${path} is documented`);
-
-    const requestSchema = operation.requestBody?.content['application/json']?.schema;
-    // A body refused for its size or type was never read, so the schema has nothing to say of it.
-    if (request.json !== undefined && requestSchema !== undefined && response.status !== 413 && response.status !== 415) {
-      const refused = schemaRefuses ?? (response.status === 400 && (/invalid-fields$/.test(response.json?.type) || ['invalid_request', 'unsupported_grant_type'].includes(response.json?.error)));
-      const problem = validate(requestSchema, request.json);
-      if (refused) assert.notEqual(problem, null, `${label}: the document accepts a body the service refused`);
-      else assert.equal(problem, null, `${label}: the document refuses a body the service took: ${problem}`);
-    }
-
-    const documented = operation.responses[String(response.status)];
-    assert.ok(documented, `${label}: status not documented`);
-    for (const [name, { $ref }] of Object.entries(documented.headers ?? {})) {
-      const header = doc.components.headers[$ref.split('/').pop()!]!;
-      const value = response.headers[name.toLowerCase()];
-      if (value === undefined) {
-        assert.notEqual(header.required, true, `${label}: required header ${name} missing`);
-        continue;
-      }
-      const typed = (header.schema as { type?: string }).type === 'integer' && /^[0-9]+$/.test(String(value)) ? Number(value) : value;
-      assert.equal(validate(header.schema, typed), null, `${label}: header ${name}: ${value}`);
-    }
-
-    if (documented.content === undefined) {
-      assert.equal(response.text, '', `${label}: a body where none is documented`);
-      return;
-    }
-    const mediaType = String(response.headers['content-type']).split(';')[0]!.trim();
-    const content = documented.content[mediaType];
-    assert.ok(content, `${label}: ${mediaType} is not documented (${Object.keys(documented.content)})`);
-    const body = mediaType.endsWith('json') ? response.json : response.text;
-    assert.equal(validate(content.schema, body), null, `${label}: body ${response.text.slice(0, 200)}`);
-  };
 }

@@ -29,7 +29,14 @@ export type EventType =
   | 'reset-forced'
   | 'throttle-cleared';
 
-export type SecurityEvent = { type: EventType; occurredAt: Date; clientAddress: string; sessionId: string | null };
+/** `actor` null: the client of a request, from `clientAddress`; 'operator': an operator (admin/). */
+export type SecurityEvent = {
+  type: EventType;
+  occurredAt: Date;
+  clientAddress: string;
+  sessionId: string | null;
+  actor: 'operator' | null;
+};
 
 /** How many events GET /acc/me/events shows. */
 export const shownEvents = 50;
@@ -74,7 +81,7 @@ export type OperatorAct = { reason: string | null };
 /** The account's latest events, newest first, of which at most `shownStrangerEvents` of the strangers' kinds. */
 export async function listEvents(sql: Sql, accountId: string): Promise<SecurityEvent[]> {
   return sql<SecurityEvent[]>`
-    SELECT type, occurred_at AS "occurredAt", client_address AS "clientAddress", session_id AS "sessionId"
+    SELECT type, occurred_at AS "occurredAt", client_address AS "clientAddress", session_id AS "sessionId", actor
     FROM (
       (SELECT * FROM security_events WHERE account_id = ${accountId} AND type <> ALL(${strangerKinds as EventType[]}) ORDER BY occurred_at DESC, id DESC LIMIT ${shownEvents})
       UNION ALL

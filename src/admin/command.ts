@@ -9,8 +9,16 @@ export const exitCodes = { done: 0, notFound: 1, usage: 2 } as const;
 export const commandAddress = 'admin-command';
 
 export const adminUsage = operations
-  .map((operation) => `  admin ${[...operation.words, ...targetWord(operation), ...operation.options.map((name) => `[--${name}${name === 'all-failed' ? '' : ' …'}]`)].join(' ')}`)
+  .map((operation) => {
+    const options = operation.options.map((name) => optionWord(operation, name));
+    return `  admin ${[...operation.words, ...targetWord(operation), ...options].join(' ')}`;
+  })
   .join('\n');
+
+function optionWord(operation: Operation, name: string): string {
+  const word = `--${name}${name === 'all-failed' ? '' : ' …'}`;
+  return operation.required?.includes(name) === true ? word : `[${word}]`;
+}
 
 function targetWord(operation: Operation): string[] {
   if (operation.words.at(-1) === 'retry') return ['ID|--all-failed'];

@@ -6,8 +6,9 @@ import { ArgumentError, date, noTarget, oneOf, onlyOptions, pageSize, reason, re
 
 /**
  * The operator's operations, written once for the command (command.ts) and the admin API
- * (api.ts): each checks its arguments (arguments.ts), calls one use case, and answers a result
- * that both turn into their own form (exit code and JSON line; status and JSON body).
+ * (api.ts, whose document is api-document.ts): each checks its arguments (arguments.ts), calls
+ * one use case, and answers a result that both turn into their own form (exit code and JSON
+ * line; status and JSON body).
  */
 export type Result = { outcome: 'done'; body: unknown } | { outcome: 'not-found'; message: string };
 
@@ -18,8 +19,9 @@ export type Operation = {
   method: 'GET' | 'POST' | 'DELETE';
   path: string;
   summary: string;
-  /** The options it takes, for the help text and the API document. */
+  /** The options it takes, and those of them it requires, for the help text and the API document. */
   options: string[];
+  required?: string[];
   run(deps: UseCaseDeps, args: Args, from: string): Promise<Result>;
 };
 
@@ -34,6 +36,7 @@ function accountAction(words: string[], path: string, summary: string, reasonReq
     path,
     summary,
     options: ['reason'],
+    required: reasonRequired ? ['reason'] : [],
     async run(deps, args, from) {
       onlyOptions(args, ['reason']);
       const identifier = target(args, account);

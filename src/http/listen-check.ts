@@ -5,33 +5,47 @@ import { ConfigError } from '../config.ts';
  * Listens on HOST and PORT for a moment and lets go, so that a port in use or a host that is
  * not this machine's stops start-up with one line before the database is started or migrated.
  */
-export function checkListenAddress(host: string, port: number): Promise<void> {
+export function checkListenAddress(host: string, port: number, prefix: '' | 'ADMIN_' = ''): Promise<void> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
-    probe.once('error', (error: NodeJS.ErrnoException) => reject(listenError(error, host, port)));
+    probe.once('error', (error: NodeJS.ErrnoException) => reject(listenError(error, host, port, prefix)));
     probe.listen(port, host, () => probe.close(() => resolve()));
   });
 }
 
-/** The one line that says which variable to change; any other error is returned as it is. */
-export function listenError(error: NodeJS.ErrnoException, host: string, port: number): Error {
+/**
+ * The one line that says which variable (PORT and HOST, or ADMIN_PORT and ADMIN_HOST) to change;
+ * any other error is returned as it is.
+ */
+export function listenError(
+  error: NodeJS.ErrnoException,
+  host: string,
+  port: number,
+  prefix: '' | 'ADMIN_' = '',
+): Error {
+  const [portName, hostName] = [`${prefix}PORT`, `${prefix}HOST`];
   switch (error.code) {
     case 'EADDRINUSE':
       return new ConfigError(
-        `PORT ${port} is already in use on ${host} (by another instance or program); ` +
-          `set PORT to a free port, such as PORT=${port === 65535 ? port - 1 : port + 1}, or PORT=0 for any`,
+        `${portName} ${port} is already in use on ${host} (by another instance or program); ` +
+          `set ${portName} to a free port, such as ${portName}=${port === 65535 ? port - 1 : port + 1}, ` +
+          `or ${portName}=0 for any`,
       );
     case 'EACCES':
-      return new ConfigError(`PORT ${port} on ${host} needs privileges this user lacks; set PORT to 1024 or above`);
+      return new ConfigError(
+        `${portName} ${port} on ${host} needs privileges this user lacks; set ${portName} to 1024 or above`,
+      );
     case 'EADDRNOTAVAIL':
       return new ConfigError(
-        `HOST ${host} is not an address of this machine; set HOST to one of its addresses, or 0.0.0.0 for all`,
+        `${hostName} ${host} is not an address of this machine; ` +
+          `set ${hostName} to one of its addresses, or 0.0.0.0 for all`,
       );
     case 'ENOTFOUND':
     case 'EAI_AGAIN':
     case 'EAI_NONAME':
       return new ConfigError(
-        `HOST ${host} cannot be resolved to an address of this machine; set HOST to an IP address or a known host name`,
+        `${hostName} ${host} cannot be resolved to an address of this machine; ` +
+          `set ${hostName} to an IP address or a known host name`,
       );
     default:
       return error;

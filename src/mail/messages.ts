@@ -88,11 +88,14 @@ export const mailKinds = {
     'All sessions have been signed out.',
     'If you did not do this, someone can read your e-mail: secure your mailbox, then reset the password again.',
   ]),
-  'account-deleted': spec('name time client_address', 'Your account was deleted', [
+  // `by_operator`: an operator deleted it (admin delete), an act of ours and not of an address.
+  'account-deleted': spec('name time client_address by_operator', 'Your account was deleted', [
     'Hello {{name}},',
-    'your account was deleted at {{time}} from the address {{client_address}}, with everything it held.',
+    'your account was deleted at {{time}} {{#by_operator}}by our operators{{/by_operator}}' +
+      '{{^by_operator}}from the address {{client_address}}{{/by_operator}}, with everything it held.',
     'Its name and this address are free again. This message is the last we keep of it, and it is erased once sent.',
-    'If you did not do this, someone knew your password: secure this mailbox and your other accounts.',
+    `{{#by_operator}}If you did not ask for this, ${support}.{{/by_operator}}{{^by_operator}}If you did not do this, ` +
+      'someone knew your password: secure this mailbox and your other accounts.{{/by_operator}}',
   ]),
   // The code that confirms a new address, mailed to that address.
   'email-change-code': spec(`name ${codes}`, 'Confirm your new e-mail address', [
@@ -186,8 +189,20 @@ export function accountActiveMail(to: Recipient): OutgoingMail {
 }
 
 /** A notice of something done to the account at `at` from `clientAddress`. */
-export function noticeMail(kind: 'password-changed' | 'password-reset' | 'account-deleted' | 'totp-enabled' | 'totp-disabled', to: Recipient, at: Date, clientAddress: string): OutgoingMail {
+export function noticeMail(
+  kind: 'password-changed' | 'password-reset' | 'totp-enabled' | 'totp-disabled',
+  to: Recipient,
+  at: Date,
+  clientAddress: string,
+): OutgoingMail {
   return mail(kind, to, { time: isoUtc(at), client_address: clientAddress });
+}
+
+/** The account was deleted at `at`, from `clientAddress` by its owner, or (null) by our operators. */
+export function accountDeletedMail(to: Recipient, at: Date, clientAddress: string | null): OutgoingMail {
+  const byOperator = clientAddress === null ? 'yes' : '';
+  const values = { time: isoUtc(at), client_address: clientAddress ?? '', by_operator: byOperator };
+  return mail('account-deleted', to, values);
 }
 
 export function registrationAttemptMail(to: Recipient): OutgoingMail {

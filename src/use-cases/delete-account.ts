@@ -1,6 +1,6 @@
 import type { Account } from '../accounts/accounts.ts';
 import { throttleDeletionStatements } from '../accounts/login-throttle.ts';
-import { noticeMail } from '../mail/messages.ts';
+import { accountDeletedMail } from '../mail/messages.ts';
 import { insertMail, sealMail } from '../mail/outbox.ts';
 import { endSessions } from './end-sessions.ts';
 import { throttleKeys, type CallerFactorRefusal } from './password-check.ts';
@@ -33,18 +33,19 @@ export async function deleteAccount(deps: UseCaseDeps, caller: { account: Accoun
 /**
  * THE erasure, for the owner (above) and the operator (operator-actions.ts): `lock` takes step 2
  * of the lock order, and says whether to go on (the caller's session lives, the account is
- * there). The webhook's `data` tells the application who acted. False if `lock` refused.
+ * there). The webhook's `data` tells the application who acted, and `clientAddress` null tells
+ * the owner's notice that an operator did. False if `lock` refused.
  */
 export async function eraseAccount(
   deps: UseCaseDeps,
   account: Pick<Account, 'id' | 'publicId' | 'name' | 'email' | 'locale'>,
-  clientAddress: string,
+  clientAddress: string | null,
   lock: (tx: Transaction) => Promise<boolean>,
   data: WebhookData = {},
 ): Promise<boolean> {
   const now = deps.clock();
   const identifiers = throttleKeys(deps, account);
-  const notice = sealMail(noticeMail('account-deleted', account, now, clientAddress), deps.mailer);
+  const notice = sealMail(accountDeletedMail(account, now, clientAddress), deps.mailer);
   const deleted = await inTransaction(deps.sql, async (tx) => {
     // Step 1 of the lock order: the address's name holds, before the account row, as a code request takes them.
     await tx`SELECT 1 FROM name_holds WHERE address = lower(${account.email}) FOR UPDATE`;

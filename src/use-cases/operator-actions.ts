@@ -100,6 +100,6 @@ export function removeSecondFactor(deps: UseCaseDeps, identifier: string, operat
 export async function deleteAsOperator(deps: UseCaseDeps, identifier: string, operator: Operator): Promise<OperatorOutcome> {
   const account = await findAccountRef(deps.sql, identifier);
   if (account === null) return { outcome: 'not-found' };
-  const erased = await eraseAccount(deps, account, operator.address, (tx) => lockAccount(tx, account.id), operatorData(operator));
+  const erased = await eraseAccount(deps, account, null, (tx) => lockAccount(tx, account.id), operatorData(operator));
   return erased ? { outcome: 'done' } : { outcome: 'not-found' };
 }

@@ -5,7 +5,13 @@ import type { TestService } from './service.ts';
 export type Tokens = { access_token: string; refresh_token: string; token_type: string; expires_in: number };
 
 /** An entry of GET /acc/me/events. */
-export type SecurityEvent = { type: string; occurred_at: string; client_address: string; session_id: string | null };
+export type SecurityEvent = {
+  type: string;
+  occurred_at: string;
+  actor: 'client' | 'operator';
+  client_address: string | null;
+  session_id: string | null;
+};
 
 export type SignInOptions = {
   /** A TOTP or recovery code, for an account with a second factor. */

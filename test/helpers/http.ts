@@ -1,7 +1,13 @@
 import { request, type IncomingHttpHeaders } from 'node:http';
 
 export type HttpResult = { status: number; headers: IncomingHttpHeaders; text: string; json: any };
-export type CallOptions = { json?: unknown; body?: string | Buffer; headers?: Record<string, string>; token?: string };
+/** `headers`: a list of values sends the header once for each. */
+export type CallOptions = {
+  json?: unknown;
+  body?: string | Buffer;
+  headers?: Record<string, string | string[]>;
+  token?: string;
+};
 
 /** Call options for a form-encoded body (the token endpoint's OAuth form). */
 export function form(fields: Record<string, string>): CallOptions {
@@ -11,7 +17,7 @@ export function form(fields: Record<string, string>): CallOptions {
 /** One HTTP request over a real socket; `json` sends a JSON body with its content type. */
 export function call(baseUrl: string, method: string, path: string, options: CallOptions = {}): Promise<HttpResult> {
   const body = options.json !== undefined ? JSON.stringify(options.json) : options.body;
-  const headers: Record<string, string> = {
+  const headers: Record<string, string | string[]> = {
     ...(options.json !== undefined ? { 'content-type': 'application/json' } : {}),
     ...(options.token !== undefined ? { authorization: `Bearer ${options.token}` } : {}),
     ...options.headers,
