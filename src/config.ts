@@ -12,7 +12,7 @@ export type Config = {
   port: number;
   host: string;
   databaseUrl: string | null;
-  /** Bounds on every wait for PostgreSQL, in milliseconds (storage/db.ts); 0 leaves a timeout to the server's settings. */
+  /** Bounds on every wait for PostgreSQL, in ms (storage/db.ts); 0 leaves a timeout to the server's settings. */
   database: DatabaseBounds;
   dataDir: string;
   smtpUrl: string | null;
@@ -36,7 +36,7 @@ export type Config = {
   tokenIssuer: string;
   /** Null: tokens carry no `aud`, and tokens with one are refused. */
   tokenAudience: string | null;
-  /** The issuer an authenticator app shows for a second factor: TOTP_ISSUER, else TOKEN_ISSUER's host, else TOKEN_ISSUER. */
+  /** The issuer an authenticator app shows: TOTP_ISSUER, else TOKEN_ISSUER's host, else TOKEN_ISSUER. */
   totpIssuer: string;
   regCodeTtlSeconds: number;
   resetCodeTtlSeconds: number;
@@ -99,7 +99,10 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
   const tokenAlg = oneOf(env, 'TOKEN_ALG', ['HS256', 'ES256'], 'HS256');
   const tokenSecrets = parseTokenSecrets(env.TOKEN_SECRET);
   if (databaseUrl !== null && tokenSecrets === null && tokenAlg === 'HS256') {
-    throw new ConfigError('TOKEN_SECRET is required when DATABASE_URL is set and TOKEN_ALG is HS256 (one or more comma-separated secrets of at least 32 bytes)');
+    throw new ConfigError(
+      'TOKEN_SECRET is required when DATABASE_URL is set and TOKEN_ALG is HS256 (one or more comma-separated ' +
+        'secrets of at least 32 bytes)',
+    );
   }
   const encryptionKeys = parseEncryptionKeys(env.ENCRYPTION_KEYS, tokenSecrets ?? []);
   if (databaseUrl !== null && encryptionKeys === null) {
@@ -108,16 +111,29 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
   const scrypt = parseScryptParams(env.SCRYPT_PARAMS);
   if (scryptMemoryBytes(scrypt) > maxScryptMemoryBytes) {
     // Each hash holds this much at once, HASH_CONCURRENCY of them: gigabytes would end the process.
-    throw new ConfigError(`SCRYPT_PARAMS ${formatScryptParams(scrypt)} needs ${Math.round(scryptMemoryBytes(scrypt) / 2 ** 20)} MiB per hash; at most ${maxScryptMemoryBytes / 2 ** 20} MiB (128 × 2^ln × r bytes)`);
+    throw new ConfigError(
+      `SCRYPT_PARAMS ${formatScryptParams(scrypt)} needs ${Math.round(scryptMemoryBytes(scrypt) / 2 ** 20)} MiB ` +
+        `per hash; at most ${maxScryptMemoryBytes / 2 ** 20} MiB (128 × 2^ln × r bytes)`,
+    );
   }
   if (scrypt.ln < defaultScrypt.ln || scrypt.r < defaultScrypt.r || scrypt.p < defaultScrypt.p) {
-    warnings.push(`SCRYPT_PARAMS ${formatScryptParams(scrypt)} is weaker than the default ${formatScryptParams(defaultScrypt)}; use it only for tests`);
+    warnings.push(
+      `SCRYPT_PARAMS ${formatScryptParams(scrypt)} is weaker than the default ` +
+        `${formatScryptParams(defaultScrypt)}; use it only for tests`,
+    );
   }
   const smtpUrl = optionalUrl(env, 'SMTP_URL', ['smtp:', 'smtps:']);
   const metricsToken = parseMetricsToken(env.METRICS_TOKEN);
   // An external database means production; these two are fine only on a developer's machine.
-  if (databaseUrl !== null && smtpUrl === null) warnings.push('SMTP_URL is not set: mail, codes included, is written as plain-text files under DATA_DIR/mail instead of being sent');
-  if (databaseUrl !== null && metricsToken === null) warnings.push('METRICS_TOKEN is not set: /metrics is open to anyone who reaches the service');
+  if (databaseUrl !== null && smtpUrl === null) {
+    warnings.push(
+      'SMTP_URL is not set: mail, codes included, is written as plain-text files under DATA_DIR/mail instead of ' +
+        'being sent',
+    );
+  }
+  if (databaseUrl !== null && metricsToken === null) {
+    warnings.push('METRICS_TOKEN is not set: /metrics is open to anyone who reaches the service');
+  }
   const port = integer(env, 'PORT', 8080, 0, 65535);
   const tokenIssuer = claimString(env, 'TOKEN_ISSUER') ?? 'account-service';
   const host = parseHost(env);
@@ -134,9 +150,14 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
     smtpUrl,
     mailFrom: parseMailFrom(env),
     mailTemplatesDir: env.MAIL_TEMPLATES_DIR ? resolve(env.MAIL_TEMPLATES_DIR) : null,
-    mailDefaultLocale: checkedValue(env, 'MAIL_DEFAULT_LOCALE', (raw) => canonicalLocale(raw) === raw, 'a locale such as de, de-AT or pt-BR, in that case'),
-    productName: checkedValue(env, 'PRODUCT_NAME', (raw) => /^[^\x00-\x1f\x7f]{1,100}$/u.test(raw), '1 to 100 printable characters'),
-    supportContact: checkedValue(env, 'SUPPORT_CONTACT', (raw) => /^[^\x00-\x1f\x7f]{1,200}$/u.test(raw), '1 to 200 printable characters (an address, a URL or a phone number)'),
+    mailDefaultLocale: checkedValue(
+      env, 'MAIL_DEFAULT_LOCALE', (raw) => canonicalLocale(raw) === raw,
+      'a locale such as de, de-AT or pt-BR, in that case',
+    ),
+    productName: checkedValue(env, 'PRODUCT_NAME', printable(100), '1 to 100 printable characters'),
+    supportContact: checkedValue(
+      env, 'SUPPORT_CONTACT', printable(200), '1 to 200 printable characters (an address, a URL or a phone number)',
+    ),
     appUrl: parseAppUrl(env),
     tokenAlg,
     tokenSecrets,
@@ -179,9 +200,15 @@ export function lookalikeWarnings(names: readonly string[], known: readonly stri
   for (const name of names) {
     if (known.includes(name) || !/^[A-Z][A-Z0-9_]*$/.test(name)) continue;
     const near = known.filter((candidate) => editDistance(name, candidate) <= (candidate.length > 5 ? 2 : 1));
-    const sharingWord = known.filter((candidate) => candidate.includes('_') && name.startsWith(`${candidate.split('_')[0]}_`));
+    const sharingWord = known.filter((candidate) =>
+      candidate.includes('_') && name.startsWith(`${candidate.split('_')[0]}_`));
     const guesses = [...new Set([...near, ...sharingWord])];
-    if (guesses.length > 0) warnings.push(`${name} is not a variable of this service and is ignored; did you mean ${guesses.slice(0, 3).join(' or ')}?`);
+    if (guesses.length > 0) {
+      warnings.push(
+        `${name} is not a variable of this service and is ignored; did you mean ` +
+          `${guesses.slice(0, 3).join(' or ')}?`,
+      );
+    }
   }
   return warnings;
 }
@@ -198,12 +225,15 @@ const libpqHosts = ['PGHOST', 'PGPORT', 'PGDATABASE', 'PGUSER'];
  */
 function databaseHints(given: NodeJS.ProcessEnv, databaseUrl: string | null): string[] {
   const set = (name: string) => given[name] !== undefined && given[name] !== '';
-  const aliases = databaseAliases.filter(set).map((name) => `${name} is not read by this service; set DATABASE_URL (postgres://user:password@host:port/database)`);
-  const libpq = databaseUrl !== null ? [] : libpqHosts.filter(set).map((name) => `${name} is set but DATABASE_URL is not: the embedded database is used; set DATABASE_URL (postgres:/// takes the host from ${name})`);
+  const aliases = databaseAliases.filter(set).map((name) =>
+    `${name} is not read by this service; set DATABASE_URL (postgres://user:password@host:port/database)`);
+  const libpq = databaseUrl !== null ? [] : libpqHosts.filter(set).map((name) =>
+    `${name} is set but DATABASE_URL is not: the embedded database is used; ` +
+    `set DATABASE_URL (postgres:/// takes the host from ${name})`);
   return [...aliases, ...libpq];
 }
 
-/** Edit distance: the fewest single-character insertions, deletions, substitutions and swaps of neighbours from a to b. */
+/** Edit distance: the fewest one-character insertions, deletions, substitutions and swaps of neighbours from a to b. */
 function editDistance(a: string, b: string): number {
   let before: number[] = [];
   let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
@@ -211,7 +241,8 @@ function editDistance(a: string, b: string): number {
     const current = [i];
     for (let j = 1; j <= b.length; j += 1) {
       current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) current[j] = Math.min(current[j]!, before[j - 2]! + 1);
+      const swapped = i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1];
+      if (swapped) current[j] = Math.min(current[j]!, before[j - 2]! + 1);
     }
     before = previous;
     previous = current;
@@ -225,7 +256,9 @@ function editDistance(a: string, b: string): number {
  * variables that hold no secret (secrets, and URLs that may carry a password, are refused by
  * their own parsers without the value).
  */
-function checkedValue(env: NodeJS.ProcessEnv, name: string, isValid: (raw: string) => boolean, expected: string): string | null {
+function checkedValue(
+  env: NodeJS.ProcessEnv, name: string, isValid: (raw: string) => boolean, expected: string,
+): string | null {
   const raw = env[name];
   if (raw === undefined || raw === '') return null;
   if (!isValid(raw)) throw new ConfigError(`${name} must be ${expected}, got ${JSON.stringify(raw)}`);
@@ -233,17 +266,21 @@ function checkedValue(env: NodeJS.ProcessEnv, name: string, isValid: (raw: strin
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
-  const raw = checkedValue(env, name, (value) => /^[0-9]{1,9}$/.test(value) && Number(value) >= min && Number(value) <= max, `a whole number from ${min} to ${max}`);
+  const inRange = (value: string) => /^[0-9]{1,9}$/.test(value) && Number(value) >= min && Number(value) <= max;
+  const raw = checkedValue(env, name, inRange, `a whole number from ${min} to ${max}`);
   return raw === null ? fallback : Number(raw);
 }
 
 /** A token claim value: printable ASCII without spaces, as issuers and audiences are (URIs or names). */
 function claimString(env: NodeJS.ProcessEnv, name: string): string | null {
-  return checkedValue(env, name, (raw) => /^[\x21-\x7e]{1,200}$/.test(raw), '1 to 200 printable characters without spaces');
+  const expected = '1 to 200 printable characters without spaces';
+  return checkedValue(env, name, (raw) => /^[\x21-\x7e]{1,200}$/.test(raw), expected);
 }
 
 function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: readonly T[], fallback: T): T {
-  return (checkedValue(env, name, (raw) => (allowed as readonly string[]).includes(raw), `one of ${allowed.join(', ')}`) as T | null) ?? fallback;
+  const isAllowed = (value: string) => (allowed as readonly string[]).includes(value);
+  const raw = checkedValue(env, name, isAllowed, `one of ${allowed.join(', ')}`);
+  return (raw as T | null) ?? fallback;
 }
 
 function optionalUrl(env: NodeJS.ProcessEnv, name: string, protocols: string[]): string | null {
@@ -265,8 +302,9 @@ function optionalUrl(env: NodeJS.ProcessEnv, name: string, protocols: string[]):
 const targetSessionAttrs = ['read-write', 'read-only', 'primary', 'standby', 'prefer-standby'];
 
 /**
- * Every form the postgres driver reads: `postgres://[user[:password]@][host[:port][,host[:port]…]][/database][?param=value…]`,
- * with several hosts for failover (libpq's form, with `target_session_attrs`), or none for the
+ * Every form the postgres driver reads:
+ * `postgres://[user[:password]@][host[:port][,host[:port]…]][/database][?param=value…]`, with
+ * several hosts for failover (libpq's form, with `target_session_attrs`), or none for the
  * driver's defaults (PGHOST, a Unix socket). What can be checked without refusing a standard
  * form is checked: the scheme, each host and port, the database name, and the query parameters
  * the driver itself would refuse only at the first connection. The value may hold a password,
@@ -275,21 +313,36 @@ const targetSessionAttrs = ['read-write', 'read-only', 'primary', 'standby', 'pr
 export function parseDatabaseUrl(raw: string | undefined): string | null {
   if (raw === undefined || raw === '') return null;
   const match = /^(postgres|postgresql):\/\/(?:([^@/?#]*)@)?([^/?#]*)(\/[^?#]*)?(\?[^#]*)?$/.exec(raw);
-  if (match === null) throw new ConfigError('DATABASE_URL must look like postgres://user:password@host:port/database (several host:port pairs separated by commas for failover)');
+  if (match === null) {
+    throw new ConfigError(
+      'DATABASE_URL must look like postgres://user:password@host:port/database (several host:port pairs separated ' +
+        'by commas for failover)',
+    );
+  }
   const [, , userInfo = '', hostList = '', path = '', query = ''] = match;
   const hosts = hostList === '' ? [] : hostList.split(',');
   const badHost = hosts.findIndex((host) => !isHostAndPort(host));
-  if (badHost !== -1) throw new ConfigError(`DATABASE_URL host ${badHost + 1} must be host, host:port or [IPv6]:port with a port from 1 to 65535`);
-  // The URL parser checks the escapes of the user, password and path, with the first host in place of the list, as the driver does.
+  if (badHost !== -1) {
+    throw new ConfigError(
+      `DATABASE_URL host ${badHost + 1} must be host, host:port or [IPv6]:port with a port from 1 to 65535`,
+    );
+  }
+  // The URL parser checks the escapes of the user, password and path, with the first host in place
+  // of the list, as the driver does.
   try {
-    const parsed = new URL(`postgres://${userInfo === '' ? '' : `${userInfo}@`}${hosts[0] ?? 'localhost'}${path}${query}`);
+    const credentials = userInfo === '' ? '' : `${userInfo}@`;
+    const parsed = new URL(`postgres://${credentials}${hosts[0] ?? 'localhost'}${path}${query}`);
     decodeURIComponent(parsed.username);
     decodeURIComponent(parsed.password);
     decodeURIComponent(parsed.pathname);
     const attrs = parsed.searchParams.get('target_session_attrs');
-    if (attrs !== null && !targetSessionAttrs.includes(attrs)) throw new ConfigError(`DATABASE_URL target_session_attrs must be one of ${targetSessionAttrs.join(', ')}`);
+    if (attrs !== null && !targetSessionAttrs.includes(attrs)) {
+      throw new ConfigError(`DATABASE_URL target_session_attrs must be one of ${targetSessionAttrs.join(', ')}`);
+    }
     const prepare = parsed.searchParams.get('prepare');
-    if (prepare !== null && !['true', 'false'].includes(prepare)) throw new ConfigError('DATABASE_URL prepare must be true or false');
+    if (prepare !== null && !['true', 'false'].includes(prepare)) {
+      throw new ConfigError('DATABASE_URL prepare must be true or false');
+    }
   } catch (error) {
     if (error instanceof ConfigError) throw error;
     throw new ConfigError('DATABASE_URL is not a valid URL (a user, password or database name with a bad %-escape?)');
@@ -301,12 +354,16 @@ function isHostAndPort(value: string): boolean {
   const match = /^(\[[0-9A-Fa-f:.]+\]|[^:[\]]+)(?::([0-9]{1,5}))?$/.exec(value);
   if (match === null) return false;
   const [, host = '', port] = match;
-  const validHost = host.startsWith('[') ? isIP(host.slice(1, -1)) === 6 : isIP(host) !== 0 || isHostName(host) || host.startsWith('%2F') || host.startsWith('%2f');
+  const socketPath = host.startsWith('%2F') || host.startsWith('%2f');
+  const validHost = host.startsWith('[')
+    ? isIP(host.slice(1, -1)) === 6
+    : isIP(host) !== 0 || isHostName(host) || socketPath;
   return validHost && (port === undefined || (Number(port) >= 1 && Number(port) <= 65535));
 }
 
 function parseHost(env: NodeJS.ProcessEnv): string {
-  return checkedValue(env, 'HOST', (raw) => isIP(raw) !== 0 || isHostName(raw), 'an IP address (127.0.0.1, 0.0.0.0, ::) or a host name') ?? '127.0.0.1';
+  const expected = 'an IP address (127.0.0.1, 0.0.0.0, ::) or a host name';
+  return checkedValue(env, 'HOST', (raw) => isIP(raw) !== 0 || isHostName(raw), expected) ?? '127.0.0.1';
 }
 
 const mailAddress = /[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]{1,64}@(?:[A-Za-z0-9-]{1,63}\.)*[A-Za-z0-9-]{1,63}/;
@@ -316,20 +373,27 @@ const mailbox = new RegExp(`^(?:${mailAddress.source}|(?:${displayName.source})?
 
 /** `address` or `Name <address>`; a name with a comma must be quoted, or mail programs read two addresses. */
 function parseMailFrom(env: NodeJS.ProcessEnv): string {
-  return checkedValue(env, 'MAIL_FROM', (raw) => mailbox.test(raw), 'an address or Name <address> (quote a name that has a comma)') ?? 'Accounts <no-reply@localhost>';
+  const expected = 'an address or Name <address> (quote a name that has a comma)';
+  return checkedValue(env, 'MAIL_FROM', (raw) => mailbox.test(raw), expected) ?? 'Accounts <no-reply@localhost>';
 }
 
 /** Where a code mail's link leads; the code is added as a fragment, so the URL must have none. */
 function parseAppUrl(env: NodeJS.ProcessEnv): string | null {
   const valid = (raw: string) => URL.canParse(raw) && /^https?:$/.test(new URL(raw).protocol) && !raw.includes('#');
-  return checkedValue(env, 'APP_URL', valid, 'an http or https URL without a fragment (#), such as https://app.example.com/account');
+  const expected = 'an http or https URL without a fragment (#), such as https://app.example.com/account';
+  return checkedValue(env, 'APP_URL', valid, expected);
 }
 
 function parseOrigins(raw: string | undefined): string[] {
   if (raw === undefined || raw.trim() === '') return [];
   const origins = raw.split(',').map((origin) => origin.trim());
   const bad = origins.find((origin) => !isOrigin(origin));
-  if (bad !== undefined) throw new ConfigError(`CORS_ORIGINS must be a comma-separated list of origins such as https://app.example.com, got ${JSON.stringify(bad)}`);
+  if (bad !== undefined) {
+    throw new ConfigError(
+      `CORS_ORIGINS must be a comma-separated list of origins such as https://app.example.com, got ` +
+        `${JSON.stringify(bad)}`,
+    );
+  }
   return origins;
 }
 
@@ -339,20 +403,30 @@ function parseOrigins(raw: string | undefined): string[] {
  * end with '.' and it, as browsers require.
  */
 function parseRelyingParty(env: NodeJS.ProcessEnv): RelyingParty | null {
-  const id = checkedValue(env, 'WEBAUTHN_RP_ID', (raw) => /^[a-z0-9.-]{1,253}$/.test(raw), 'a lower-case domain such as example.com');
-  const origins = (env.WEBAUTHN_ORIGINS ?? '').split(',').map((origin) => origin.trim()).filter((origin) => origin !== '');
-  const name = checkedValue(env, 'WEBAUTHN_RP_NAME', (raw) => /^[^\x00-\x1f\x7f]{1,64}$/u.test(raw), '1 to 64 printable characters');
+  const isDomain = (raw: string) => /^[a-z0-9.-]{1,253}$/.test(raw);
+  const id = checkedValue(env, 'WEBAUTHN_RP_ID', isDomain, 'a lower-case domain such as example.com');
+  const origins = (env.WEBAUTHN_ORIGINS ?? '').split(',').map((origin) => origin.trim()).filter(Boolean);
+  const name = checkedValue(env, 'WEBAUTHN_RP_NAME', printable(64), '1 to 64 printable characters');
   if (id === null && origins.length === 0) return null;
-  if (id === null || origins.length === 0) throw new ConfigError('WEBAUTHN_RP_ID and WEBAUTHN_ORIGINS must be set together');
-  const bad = origins.find((origin) => !isOrigin(origin) || !(new URL(origin).hostname === id || new URL(origin).hostname.endsWith(`.${id}`)));
-  if (bad !== undefined) throw new ConfigError(`WEBAUTHN_ORIGINS must be exact origins on WEBAUTHN_RP_ID or its subdomains, got ${JSON.stringify(bad)}`);
+  if (id === null || origins.length === 0) {
+    throw new ConfigError('WEBAUTHN_RP_ID and WEBAUTHN_ORIGINS must be set together');
+  }
+  const onRpId = (origin: string) => new URL(origin).hostname === id || new URL(origin).hostname.endsWith(`.${id}`);
+  const bad = origins.find((origin) => !isOrigin(origin) || !onRpId(origin));
+  if (bad !== undefined) {
+    throw new ConfigError(
+      `WEBAUTHN_ORIGINS must be exact origins on WEBAUTHN_RP_ID or its subdomains, got ${JSON.stringify(bad)}`,
+    );
+  }
   return { id, origins, name: name ?? id };
 }
 
 function parseMetricsToken(raw: string | undefined): string | null {
   if (raw === undefined || raw === '') return null;
   // The value is a secret: say what is wrong, never what it is.
-  if (!/^[\x21-\x7e]{16,256}$/.test(raw)) throw new ConfigError('METRICS_TOKEN must be 16 to 256 printable characters without spaces');
+  if (!/^[\x21-\x7e]{16,256}$/.test(raw)) {
+    throw new ConfigError('METRICS_TOKEN must be 16 to 256 printable characters without spaces');
+  }
   return raw;
 }
 
@@ -397,15 +471,23 @@ function parseWebhook(env: NodeJS.ProcessEnv, host: string, port: number): Confi
     if (secrets.length > 0) throw new ConfigError('WEBHOOK_SECRET is set but WEBHOOK_URL is not');
     return null;
   }
-  if (secrets.length === 0) throw new ConfigError('WEBHOOK_SECRET is required when WEBHOOK_URL is set (whsec_ and the base64 of 24 to 64 random bytes)');
+  if (secrets.length === 0) {
+    throw new ConfigError(
+      'WEBHOOK_SECRET is required when WEBHOOK_URL is set (whsec_ and the base64 of 24 to 64 random bytes)',
+    );
+  }
   const keys = secrets.map((secret, index) => {
     const key = decodeWebhookSecret(secret);
     // Say which entry is wrong, never what it holds.
-    if (key === null) throw new ConfigError(`WEBHOOK_SECRET entry ${index + 1} is not whsec_ and the base64 of 24 to 64 bytes`);
+    if (key === null) {
+      throw new ConfigError(`WEBHOOK_SECRET entry ${index + 1} is not whsec_ and the base64 of 24 to 64 bytes`);
+    }
     return key;
   });
   if (pointsAtService(new URL(url), host, port)) {
-    throw new ConfigError(`WEBHOOK_URL points at this service itself (port ${port}); it must name the application's receiver`);
+    throw new ConfigError(
+      `WEBHOOK_URL points at this service itself (port ${port}); it must name the application's receiver`,
+    );
   }
   return { url, keys };
 }
@@ -440,7 +522,8 @@ function pointsAtService(url: URL, host: string, port: number): boolean {
   const name = url.hostname.replace(/^\[|\]$/g, '').toLowerCase().replace(/\.$/, '');
   const family = isIP(name);
   const unspecified = (address: string) => address === '0.0.0.0' || address === '::';
-  const local = Object.values(networkInterfaces()).flatMap((entries) => (entries ?? []).map((entry) => entry.address.toLowerCase()));
+  const local = Object.values(networkInterfaces())
+    .flatMap((entries) => (entries ?? []).map((entry) => entry.address.toLowerCase()));
   return (
     name === host.toLowerCase() ||
     name === 'localhost' ||
@@ -468,13 +551,16 @@ function parseTokenSecrets(raw: string | undefined): Buffer[] | null {
  * issuer would show as one: an issuer URL gives its host name.
  */
 function parseTotpIssuer(env: NodeJS.ProcessEnv, tokenIssuer: string): string {
-  const configured = checkedValue(env, 'TOTP_ISSUER', (raw) => /^[^:\x00-\x1f\x7f]{1,100}$/.test(raw), '1 to 100 characters without a colon');
+  const noColon = (raw: string) => /^[^:\x00-\x1f\x7f]{1,100}$/.test(raw);
+  const configured = checkedValue(env, 'TOTP_ISSUER', noColon, '1 to 100 characters without a colon');
   if (configured !== null) return configured;
-  if (URL.canParse(tokenIssuer) && /^https?:$/.test(new URL(tokenIssuer).protocol)) return new URL(tokenIssuer).hostname;
+  const isWebUrl = URL.canParse(tokenIssuer) && /^https?:$/.test(new URL(tokenIssuer).protocol);
+  if (isWebUrl) return new URL(tokenIssuer).hostname;
   return tokenIssuer.replaceAll(':', ' ');
 }
 
-const encryptionKeysForm = 'comma-separated id:key pairs, each key the base64 of 32 random bytes: k1:$(openssl rand -base64 32)';
+const encryptionKeysForm =
+  'comma-separated id:key pairs, each key the base64 of 32 random bytes: k1:$(openssl rand -base64 32)';
 
 /** `id:key,…`: ids of letters, digits, `-` and `_`; keys of 32 bytes, none a TOKEN_SECRET (one key, one purpose). */
 export function parseEncryptionKeys(raw: string | undefined, tokenSecrets: readonly Buffer[]): EncryptionKey[] | null {
@@ -482,10 +568,14 @@ export function parseEncryptionKeys(raw: string | undefined, tokenSecrets: reado
   const keys = raw.split(',').map((entry, index) => {
     const match = /^\s*([A-Za-z0-9_-]{1,32}):([A-Za-z0-9+/]{43}=)\s*$/.exec(entry);
     // Say which entry is wrong, never what it holds.
-    if (match === null) throw new ConfigError(`ENCRYPTION_KEYS entry ${index + 1} is not id:key (${encryptionKeysForm})`);
+    if (match === null) {
+      throw new ConfigError(`ENCRYPTION_KEYS entry ${index + 1} is not id:key (${encryptionKeysForm})`);
+    }
     const key = Buffer.from(match[2]!, 'base64');
     if (tokenSecrets.some((secret) => secret.equals(Buffer.from(match[2]!)) || secret.equals(key))) {
-      throw new ConfigError(`ENCRYPTION_KEYS entry ${index + 1} is also a TOKEN_SECRET; each key has one purpose, so generate another`);
+      throw new ConfigError(
+        `ENCRYPTION_KEYS entry ${index + 1} is also a TOKEN_SECRET; each key has one purpose, so generate another`,
+      );
     }
     return { id: match[1]!, key };
   });
@@ -503,7 +593,9 @@ export function parseScryptParams(raw: string | undefined): ScryptParams {
   const match = scryptParamsPattern.exec(raw);
   const [ln, r, p] = match ? match.slice(1).map(Number) : [];
   if (ln === undefined || r === undefined || p === undefined || ln < 1 || ln > 20 || r < 1 || p < 1) {
-    throw new ConfigError(`SCRYPT_PARAMS must look like ln=15,r=8,p=3 (ln 1-20, r and p at least 1), got ${JSON.stringify(raw)}`);
+    throw new ConfigError(
+      `SCRYPT_PARAMS must look like ln=15,r=8,p=3 (ln 1-20, r and p at least 1), got ${JSON.stringify(raw)}`,
+    );
   }
   return { ln, r, p };
 }
@@ -512,10 +604,19 @@ export function formatScryptParams(params: ScryptParams): string {
   return `ln=${params.ln},r=${params.r},p=${params.p}`;
 }
 
-/** RFC 1123 host name: dot-separated labels of letters, digits and inner hyphens; not all digits, which would be a bad IPv4 address. */
+/**
+ * RFC 1123 host name: dot-separated labels of letters, digits and inner hyphens; not all digits,
+ * which would be a bad IPv4 address.
+ */
 function isHostName(value: string): boolean {
   const labels = value.replace(/\.$/, '').split('.');
-  return value.length <= 253 && !/^[0-9.]+$/.test(value) && labels.every((label) => /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/.test(label));
+  const isLabel = (label: string) => /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/.test(label);
+  return value.length <= 253 && !/^[0-9.]+$/.test(value) && labels.every(isLabel);
+}
+
+/** 1 to `max` characters, none of them a control character. */
+function printable(max: number): (raw: string) => boolean {
+  return (raw) => new RegExp(`^[^\\x00-\\x1f\\x7f]{1,${max}}$`, 'u').test(raw);
 }
 
 /** True for `scheme://host[:port]` with nothing after it, as browsers send in Origin. */
