@@ -56,7 +56,9 @@ export async function runCommand(args: string[], config: ServiceConfig, log: Log
     if (name === 'signing-key' && verb === 'remove' && kid !== undefined) {
       const keys = await listSigningKeys(sql);
       if (keys[0]?.kid === kid) {
-        log.error('this is the newest signing key; run signing-key rotate first, and remove it after the new key signs');
+        log.error(
+          'this is the newest signing key; run signing-key rotate first, and remove it after the new key signs',
+        );
         return 1;
       }
       if (await removeSigningKey(sql, kid)) return 0;

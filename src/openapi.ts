@@ -269,7 +269,9 @@ function pathParameters(path: string): JsonObject[] {
 function requestBody(name: string): JsonObject {
   const schema = { $ref: `#/components/schemas/${name}` };
   const content: JsonObject = { 'application/json': { schema } };
-  if (name === 'TokenRequest' || name === 'RevocationRequest') content['application/x-www-form-urlencoded'] = { schema };
+  if (name === 'TokenRequest' || name === 'RevocationRequest') {
+    content['application/x-www-form-urlencoded'] = { schema };
+  }
   return { required: true, content };
 }
 

@@ -244,7 +244,10 @@ async function finishSealUpgrade(sql: Sql, sealer: Sealer, tokenSecrets: Buffer[
   const report = await resealAll(sql, sealer, tokenSecrets);
   const lost = Object.entries(report.unopenable);
   if ((report.unopenable.keyed_hash_keys ?? 0) > 0) {
-    throw new Error('values sealed before ENCRYPTION_KEYS open with no TOKEN_SECRET; start this version once with the TOKEN_SECRET the previous version ran with');
+    throw new Error(
+      'values sealed before ENCRYPTION_KEYS open with no TOKEN_SECRET; start this version once with the ' +
+        'TOKEN_SECRET the previous version ran with',
+    );
   }
   log.info('sealed values moved from TOKEN_SECRET to ENCRYPTION_KEYS', { resealed: report.resealed });
   if (lost.length > 0) log.warn('sealed values that no TOKEN_SECRET opens were left as they were', report.unopenable);

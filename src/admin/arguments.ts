@@ -30,7 +30,12 @@ export function noTarget(args: Args): void {
 /** Refuses an option the operation does not take, so that a typo is not silently ignored. */
 export function onlyOptions(args: Args, allowed: string[]): void {
   const unknown = Object.keys(args.options).find((name) => !allowed.includes(name));
-  if (unknown !== undefined) throw new ArgumentError(`unknown option --${unknown} (this operation takes ${allowed.map((name) => `--${name}`).join(', ') || 'none'})`);
+  if (unknown !== undefined) {
+    throw new ArgumentError(
+      `unknown option --${unknown} (this operation takes ` +
+        `${allowed.map((name) => `--${name}`).join(', ') || 'none'})`,
+    );
+  }
 }
 
 export function text(args: Args, name: string): string | null {
@@ -43,7 +48,9 @@ export function text(args: Args, name: string): string | null {
 /** The operator's reason: required for some operations, 1 to 500 printable characters. */
 export function reason(args: Args, required: boolean): string | null {
   const value = text(args, 'reason');
-  if (value === null && required) throw new ArgumentError('give --reason "…": it is recorded with the event and sent with the webhook');
+  if (value === null && required) {
+    throw new ArgumentError('give --reason "…": it is recorded with the event and sent with the webhook');
+  }
   if (value !== null && (value.trim() === '' || value.length > maxReasonLength || !printable.test(value))) {
     throw new ArgumentError(`--reason must be 1 to ${maxReasonLength} printable characters`);
   }
@@ -53,13 +60,17 @@ export function reason(args: Args, required: boolean): string | null {
 export function pageSize(args: Args, fallback = 50): number {
   const value = text(args, 'limit');
   if (value === null) return fallback;
-  if (!/^[0-9]{1,3}$/.test(value) || Number(value) < 1 || Number(value) > maxPageSize) throw new ArgumentError(`--limit must be 1 to ${maxPageSize}`);
+  if (!/^[0-9]{1,3}$/.test(value) || Number(value) < 1 || Number(value) > maxPageSize) {
+    throw new ArgumentError(`--limit must be 1 to ${maxPageSize}`);
+  }
   return Number(value);
 }
 
 export function oneOf<T extends string>(args: Args, name: string, allowed: readonly T[]): T | null {
   const value = text(args, name);
-  if (value !== null && !allowed.includes(value as T)) throw new ArgumentError(`--${name} must be one of ${allowed.join(', ')}`);
+  if (value !== null && !allowed.includes(value as T)) {
+    throw new ArgumentError(`--${name} must be one of ${allowed.join(', ')}`);
+  }
   return value as T | null;
 }
 
@@ -68,7 +79,9 @@ export function date(args: Args, name: string): Date | null {
   const value = text(args, name);
   if (value === null) return null;
   const valid = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2}))?$/.test(value) && !Number.isNaN(Date.parse(value));
-  if (!valid) throw new ArgumentError(`--${name} must be a date (2026-01-31) or a time with its zone (2026-01-31T10:00:00Z)`);
+  if (!valid) {
+    throw new ArgumentError(`--${name} must be a date (2026-01-31) or a time with its zone (2026-01-31T10:00:00Z)`);
+  }
   return new Date(value);
 }
 
@@ -79,6 +92,8 @@ export function retryTarget(args: Args): string | null {
   onlyOptions(args, ['all-failed']);
   const all = args.options['all-failed'] === true || args.options['all-failed'] === 'true';
   if (all === (args.target !== null)) throw new ArgumentError('give one id, or --all-failed');
-  if (args.target !== null && !/^[1-9][0-9]{0,17}$/.test(args.target)) throw new ArgumentError('the id must be a positive integer');
+  if (args.target !== null && !/^[1-9][0-9]{0,17}$/.test(args.target)) {
+    throw new ArgumentError('the id must be a positive integer');
+  }
   return args.target;
 }

@@ -67,7 +67,9 @@ export async function runAdminCommand(deps: UseCaseDeps, argv: string[], print: 
   } catch (error) {
     if (!(error instanceof ArgumentError)) throw error;
     fail(`${error.message} (--help lists the admin commands)`);
-    if (parsed?.json === true || argv.includes('--json')) print(JSON.stringify({ error: 'usage', message: error.message }));
+    if (parsed?.json === true || argv.includes('--json')) {
+      print(JSON.stringify({ error: 'usage', message: error.message }));
+    }
     return exitCodes.usage;
   }
 }

@@ -71,7 +71,9 @@ function queueOperations(queue: Queue): Operation[] {
       async run(deps, args) {
         const id = retryTarget(args);
         const retried = await retryFailed(deps, queue, id);
-        if (id !== null && retried.length === 0) return notFound(`failed ${queue === 'outbox' ? 'message' : 'webhook event'} ${id}`);
+        if (id !== null && retried.length === 0) {
+          return notFound(`failed ${queue === 'outbox' ? 'message' : 'webhook event'} ${id}`);
+        }
         return { outcome: 'done', body: { retried } };
       },
     },
@@ -102,7 +104,9 @@ export const operations: Operation[] = [
       noTarget(args);
       onlyOptions(args, ['status', 'created-after', 'created-before', 'limit', 'cursor']);
       const cursor = text(args, 'cursor');
-      if (cursor !== null && !uuidPattern.test(cursor)) throw new ArgumentError('--cursor must be the next of a previous page');
+      if (cursor !== null && !uuidPattern.test(cursor)) {
+        throw new ArgumentError('--cursor must be the next of a previous page');
+      }
       const filter = { status: oneOf(args, 'status', ['active', 'disabled'] as const), createdAfter: date(args, 'created-after'), createdBefore: date(args, 'created-before'), limit: pageSize(args), cursor };
       return { outcome: 'done', body: await listAccountsPage(deps, filter) };
     },

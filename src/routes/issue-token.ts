@@ -35,13 +35,20 @@ async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<str
   // Every stored name and address is printable ASCII (the spec's patterns). Anything else could
   // only be folded onto one by the database's case rules ('İ' onto 'i') while the throttle keys
   // it apart, or carry a NUL that PostgreSQL refuses: it is refused here, the same for everyone.
-  if (!printableAscii.test(username)) throw new OAuthError('invalid_request', 'username must be printable ASCII without spaces.');
+  if (!printableAscii.test(username)) {
+    throw new OAuthError('invalid_request', 'username must be printable ASCII without spaces.');
+  }
   const password = stringParameter(params, 'password', maxPasswordLength);
   const otp = otpParameter(params);
   const result = await signIn(deps, username, password, otp, clientOf(ctx), (accountId) => takeAccountAllowance(deps, accountId));
   if (result.outcome === 'throttled') throw throttled(result.retryAfterSeconds);
   if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
-  if (result.outcome === 'mfa-required') throw new OAuthError('mfa_required', 'The account has a second factor: send otp, a code of the authenticator app or a recovery code.');
+  if (result.outcome === 'mfa-required') {
+    throw new OAuthError(
+      'mfa_required', 'The account has a second factor: send otp, a code of the authenticator app or a recovery ' +
+        'code.',
+    );
+  }
   if (result.outcome === 'refused') throw new OAuthError('invalid_grant', 'The username or password is incorrect.');
   if (result.outcome === 'disabled') throw new OAuthError('account_disabled', 'The account is disabled.');
   return tokenReply(deps, result.accountPublicId, result.sessionId, result.refreshToken);
@@ -52,7 +59,9 @@ async function refreshGrant(ctx: RequestContext, deps: Deps, params: Record<stri
   const takeAllowance = deps.accountRateLimiter === null ? null : (accountId: string) => takeAccountAllowance(deps, accountId);
   const result = await refreshSession(deps, presented, clientOf(ctx), takeAllowance);
   if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
-  if (result.outcome === 'refused') throw new OAuthError('invalid_grant', 'The refresh token is invalid, expired, revoked or already used.');
+  if (result.outcome === 'refused') {
+    throw new OAuthError('invalid_grant', 'The refresh token is invalid, expired, revoked or already used.');
+  }
   return tokenReply(deps, result.accountPublicId, result.sessionId, result.refreshToken);
 }
 
@@ -76,7 +85,9 @@ async function passkeyGrant(ctx: RequestContext, deps: Deps, params: Record<stri
       throw new OAuthError('invalid_request', 'credential must be an AuthenticationResponseJSON object.');
     }
   }
-  if (typeof credential !== 'object' || credential === null) throw new OAuthError('invalid_request', 'credential must be an AuthenticationResponseJSON object.');
+  if (typeof credential !== 'object' || credential === null) {
+    throw new OAuthError('invalid_request', 'credential must be an AuthenticationResponseJSON object.');
+  }
   const result = await signInWithPasskey(deps, rp, challengeId, credential, clientOf(ctx), (accountId) => takeAccountAllowance(deps, accountId));
   if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
   if (result.outcome === 'disabled') throw new OAuthError('account_disabled', 'The account is disabled.');
@@ -97,6 +108,8 @@ function tokenReply(deps: Deps, accountPublicId: string, sessionId: string, refr
 function otpParameter(params: Record<string, unknown>): string | undefined {
   if (params.otp === undefined) return undefined;
   const otp = stringParameter(params, 'otp', maxOtpLength);
-  if (!patterns.otp.test(otp)) throw new OAuthError('invalid_request', 'otp must be a 6-digit code or a recovery code.');
+  if (!patterns.otp.test(otp)) {
+    throw new OAuthError('invalid_request', 'otp must be a 6-digit code or a recovery code.');
+  }
   return otp;
 }
