@@ -1,7 +1,11 @@
 import { problems, problemTypePrefix } from './http/errors.ts';
 import type { Route } from './http/router.ts';
-import { localeSchema, passkeyAdditionSchema, passkeyOptionsSchema, passkeyRemovalSchema, passkeyRenameSchema } from './validation.ts';
-import { accountDeletionSchema, activationSchema, emailChangeRequestSchema, emailChangeSchema, passwordChangeSchema, passwordResetSchema, registrationSchema, resetCodeRequestSchema, totpConfirmationSchema, totpEnrollmentSchema, totpRemovalSchema, patterns, type Schema } from './validation.ts';
+import {
+  accountDeletionSchema, activationSchema, emailChangeRequestSchema, emailChangeSchema, localeSchema,
+  passkeyAdditionSchema, passkeyOptionsSchema, passkeyRemovalSchema, passkeyRenameSchema, passwordChangeSchema,
+  passwordResetSchema, registrationSchema, resetCodeRequestSchema, totpConfirmationSchema, totpEnrollmentSchema, totpRemovalSchema, patterns,
+  type Schema,
+} from './validation.ts';
 import { license } from './version.ts';
 
 type JsonObject = Record<string, unknown>;
@@ -20,7 +24,9 @@ const requestSchemas: Record<string, JsonObject> = {
   EmailChangeRequest: objectSchema(emailChangeRequestSchema),
   EmailChangeConfirmation: objectSchema(emailChangeSchema),
   PasskeyOptionsRequest: objectSchema(passkeyOptionsSchema),
-  PasskeyAdditionRequest: withCredential(objectSchema(passkeyAdditionSchema), 'RegistrationResponseJSON (WebAuthn Level 3), as the browser made it.'),
+  PasskeyAdditionRequest: withCredential(
+    objectSchema(passkeyAdditionSchema), 'RegistrationResponseJSON (WebAuthn Level 3), as the browser made it.',
+  ),
   PasskeyRenameRequest: objectSchema(passkeyRenameSchema),
   LocaleRequest: objectSchema(localeSchema),
   PasskeyRemovalRequest: objectSchema(passkeyRemovalSchema),
@@ -31,20 +37,29 @@ const requestSchemas: Record<string, JsonObject> = {
         required: ['grant_type', 'username', 'password'],
         properties: {
           grant_type: { const: 'password' },
-          username: { type: 'string', minLength: 1, maxLength: 254, description: "The account's name or e-mail address." },
+          username: {
+            type: 'string', minLength: 1, maxLength: 254, description: "The account's name or e-mail address.",
+          },
           password: { type: 'string', minLength: 1, maxLength: 256 },
           otp: {
             type: 'string',
             pattern: unicodeSafePattern(patterns.otp.source),
-            description: 'Required when the account has an active second factor: a 6-digit TOTP code or an unused recovery code. Without it such an account answers mfa_required once the password is right.',
+            description:
+              'Required when the account has an active second factor: a 6-digit TOTP code or an unused recovery ' +
+              'code. Without it such an account answers mfa_required once the password is right.',
           },
         },
       },
-      objectOf({ grant_type: { const: 'refresh_token' }, refresh_token: { type: 'string', minLength: 1, maxLength: 256 } }),
+      objectOf({
+        grant_type: { const: 'refresh_token' }, refresh_token: { type: 'string', minLength: 1, maxLength: 256 },
+      }),
       objectOf({
         grant_type: { const: 'urn:account-service:grant-type:passkey' },
         challenge_id: { type: 'string', maxLength: 200, description: 'From POST /auth/passkey/options; used once.' },
-        credential: { type: ['object', 'string'], description: 'The AuthenticationResponseJSON: an object in a JSON body, a JSON string in a form body.' },
+        credential: {
+          type: ['object', 'string'],
+          description: 'The AuthenticationResponseJSON: an object in a JSON body, a JSON string in a form body.',
+        },
       }),
     ],
   },
@@ -52,7 +67,10 @@ const requestSchemas: Record<string, JsonObject> = {
     type: 'object',
     required: ['token'],
     properties: {
-      token: { type: 'string', minLength: 1, maxLength: 4096, description: 'A refresh or access token; its session is revoked.' },
+      token: {
+        type: 'string', minLength: 1, maxLength: 4096,
+        description: 'A refresh or access token; its session is revoked.',
+      },
       token_type_hint: { type: 'string', description: 'refresh_token or access_token; only a hint, both are tried.' },
     },
   },
@@ -78,10 +96,20 @@ export const problemSchema: JsonObject = {
 
 const responseSchemas: Record<string, JsonObject> = {
   Token: objectOf({
-    access_token: { type: 'string', description: 'A JWT, HS256 or (TOKEN_ALG=ES256) ES256 with a kid, with iss, aud (when configured), sub, sid, jti, iat and exp.' },
+    access_token: {
+      type: 'string',
+      description:
+        'A JWT, HS256 or (TOKEN_ALG=ES256) ES256 with a kid, with iss, aud (when configured), ' +
+        'sub, sid, jti, iat and exp.',
+    },
     token_type: { const: 'Bearer' },
     expires_in: { type: 'integer' },
-    refresh_token: { type: 'string', description: 'Opaque; single use: each refresh returns the next one. Presented again within 10 s while its successor is unused, it counts as a retry and is answered again; later, it ends the session.' },
+    refresh_token: {
+      type: 'string',
+      description:
+        'Opaque; single use: each refresh returns the next one. Presented again within 10 s while its successor is ' +
+        'unused, it counts as a retry and is answered again; later, it ends the session.',
+    },
   }),
   Sessions: objectOf({
     sessions: {
@@ -96,10 +124,26 @@ const responseSchemas: Record<string, JsonObject> = {
       }),
     },
   }),
-  Account: objectOf({ id: { type: 'string', format: 'uuid' }, name: { type: 'string' }, email: { type: 'string' }, phone: { type: ['string', 'null'] }, locale: { type: ['string', 'null'], description: "The BCP 47 locale of the account's mail; null: the service's default." }, created_at: { type: 'string', format: 'date-time' }, totp_enabled: { type: 'boolean', description: 'Whether a second factor is active.' } }),
+  Account: objectOf({
+    id: { type: 'string', format: 'uuid' },
+    name: { type: 'string' },
+    email: { type: 'string' },
+    phone: { type: ['string', 'null'] },
+    locale: {
+      type: ['string', 'null'], description: "The BCP 47 locale of the account's mail; null: the service's default.",
+    },
+    created_at: { type: 'string', format: 'date-time' },
+    totp_enabled: { type: 'boolean', description: 'Whether a second factor is active.' },
+  }),
   TotpEnrollment: objectOf({
-    secret: { type: 'string', pattern: '^[A-Z2-7]{32}$', description: 'The 160-bit TOTP secret in base32 (RFC 4648, no padding).' },
-    uri: { type: 'string', description: 'otpauth://totp/<issuer>:<name>?secret=…&issuer=…&algorithm=SHA1&digits=6&period=30, for a QR code.' },
+    secret: {
+      type: 'string', pattern: '^[A-Z2-7]{32}$',
+      description: 'The 160-bit TOTP secret in base32 (RFC 4648, no padding).',
+    },
+    uri: {
+      type: 'string',
+      description: 'otpauth://totp/<issuer>:<name>?secret=…&issuer=…&algorithm=SHA1&digits=6&period=30, for a QR code.',
+    },
   }),
   RecoveryCodes: objectOf({
     recovery_codes: {
@@ -112,8 +156,15 @@ const responseSchemas: Record<string, JsonObject> = {
   }),
   Status: objectOf({ status: { type: 'string' } }),
   PasskeyOptions: objectOf({
-    challenge_id: { type: 'string', description: 'Sent back with the response; the challenge lasts 5 minutes and is used once.' },
-    options: { type: 'object', description: 'PublicKeyCredentialCreationOptionsJSON or PublicKeyCredentialRequestOptionsJSON, for PublicKeyCredential.parse…OptionsFromJSON.' },
+    challenge_id: {
+      type: 'string', description: 'Sent back with the response; the challenge lasts 5 minutes and is used once.',
+    },
+    options: {
+      type: 'object',
+      description:
+        'PublicKeyCredentialCreationOptionsJSON or PublicKeyCredentialRequestOptionsJSON, ' +
+        'for PublicKeyCredential.parse…OptionsFromJSON.',
+    },
   }),
   Passkey: passkeySchema(),
   Passkeys: objectOf({ passkeys: { type: 'array', maxItems: 20, items: passkeySchema() } }),
@@ -122,7 +173,16 @@ const responseSchemas: Record<string, JsonObject> = {
       type: 'array',
       maxItems: 50,
       items: objectOf({
-        type: { type: 'string', description: 'An open set; known values: activated, signed-in, sign-in-failed, password-changed, reset-requested, password-reset, session-revoked, signed-out-everywhere, refresh-retried, refresh-token-reused, session-evicted (a sign-in beyond SESSIONS_PER_ACCOUNT ended it), totp-enabled, totp-disabled, recovery-code-used, email-change-requested, email-changed, passkey-added, passkey-removed, passkey-counter-regressed, and the operator events account-disabled, account-enabled, sessions-ended, reset-forced, throttle-cleared.' },
+        type: {
+          type: 'string',
+          description:
+            'An open set; known values: activated, signed-in, sign-in-failed, password-changed, reset-requested, ' +
+            'password-reset, session-revoked, signed-out-everywhere, refresh-retried, refresh-token-reused, ' +
+            'session-evicted (a sign-in beyond SESSIONS_PER_ACCOUNT ended it), totp-enabled, totp-disabled, ' +
+            'recovery-code-used, email-change-requested, email-changed, passkey-added, passkey-removed, ' +
+            'passkey-counter-regressed, and the operator events account-disabled, account-enabled, ' +
+            'sessions-ended, reset-forced, throttle-cleared.',
+        },
         occurred_at: { type: 'string', format: 'date-time' },
         actor: {
           enum: ['client', 'operator'],
@@ -140,7 +200,9 @@ const responseSchemas: Record<string, JsonObject> = {
     grant_types_supported: { type: 'array', items: { type: 'string' } },
     token_endpoint_auth_methods_supported: { type: 'array', items: { type: 'string' } },
     revocation_endpoint_auth_methods_supported: { type: 'array', items: { type: 'string' } },
-    response_types_supported: { type: 'array', items: { type: 'string' }, description: 'Empty: there is no authorization endpoint.' },
+    response_types_supported: {
+      type: 'array', items: { type: 'string' }, description: 'Empty: there is no authorization endpoint.',
+    },
     jwks_uri: { type: 'string', format: 'uri', description: 'With TOKEN_ALG=ES256 only: where the public keys are.' },
   }), ['jwks_uri']),
   JsonWebKeySet: objectOf({
@@ -160,16 +222,27 @@ const responseSchemas: Record<string, JsonObject> = {
   Empty: { type: 'object', additionalProperties: false, description: 'An empty JSON object.' },
   Problem: problemSchema,
   OAuthError: objectOf({
-    error: { enum: ['invalid_request', 'invalid_grant', 'mfa_required', 'account_disabled', 'unsupported_grant_type', 'temporarily_unavailable', 'server_error'] },
+    error: {
+      enum: [
+        'invalid_request', 'invalid_grant', 'mfa_required', 'account_disabled', 'unsupported_grant_type',
+        'temporarily_unavailable', 'server_error',
+      ],
+    },
     error_description: { type: 'string' },
   }),
 };
 
 /** Response headers, referred to by the responses that carry them. */
 export const headers: Record<string, JsonObject> = {
-  'X-Request-Id': header("The request's own X-Request-Id when it is well-formed, else a generated one; the log line of the request carries it.", { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' }),
+  'X-Request-Id': header(
+    "The request's own X-Request-Id when it is well-formed, else a generated one; " +
+      'the log line of the request carries it.',
+    { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
+  ),
   'Retry-After': header('Seconds to wait before trying again.', { type: 'integer', minimum: 0 }),
-  'WWW-Authenticate': header('Bearer realm="accounts" (RFC 6750), with error="invalid_token" when a token was sent.', { type: 'string' }),
+  'WWW-Authenticate': header(
+    'Bearer realm="accounts" (RFC 6750), with error="invalid_token" when a token was sent.', { type: 'string' },
+  ),
   Allow: header('The methods this path serves.', { type: 'string' }),
 };
 
@@ -231,7 +304,8 @@ function tagOf(path: string): string {
 
 const tagNames: Record<string, string> = { acc: 'accounts', auth: 'oauth', '.well-known': 'discovery' };
 const tagDescriptions: Record<string, string> = {
-  accounts: 'Registration, password reset and change, the signed-in account, its sessions and its security events (/acc/).',
+  accounts:
+    'Registration, password reset and change, the signed-in account, its sessions and its security events (/acc/).',
   oauth: 'OAuth 2.0 token and revocation endpoints (/auth/).',
   discovery: 'Metadata for OAuth clients (/.well-known/).',
   service: 'Health, readiness, metrics and this document.',
@@ -239,8 +313,12 @@ const tagDescriptions: Record<string, string> = {
 
 /** What an operation says beyond its summary: how to authenticate and in which shape errors come. */
 function operationDescription(route: Route): string {
-  const auth = route.doc.auth === true ? 'Needs a bearer access token (Authorization: Bearer ...).' : 'Needs no authentication.';
-  const errors = route.errorFormat === 'oauth' ? 'Errors are RFC 6749 section 5.2 JSON objects.' : 'Errors are RFC 9457 problems (application/problem+json).';
+  const auth = route.doc.auth === true
+    ? 'Needs a bearer access token (Authorization: Bearer ...).'
+    : 'Needs no authentication.';
+  const errors = route.errorFormat === 'oauth'
+    ? 'Errors are RFC 6749 section 5.2 JSON objects.'
+    : 'Errors are RFC 9457 problems (application/problem+json).';
   return `${route.doc.summary}. ${auth} ${errors}`;
 }
 
@@ -263,7 +341,8 @@ function operation(route: Route): JsonObject {
 }
 
 function pathParameters(path: string): JsonObject[] {
-  return [...path.matchAll(/\{([a-z]+)\}/g)].map((match) => ({ name: match[1], in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }));
+  return [...path.matchAll(/\{([a-z]+)\}/g)].map((match) =>
+    ({ name: match[1], in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }));
 }
 
 function requestBody(name: string): JsonObject {
@@ -279,16 +358,23 @@ function successResponse(route: Route): JsonObject {
   const { status, schema, contentType = 'application/json' } = route.doc.success;
   const base = { headers: headerRefs('X-Request-Id') };
   if (schema === undefined) return { description: status === 204 ? 'Done; no body.' : 'OK', ...base };
-  return { description: 'OK', ...base, content: { [contentType]: { schema: schema === 'any' ? {} : { $ref: `#/components/schemas/${schema}` } } } };
+  const reference = schema === 'any' ? {} : { $ref: `#/components/schemas/${schema}` };
+  return { description: 'OK', ...base, content: { [contentType]: { schema: reference } } };
 }
 
 function errorResponse(route: Route, status: number): JsonObject {
-  const extra = status === 429 || status === 503 ? ['Retry-After'] : status === 401 ? ['WWW-Authenticate'] : status === 405 ? ['Allow'] : [];
+  const extraHeaders: Record<number, string[]> = {
+    429: ['Retry-After'], 503: ['Retry-After'], 401: ['WWW-Authenticate'], 405: ['Allow'],
+  };
+  const extra = extraHeaders[status] ?? [];
   const headers = headerRefs('X-Request-Id', ...extra);
   if (route.errorFormat === 'oauth') {
-    return { description: `RFC 6749 §5.2 error (${status}).`, headers, content: { 'application/json': { schema: { $ref: '#/components/schemas/OAuthError' } } } };
+    const schema = { $ref: '#/components/schemas/OAuthError' };
+    return { description: `RFC 6749 §5.2 error (${status}).`, headers, content: { 'application/json': { schema } } };
   }
-  const types = Object.values(problems).filter((problem) => problem.status === status).map((problem) => problemTypePrefix + problem.slug);
+  const types = Object.values(problems)
+    .filter((problem) => problem.status === status)
+    .map((problem) => problemTypePrefix + problem.slug);
   return {
     description: `RFC 9457 problem: ${types.join(', ')}.`,
     headers,
@@ -300,7 +386,7 @@ export function headerRefs(...names: string[]): JsonObject {
   return Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
 }
 
-/** An object whose every property is required: the list is made from the properties, so that the two cannot drift apart. */
+/** An object whose every property is required: the list is made from the properties, so that the two cannot drift. */
 export function objectOf(properties: Record<string, JsonObject>): JsonObject {
   return { type: 'object', required: Object.keys(properties), properties };
 }
@@ -328,7 +414,10 @@ function withOptional(schema: JsonObject, optional: string[]): JsonObject {
 /** A JSON Schema for a validation schema: the spec's patterns, required fields, no others. */
 function objectSchema(schema: Schema): JsonObject {
   const properties = Object.fromEntries(
-    Object.entries(schema).map(([name, rule]) => [name, { type: rule.nullable ? ['string', 'null'] : 'string', pattern: unicodeSafePattern(rule.pattern.source) }]),
+    Object.entries(schema).map(([name, rule]) => {
+      const type = rule.nullable ? ['string', 'null'] : 'string';
+      return [name, { type, pattern: unicodeSafePattern(rule.pattern.source) }];
+    }),
   );
   const required = Object.entries(schema).filter(([, rule]) => rule.required).map(([name]) => name);
   return { type: 'object', additionalProperties: false, required, properties };
@@ -340,5 +429,6 @@ function objectSchema(schema: Schema): JsonObject {
  * keeps the meaning in both modes; the service itself still validates with the spec's regex.
  */
 export function unicodeSafePattern(source: string): string {
-  return source.replace(/\\(.)/g, (escape, char: string) => (/[A-Za-z0-9\\^$.*+?()[\]{}|/-]/.test(char) ? escape : char));
+  const meaningful = /[A-Za-z0-9\\^$.*+?()[\]{}|/-]/;
+  return source.replace(/\\(.)/g, (escape, char: string) => (meaningful.test(char) ? escape : char));
 }
