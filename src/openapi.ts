@@ -3,8 +3,8 @@ import type { Route } from './http/router.ts';
 import {
   accountDeletionSchema, activationSchema, emailChangeRequestSchema, emailChangeSchema, localeSchema,
   passkeyAdditionSchema, passkeyOptionsSchema, passkeyRemovalSchema, passkeyRenameSchema, passwordChangeSchema,
-  passwordResetSchema, registrationSchema, resetCodeRequestSchema, totpConfirmationSchema, totpEnrollmentSchema, totpRemovalSchema, patterns,
-  type Schema,
+  passwordResetSchema, registrationSchema, resetCodeRequestSchema, totpConfirmationSchema, totpEnrollmentSchema,
+  totpRemovalSchema, patterns, type Schema,
 } from './validation.ts';
 import { license } from './version.ts';
 
