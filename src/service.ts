@@ -47,7 +47,9 @@ export type ServiceOptions = {
   clock?: () => Date;
   passwords?: PasswordHasher;
   transport?: MailTransport;
-  outbox?: Pick<OutboxOptions, 'pollMs' | 'wakeJitterMs' | 'maxAttempts' | 'backoffBaseMs' | 'backoffCapMs' | 'leaseMs'>;
+  outbox?: Pick<
+    OutboxOptions, 'pollMs' | 'wakeJitterMs' | 'maxAttempts' | 'backoffBaseMs' | 'backoffCapMs' | 'leaseMs'
+  >;
   webhooks?: Pick<WebhookDeliveryOptions, 'pollMs' | 'timeoutMs' | 'maxAttempts' | 'backoffBaseMs' | 'backoffCapMs'>;
   httpTimeouts?: ServerTimeouts;
   /** Sees the text of every SQL statement and its connection, for tests that compare or count the work of paths. */
@@ -101,9 +103,12 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     const transport = options.transport ?? createTransport(config, log);
     const sealer = createSealer(config.encryptionKeys);
     await finishSealUpgrade(sql, sealer, config.tokenSecrets, log);
-    const signingKeys = config.tokenAlg === 'ES256' ? await createSigningKeyRing(sql, sealer, clock, config.tokenTtlSeconds) : null;
+    const signingKeys =
+      config.tokenAlg === 'ES256' ? await createSigningKeyRing(sql, sealer, clock, config.tokenTtlSeconds) : null;
     const tokenKeys = signingKeys === null ? hmacTokenKeys(config.tokenSecrets) : ecTokenKeys(signingKeys.current);
-    const outbox = createOutboxWorker({ ...options.outbox, sql, transport, sealer, clock, log, from: config.mailFrom, onError: database.noteFailure });
+    const onError = database.noteFailure;
+    const from = config.mailFrom;
+    const outbox = createOutboxWorker({ ...options.outbox, sql, transport, sealer, clock, log, from, onError });
     const mailer = { ...createMailRenderer(templates, config), sealer };
     const addressRequests = createRequestResolver({
       sql,
@@ -115,7 +120,9 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       wakeJitterMs: options.outbox?.wakeJitterMs,
       onError: database.noteFailure,
     });
-    const webhookWorker = config.webhook === null ? null : createWebhookWorker({ ...options.webhooks, ...config.webhook, sql, clock, log, onError: database.noteFailure });
+    const webhookWorker = config.webhook === null
+      ? null
+      : createWebhookWorker({ ...options.webhooks, ...config.webhook, sql, clock, log, onError });
     // Hashing is bounded: HASH_CONCURRENCY at once, four times as many waiting for at most 2 s,
     // 503 past that. The queue is short on purpose: at production cost a hash takes ~0.1-0.5 s,
     // and a longer queue would only make clients wait past any useful timeout (see Performance).
@@ -128,7 +135,9 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       clock,
       log,
       passwords: limitPasswordHasher(unlimitedHasher, passwordLimiter),
-      tokens: createTokenService({ keys: tokenKeys, ttlSeconds: config.tokenTtlSeconds, issuer: config.tokenIssuer, audience: config.tokenAudience }),
+      tokens: createTokenService({
+        keys: tokenKeys, ttlSeconds: config.tokenTtlSeconds, issuer: config.tokenIssuer, audience: config.tokenAudience,
+      }),
       signingKeys,
       sealer,
       mailer,
@@ -154,25 +163,31 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       const now = clock();
       const ago = (ms: number) => new Date(now.getTime() - ms);
       const dayMs = 24 * 3600 * 1000;
-      const [registrations, codes, throttle, quotas, sessions, events, holds, mail, resetRequests, registrationRequests, webhooks, challenges] = await Promise.all([
-        deleteExpiredRegistrations(sql, ago(expiredRegistrationGraceMs)),
-        deleteExpiredCodes(sql, ago(expiredRegistrationGraceMs)),
-        deleteStaleThrottleRows(sql, now),
-        deleteStaleQuotas(sql, now),
-        deleteExpiredSessions(sql, now, ago(spentRefreshTokenRetentionMs)),
-        deleteOldEvents(sql, ago(config.eventRetentionDays * dayMs), ago(Math.min(config.eventRetentionDays, strangerEventRetentionDays) * dayMs)),
-        deleteExpiredNameHolds(sql, now),
-        deleteFinishedMail(sql, ago(finishedMailRetentionMs)),
-        deleteStaleResetRequests(sql, ago(config.resetCodeTtlSeconds * 1000)),
-        deleteStaleRegistrationRequests(sql, now),
-        deleteDeliveredWebhooks(sql, ago(deliveredWebhookRetentionMs)),
-        deleteExpiredChallenges(sql, now),
-      ]);
+      const strangerEventDays = Math.min(config.eventRetentionDays, strangerEventRetentionDays);
+      const deleted = {
+        registrations: deleteExpiredRegistrations(sql, ago(expiredRegistrationGraceMs)),
+        codes: deleteExpiredCodes(sql, ago(expiredRegistrationGraceMs)),
+        throttle: deleteStaleThrottleRows(sql, now),
+        quotas: deleteStaleQuotas(sql, now),
+        sessions: deleteExpiredSessions(sql, now, ago(spentRefreshTokenRetentionMs)),
+        events: deleteOldEvents(sql, ago(config.eventRetentionDays * dayMs), ago(strangerEventDays * dayMs)),
+        holds: deleteExpiredNameHolds(sql, now),
+        mail: deleteFinishedMail(sql, ago(finishedMailRetentionMs)),
+        resetRequests: deleteStaleResetRequests(sql, ago(config.resetCodeTtlSeconds * 1000)),
+        registrationRequests: deleteStaleRegistrationRequests(sql, now),
+        webhooks: deleteDeliveredWebhooks(sql, ago(deliveredWebhookRetentionMs)),
+        challenges: deleteExpiredChallenges(sql, now),
+      };
+      const counts = Object.fromEntries(
+        await Promise.all(Object.entries(deleted).map(async ([name, count]) => [name, await count] as const)),
+      );
       await Promise.all([webhookWorker?.refreshCounts(), liveSessions.refresh(), signingKeys?.refresh()]);
-      const signingKeysRetired = signingKeys === null ? 0 : await deleteRetiredSigningKeys(sql, now, config.tokenTtlSeconds);
-      log.debug('sweep done', { registrations, codes, throttle, quotas, ...sessions, events, holds, mail, resetRequests, registrationRequests, webhooks, challenges, signingKeysRetired });
+      const signingKeysRetired =
+        signingKeys === null ? 0 : await deleteRetiredSigningKeys(sql, now, config.tokenTtlSeconds);
+      log.debug('sweep done', { ...counts, signingKeysRetired });
     };
-    const sweepTimer = setInterval(() => void sweep().catch((error: unknown) => log.warn('sweep failed', describeError(error))), sweepIntervalMs);
+    const sweepFailed = (error: unknown) => log.warn('sweep failed', describeError(error));
+    const sweepTimer = setInterval(() => void sweep().catch(sweepFailed), sweepIntervalMs);
     sweepTimer.unref();
     let stopping = false;
     // In the background: the service answers at once, and requests keep their hashing slots.
@@ -184,9 +199,15 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         }
         const { wrapped, unwrappable } = result;
         if (wrapped > 0) log.info('wrapped outdated password hashes to the current scrypt cost', { wrapped });
-        if (unwrappable > 0) log.warn('password hashes cost more than SCRYPT_PARAMS; until their owners sign in, timing tells them apart', { accounts: unwrappable });
+        if (unwrappable > 0) {
+          const message =
+            'password hashes cost more than SCRYPT_PARAMS; until their owners sign in, timing tells them apart';
+          log.warn(message, { accounts: unwrappable });
+        }
       },
-      (error: unknown) => log.warn('wrapping outdated password hashes failed; it is tried again at the next start', describeError(error)),
+      (error: unknown) => {
+        log.warn('wrapping outdated password hashes failed; it is tried again at the next start', describeError(error));
+      },
     );
 
     const timeouts = options.httpTimeouts;
@@ -254,7 +275,8 @@ async function finishSealUpgrade(sql: Sql, sealer: Sealer, tokenSecrets: Buffer[
 }
 
 function createTransport(config: ServiceConfig, log: Logger): MailTransport {
-  return config.smtpUrl === null ? createFileTransport(join(config.dataDir, 'mail'), log) : createSmtpTransport(config.smtpUrl);
+  if (config.smtpUrl === null) return createFileTransport(join(config.dataDir, 'mail'), log);
+  return createSmtpTransport(config.smtpUrl);
 }
 
 /** Listens on `port` of `host` (0: any free port); returns the URL it answers on. */

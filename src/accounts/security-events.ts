@@ -22,7 +22,7 @@ export type EventType =
   | 'passkey-removed'
   /** A passkey's sign counter did not grow: a clone signal; the sign-in was refused. */
   | 'passkey-counter-regressed'
-  /** Operators' actions (use-cases/operator-actions.ts, disable-account.ts); their rows carry actor 'operator' and a reason. */
+  /** Operators' actions (use-cases/operator-actions.ts, disable-account.ts): actor 'operator', with a reason. */
   | 'account-disabled'
   | 'account-enabled'
   | 'sessions-ended'
@@ -53,13 +53,20 @@ export const shownStrangerEvents = 10;
  * `accountId` null (a name that belongs to no account) the same statement runs and writes
  * nothing, so that a failed sign-in on an unknown name costs what one on a known name costs.
  */
-export async function recordEvent(sql: Sql | Transaction, accountId: string | null, type: EventType, clientAddress: string, sessionId: string | null, now: Date): Promise<void> {
-  await sql`${insertEvents(sql, { account: sql`id`, type, clientAddress, session: sql`${sessionId}::uuid`, now }, sql`FROM accounts WHERE id = ${accountId}`)}`;
+export async function recordEvent(
+  sql: Sql | Transaction, accountId: string | null, type: EventType, clientAddress: string, sessionId: string | null,
+  now: Date,
+): Promise<void> {
+  const event = { account: sql`id`, type, clientAddress, session: sql`${sessionId}::uuid`, now };
+  await sql`${insertEvents(sql, event, sql`FROM accounts WHERE id = ${accountId}`)}`;
 }
 
 /** Records an operator's action on the account (use-cases/operator-actions.ts), in the caller's transaction. */
-export async function recordOperatorEvent(tx: Transaction, accountId: string, type: EventType, operator: OperatorAct & { address: string }, now: Date): Promise<void> {
-  const row = { account: tx`id`, type, clientAddress: operator.address, session: null, now, operator: { reason: operator.reason } };
+export async function recordOperatorEvent(
+  tx: Transaction, accountId: string, type: EventType, operator: OperatorAct & { address: string }, now: Date,
+): Promise<void> {
+  const { address, reason } = operator;
+  const row = { account: tx`id`, type, clientAddress: address, session: null, now, operator: { reason } };
   await tx`${insertEvents(tx, row, tx`FROM accounts WHERE id = ${accountId}`)}`;
 }
 
@@ -70,12 +77,16 @@ export async function recordOperatorEvent(tx: Transaction, accountId: string, ty
 export function insertEvents(sql: Sql | Transaction, event: EventRow, source: Fragment): Fragment {
   return sql`
     INSERT INTO security_events (account_id, type, occurred_at, client_address, session_id, actor, reason)
-    SELECT ${event.account}, ${event.type}::text, ${event.now}::timestamptz, ${event.clientAddress.slice(0, 64)}::text, ${event.session ?? sql`NULL`}::uuid,
-      ${event.operator === undefined ? null : 'operator'}::text, ${event.operator?.reason ?? null}::text ${source}`;
+    SELECT ${event.account}, ${event.type}::text, ${event.now}::timestamptz, ${event.clientAddress.slice(0, 64)}::text,
+      ${event.session ?? sql`NULL`}::uuid, ${event.operator === undefined ? null : 'operator'}::text,
+      ${event.operator?.reason ?? null}::text ${source}`;
 }
 
 /** `operator`: an operator acted, for this reason (null: none given); absent, the client of a request did. */
-export type EventRow = { account: Fragment; type: EventType; clientAddress: string; session: Fragment | null; now: Date; operator?: OperatorAct };
+export type EventRow = {
+  account: Fragment; type: EventType; clientAddress: string; session: Fragment | null; now: Date;
+  operator?: OperatorAct;
+};
 export type OperatorAct = { reason: string | null };
 
 /** The account's latest events, newest first, of which at most `shownStrangerEvents` of the strangers' kinds. */
@@ -83,9 +94,11 @@ export async function listEvents(sql: Sql, accountId: string): Promise<SecurityE
   return sql<SecurityEvent[]>`
     SELECT type, occurred_at AS "occurredAt", client_address AS "clientAddress", session_id AS "sessionId", actor
     FROM (
-      (SELECT * FROM security_events WHERE account_id = ${accountId} AND type <> ALL(${strangerKinds as EventType[]}) ORDER BY occurred_at DESC, id DESC LIMIT ${shownEvents})
+      (SELECT * FROM security_events WHERE account_id = ${accountId} AND type <> ALL(${strangerKinds as EventType[]})
+       ORDER BY occurred_at DESC, id DESC LIMIT ${shownEvents})
       UNION ALL
-      (SELECT * FROM security_events WHERE account_id = ${accountId} AND type = ANY(${strangerKinds as EventType[]}) ORDER BY occurred_at DESC, id DESC LIMIT ${shownStrangerEvents})
+      (SELECT * FROM security_events WHERE account_id = ${accountId} AND type = ANY(${strangerKinds as EventType[]})
+       ORDER BY occurred_at DESC, id DESC LIMIT ${shownStrangerEvents})
     ) AS latest
     ORDER BY occurred_at DESC, id DESC LIMIT ${shownEvents}`;
 }
@@ -97,9 +110,11 @@ export async function listEvents(sql: Sql, accountId: string): Promise<SecurityE
  */
 export const strangerEventRetentionDays = 7;
 
-/** Deletes events that happened before `before`, and the strangers' kinds before `strangersBefore`; returns how many. */
+/** Deletes events from before `before`, and the strangers' kinds from before `strangersBefore`; returns how many. */
 export async function deleteOldEvents(sql: Sql, before: Date, strangersBefore: Date): Promise<number> {
   const old = await sql`DELETE FROM security_events WHERE occurred_at < ${before}`;
-  const strangers = await sql`DELETE FROM security_events WHERE type IN ('sign-in-failed', 'reset-requested') AND occurred_at < ${strangersBefore}`;
+  const strangers = await sql`
+    DELETE FROM security_events
+    WHERE type IN ('sign-in-failed', 'reset-requested') AND occurred_at < ${strangersBefore}`;
   return old.count + strangers.count;
 }

@@ -16,10 +16,17 @@ export const problems = {
   notFound: { status: 404, slug: 'not-found', title: 'No such resource' },
   unknownCode: { status: 404, slug: 'unknown-code', title: 'The code is unknown or already used' },
   unknownSession: { status: 404, slug: 'unknown-session', title: 'The account has no session with this id' },
-  passkeysOff: { status: 404, slug: 'passkeys-not-configured', title: 'Passkeys are off: WEBAUTHN_RP_ID and WEBAUTHN_ORIGINS are not set' },
-  unknownChallenge: { status: 404, slug: 'unknown-challenge', title: 'The challenge is unknown, expired or already used' },
+  passkeysOff: {
+    status: 404, slug: 'passkeys-not-configured',
+    title: 'Passkeys are off: WEBAUTHN_RP_ID and WEBAUTHN_ORIGINS are not set',
+  },
+  unknownChallenge: {
+    status: 404, slug: 'unknown-challenge', title: 'The challenge is unknown, expired or already used',
+  },
   unknownPasskey: { status: 404, slug: 'unknown-passkey', title: 'The account has no passkey with this id' },
-  wrongEmailCode: { status: 403, slug: 'wrong-email-code', title: 'The e-mailed code is wrong, expired or already used' },
+  wrongEmailCode: {
+    status: 403, slug: 'wrong-email-code', title: 'The e-mailed code is wrong, expired or already used',
+  },
   invalidPasskey: { status: 400, slug: 'invalid-passkey', title: 'The credential did not pass verification' },
   passkeyLimit: { status: 409, slug: 'passkey-limit', title: 'The account holds the most passkeys it may (20)' },
   passkeyRegistered: { status: 409, slug: 'passkey-registered', title: 'This credential is registered already' },
@@ -31,12 +38,17 @@ export const problems = {
   emailTaken: { status: 409, slug: 'email-taken', title: 'The e-mail address was taken by another account meanwhile' },
   codeExpired: { status: 410, slug: 'code-expired', title: 'The code has expired' },
   bodyTooLarge: { status: 413, slug: 'body-too-large', title: 'The request body is too large' },
-  unsupportedMediaType: { status: 415, slug: 'unsupported-media-type', title: 'The request body must be application/json' },
+  unsupportedMediaType: {
+    status: 415, slug: 'unsupported-media-type', title: 'The request body must be application/json',
+  },
   tooSoon: { status: 429, slug: 'too-soon', title: 'A code was requested for this address moments ago' },
   dailyLimit: { status: 429, slug: 'daily-limit', title: 'Too many codes were requested for this address today' },
   rateLimited: { status: 429, slug: 'rate-limited', title: 'Too many requests from this address' },
   throttled: { status: 429, slug: 'throttled', title: 'Too many failed password or one-time code attempts' },
-  accountRateLimited: { status: 429, slug: 'account-rate-limited', title: 'Too many sign-ins, refreshes or session listings for this account' },
+  accountRateLimited: {
+    status: 429, slug: 'account-rate-limited',
+    title: 'Too many sign-ins, refreshes or session listings for this account',
+  },
   unavailable: { status: 503, slug: 'unavailable', title: 'The service is temporarily unavailable' },
   overloaded: { status: 503, slug: 'overloaded', title: 'The service is overloaded' },
   internal: { status: 500, slug: 'internal', title: 'Internal server error' },
@@ -65,7 +77,10 @@ export class HttpError extends Error {
   readonly invalidParams: InvalidParam[] | undefined;
   readonly headers: Record<string, string> | undefined;
 
-  constructor(problem: Problem, options: { detail?: string; invalidParams?: InvalidParam[]; headers?: Record<string, string> } = {}) {
+  constructor(
+    problem: Problem,
+    options: { detail?: string; invalidParams?: InvalidParam[]; headers?: Record<string, string> } = {},
+  ) {
     const stackTraceLimit = Error.stackTraceLimit;
     Error.stackTraceLimit = 0;
     super(options.detail ?? problem.title);
@@ -77,8 +92,9 @@ export class HttpError extends Error {
   }
 }
 
-/** The codes a handler of the token endpoint answers with; the server maps other statuses itself (server.ts, oauthReply). */
-export type OAuthErrorCode = 'invalid_request' | 'invalid_grant' | 'mfa_required' | 'account_disabled' | 'unsupported_grant_type';
+/** The codes a token endpoint handler answers with; the server maps other statuses itself (server.ts, oauthReply). */
+export type OAuthErrorCode =
+  | 'invalid_request' | 'invalid_grant' | 'mfa_required' | 'account_disabled' | 'unsupported_grant_type';
 
 /** RFC 6749 §5.2 error, used only by the token endpoint; an answer like HttpError. */
 export class OAuthError extends Error {
@@ -97,12 +113,17 @@ export function invalidFields(invalidParams: InvalidParam[]): HttpError {
 
 /** 429 for a key whose failed password checks must now wait `seconds`. */
 export function throttled(seconds: number): HttpError {
-  return new HttpError(problems.throttled, { detail: `Try again in ${formatCount(seconds, 'second')}.`, headers: { 'Retry-After': String(seconds) } });
+  return tryAgainIn(problems.throttled, seconds);
 }
 
 /** 429 for an account past ACCOUNT_RATE_LIMIT. */
 export function accountRateLimited(seconds: number): HttpError {
-  return new HttpError(problems.accountRateLimited, { detail: `Try again in ${formatCount(seconds, 'second')}.`, headers: { 'Retry-After': String(seconds) } });
+  return tryAgainIn(problems.accountRateLimited, seconds);
+}
+
+function tryAgainIn(problem: Problem, seconds: number): HttpError {
+  const headers = { 'Retry-After': String(seconds) };
+  return new HttpError(problem, { detail: `Try again in ${formatCount(seconds, 'second')}.`, headers });
 }
 
 /** 429 for an address that asked for a code too recently or too often (address-quotas.ts). */
