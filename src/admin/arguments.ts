@@ -78,7 +78,8 @@ export function oneOf<T extends string>(args: Args, name: string, allowed: reado
 export function date(args: Args, name: string): Date | null {
   const value = text(args, name);
   if (value === null) return null;
-  const valid = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2}))?$/.test(value) && !Number.isNaN(Date.parse(value));
+  const dateOrTime = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2}))?$/;
+  const valid = dateOrTime.test(value) && !Number.isNaN(Date.parse(value));
   if (!valid) {
     throw new ArgumentError(`--${name} must be a date (2026-01-31) or a time with its zone (2026-01-31T10:00:00Z)`);
   }

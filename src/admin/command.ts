@@ -52,7 +52,9 @@ export function parseCommand(argv: string[]): { operation: Operation; args: Args
  * Runs `admin …` (argv after `admin`) and returns the exit code. The result goes to `print`
  * (stdout): one JSON line with --json, else readable lines; refusals go to `fail` (stderr).
  */
-export async function runAdminCommand(deps: UseCaseDeps, argv: string[], print: (line: string) => void, fail: (line: string) => void): Promise<number> {
+export async function runAdminCommand(
+  deps: UseCaseDeps, argv: string[], print: (line: string) => void, fail: (line: string) => void,
+): Promise<number> {
   let parsed;
   try {
     parsed = parseCommand(argv);
@@ -76,7 +78,15 @@ export async function runAdminCommand(deps: UseCaseDeps, argv: string[], print: 
 
 /** `name: value` lines; a list is one line per entry. */
 function readable(body: unknown, indent = ''): string[] {
-  if (Array.isArray(body)) return body.length === 0 ? [`${indent}(none)`] : body.map((entry) => indent + (typeof entry === 'object' && entry !== null ? Object.entries(entry).map(([key, value]) => `${key}=${JSON.stringify(value)}`).join(' ') : String(entry)));
-  if (typeof body !== 'object' || body === null) return [indent + String(body)];
-  return Object.entries(body).flatMap(([key, value]) => (typeof value === 'object' && value !== null ? [`${indent}${key}:`, ...readable(value, `${indent}  `)] : [`${indent}${key}: ${value === null ? '-' : String(value)}`]));
+  const isObject = (value: unknown): value is object => typeof value === 'object' && value !== null;
+  const oneLine = (entry: unknown) => isObject(entry)
+    ? Object.entries(entry).map(([key, value]) => `${key}=${JSON.stringify(value)}`).join(' ')
+    : String(entry);
+  if (Array.isArray(body)) {
+    return body.length === 0 ? [`${indent}(none)`] : body.map((entry) => indent + oneLine(entry));
+  }
+  if (!isObject(body)) return [indent + String(body)];
+  return Object.entries(body).flatMap(([key, value]) => isObject(value)
+    ? [`${indent}${key}:`, ...readable(value, `${indent}  `)]
+    : [`${indent}${key}: ${value === null ? '-' : String(value)}`]);
 }

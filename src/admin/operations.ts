@@ -1,8 +1,15 @@
 import { disableAccount, enableAccount } from '../use-cases/disable-account.ts';
-import { deleteAsOperator, endSessionsAsOperator, forceReset, removeSecondFactor, unlock, type Operator } from '../use-cases/operator-actions.ts';
-import { findAccount, listAccountEvents, listAccountsPage, listFailed, retryFailed, type Queue } from '../use-cases/operator-reads.ts';
+import {
+  deleteAsOperator, endSessionsAsOperator, forceReset, removeSecondFactor, unlock, type Operator,
+} from '../use-cases/operator-actions.ts';
+import {
+  findAccount, listAccountEvents, listAccountsPage, listFailed, retryFailed, type Queue,
+} from '../use-cases/operator-reads.ts';
 import type { UseCaseDeps } from '../use-cases/transaction.ts';
-import { ArgumentError, date, noTarget, oneOf, onlyOptions, pageSize, reason, retryTarget, target, text, uuidPattern, type Args } from './arguments.ts';
+import {
+  ArgumentError, date, noTarget, oneOf, onlyOptions, pageSize, reason, retryTarget, target, text, uuidPattern,
+  type Args,
+} from './arguments.ts';
 
 /**
  * The operator's operations, written once for the command (command.ts) and the admin API
@@ -29,7 +36,11 @@ const notFound = (what: string): Result => ({ outcome: 'not-found', message: `no
 const account = 'account (name, address or id)';
 
 /** An action on one account: the operand, a reason (required or not), and the operator who acts. */
-function accountAction(words: string[], path: string, summary: string, reasonRequired: boolean, act: (deps: UseCaseDeps, identifier: string, operator: Operator) => Promise<{ outcome: string }>, method: Operation['method'] = 'POST'): Operation {
+function accountAction(
+  words: string[], path: string, summary: string, reasonRequired: boolean,
+  act: (deps: UseCaseDeps, identifier: string, operator: Operator) => Promise<{ outcome: string }>,
+  method: Operation['method'] = 'POST',
+): Operation {
   return {
     words,
     method,
@@ -66,7 +77,8 @@ function queueOperations(queue: Queue): Operation[] {
       words: [queue, 'retry'],
       method: 'POST',
       path: `/admin/${queue}/retry`,
-      summary: `Queues again one failed ${queue === 'outbox' ? 'message' : 'webhook event'} (target: its id), or every failed one (--all-failed)`,
+      summary: `Queues again one failed ${queue === 'outbox' ? 'message' : 'webhook event'} (target: its id), ` +
+        'or every failed one (--all-failed)',
       options: ['all-failed'],
       async run(deps, args) {
         const id = retryTarget(args);
@@ -107,19 +119,41 @@ export const operations: Operation[] = [
       if (cursor !== null && !uuidPattern.test(cursor)) {
         throw new ArgumentError('--cursor must be the next of a previous page');
       }
-      const filter = { status: oneOf(args, 'status', ['active', 'disabled'] as const), createdAfter: date(args, 'created-after'), createdBefore: date(args, 'created-before'), limit: pageSize(args), cursor };
+      const filter = {
+        status: oneOf(args, 'status', ['active', 'disabled'] as const),
+        createdAfter: date(args, 'created-after'),
+        createdBefore: date(args, 'created-before'),
+        limit: pageSize(args),
+        cursor,
+      };
       return { outcome: 'done', body: await listAccountsPage(deps, filter) };
     },
   },
-  accountAction(['disable'], '/admin/accounts/{target}/disable', 'Disables the account and ends its sessions; sign-in, refresh and bearer calls are refused', true, (deps, id, operator) =>
-    disableAccount(deps, id, { ...operator, reason: operator.reason! }),
+  accountAction(
+    ['disable'], '/admin/accounts/{target}/disable',
+    'Disables the account and ends its sessions; sign-in, refresh and bearer calls are refused', true,
+    (deps, id, operator) => disableAccount(deps, id, { ...operator, reason: operator.reason! }),
   ),
   accountAction(['enable'], '/admin/accounts/{target}/enable', 'Enables a disabled account', false, enableAccount),
-  accountAction(['end-sessions'], '/admin/accounts/{target}/end-sessions', 'Ends every session of the account', false, endSessionsAsOperator),
-  accountAction(['reset'], '/admin/accounts/{target}/reset', 'Cancels the password, ends every session and mails a reset code', false, forceReset),
-  accountAction(['unlock'], '/admin/accounts/{target}/unlock', "Clears the sign-in throttle of a name or address", false, unlock),
-  accountAction(['remove-second-factor'], '/admin/accounts/{target}/remove-second-factor', 'Removes the second factor and its recovery codes', false, removeSecondFactor),
-  accountAction(['delete'], '/admin/accounts/{target}', 'Deletes the account, as its owner would', false, deleteAsOperator, 'DELETE'),
+  accountAction(
+    ['end-sessions'], '/admin/accounts/{target}/end-sessions', 'Ends every session of the account', false,
+    endSessionsAsOperator,
+  ),
+  accountAction(
+    ['reset'], '/admin/accounts/{target}/reset', 'Cancels the password, ends every session and mails a reset code',
+    false, forceReset,
+  ),
+  accountAction(
+    ['unlock'], '/admin/accounts/{target}/unlock', 'Clears the sign-in throttle of a name or address', false, unlock,
+  ),
+  accountAction(
+    ['remove-second-factor'], '/admin/accounts/{target}/remove-second-factor',
+    'Removes the second factor and its recovery codes', false, removeSecondFactor,
+  ),
+  accountAction(
+    ['delete'], '/admin/accounts/{target}', 'Deletes the account, as its owner would', false, deleteAsOperator,
+    'DELETE',
+  ),
   {
     words: ['events'],
     method: 'GET',

@@ -20,29 +20,38 @@ export type Operator = { address: string; reason: string | null };
 export type OperatorOutcome<T = {}> = ({ outcome: 'done' } & T) | { outcome: 'not-found' };
 
 /** What every operator event and webhook says: an operator acted, and why. */
-export const operatorData = (operator: Operator): WebhookData => ({ actor: 'operator', operator_reason: operator.reason });
+export const operatorData = (operator: Operator): WebhookData =>
+  ({ actor: 'operator', operator_reason: operator.reason });
 
 /**
  * One operator action on the account `identifier` names, in one transaction that first locks
  * the account row (step 2 of the lock order, use-cases/transaction.ts), so that the action
  * commits whole or not at all, and queues behind any use case of the account's owner.
  */
-export async function onAccount<T>(deps: UseCaseDeps, identifier: string, work: (tx: Transaction, account: AccountRef, now: Date) => Promise<T>): Promise<OperatorOutcome<T>> {
+export async function onAccount<T>(
+  deps: UseCaseDeps, identifier: string, work: (tx: Transaction, account: AccountRef, now: Date) => Promise<T>,
+): Promise<OperatorOutcome<T>> {
   const account = await findAccountRef(deps.sql, identifier);
   if (account === null) return { outcome: 'not-found' };
   const now = deps.clock();
-  const result = await inTransaction(deps.sql, async (tx) => ((await lockAccount(tx, account.id)) ? { outcome: 'done' as const, ...(await work(tx, account, now)) } : null));
+  const result = await inTransaction(deps.sql, async (tx) =>
+    (await lockAccount(tx, account.id)) ? { outcome: 'done' as const, ...(await work(tx, account, now)) } : null);
   if (result === null) return { outcome: 'not-found' };
   wakeWorkers(deps);
   return result;
 }
 
 /** Ends every session of the account (THE way, end-sessions.ts), with the operator's event and webhook. */
-export function endSessionsAsOperator(deps: UseCaseDeps, identifier: string, operator: Operator): Promise<OperatorOutcome<{ ended: number }>> {
+export function endSessionsAsOperator(
+  deps: UseCaseDeps, identifier: string, operator: Operator,
+): Promise<OperatorOutcome<{ ended: number }>> {
   return onAccount(deps, identifier, async (tx, account, now) => {
-    const webhook = deps.webhooks.event('sessions.revoked', account.publicId, now, { reason: 'operator', ...operatorData(operator) });
+    const data = { reason: 'operator', ...operatorData(operator) };
+    const webhook = deps.webhooks.event('sessions.revoked', account.publicId, now, data);
     const event = { type: 'sessions-ended' as const, clientAddress: operator.address, sessionId: null, operator };
-    return { ended: (await endSessions(tx, { accountId: account.id, sessionId: null, event, webhook, record: 'always', now })).length };
+    const accountId = account.id;
+    const ended = await endSessions(tx, { accountId, sessionId: null, event, webhook, record: 'always', now });
+    return { ended: ended.length };
   });
 }
 
@@ -61,7 +70,8 @@ export async function forceReset(deps: UseCaseDeps, identifier: string, operator
     await endSessions(tx, { accountId: account.id, sessionId: null, event, webhook, record: 'always', now });
     const code = generateCode();
     const expiresAt = new Date(now.getTime() + deps.config.resetCodeTtlSeconds * 1000);
-    await issueResetCode(tx, account.email, hashCode(code), expiresAt, sealMail(resetForcedMail(code, expiresAt, now, account.locale), deps.mailer), operator.address, now);
+    const mail = sealMail(resetForcedMail(code, expiresAt, now, account.locale), deps.mailer);
+    await issueResetCode(tx, account.email, hashCode(code), expiresAt, mail, operator.address, now);
     return {};
   });
 }
@@ -72,7 +82,9 @@ export async function forceReset(deps: UseCaseDeps, identifier: string, operator
  * account stay known. An identifier that names no account (a name strangers guessed at) is
  * cleared all the same, with no event: there is no account to hold one.
  */
-export async function unlock(deps: UseCaseDeps, identifier: string, operator: Operator): Promise<{ outcome: 'done'; matched_account: boolean }> {
+export async function unlock(
+  deps: UseCaseDeps, identifier: string, operator: Operator,
+): Promise<{ outcome: 'done'; matched_account: boolean }> {
   const typed = deps.keys.loginIdentifier(identifier);
   const done = await onAccount(deps, identifier, async (tx, account, now) => {
     await clearFailures(tx, [typed, ...throttleKeys(deps, account)]);
@@ -86,18 +98,23 @@ export async function unlock(deps: UseCaseDeps, identifier: string, operator: Op
 }
 
 /** Removes the account's second factor and its recovery codes, for an owner who lost both. */
-export function removeSecondFactor(deps: UseCaseDeps, identifier: string, operator: Operator): Promise<OperatorOutcome<{ removed: boolean }>> {
+export function removeSecondFactor(
+  deps: UseCaseDeps, identifier: string, operator: Operator,
+): Promise<OperatorOutcome<{ removed: boolean }>> {
   return onAccount(deps, identifier, async (tx, account, now) => {
     const removed = await removeFactor(tx, account.id);
     if (!removed) return { removed };
     await recordOperatorEvent(tx, account.id, 'totp-disabled', operator, now);
-    await deps.webhooks.enqueue(tx, 'second_factor.disabled', account.publicId, now, { method: 'totp', ...operatorData(operator) });
+    const data = { method: 'totp', ...operatorData(operator) };
+    await deps.webhooks.enqueue(tx, 'second_factor.disabled', account.publicId, now, data);
     return { removed };
   });
 }
 
-/** Deletes the account by the owner's own path (delete-account.ts eraseAccount): the same rows go, the same notice is sent. */
-export async function deleteAsOperator(deps: UseCaseDeps, identifier: string, operator: Operator): Promise<OperatorOutcome> {
+/** Deletes the account by the owner's path (delete-account.ts eraseAccount): the same rows go, the same notice too. */
+export async function deleteAsOperator(
+  deps: UseCaseDeps, identifier: string, operator: Operator,
+): Promise<OperatorOutcome> {
   const account = await findAccountRef(deps.sql, identifier);
   if (account === null) return { outcome: 'not-found' };
   const erased = await eraseAccount(deps, account, null, (tx) => lockAccount(tx, account.id), operatorData(operator));
