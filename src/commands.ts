@@ -29,19 +29,26 @@ ${adminUsage}
 
 export const commandNames = ['reseal', 'signing-key', 'admin'];
 
-/** Runs an operator's command against the database of `config`; returns the exit code. Output is JSON lines on stdout. */
-export async function runCommand(args: string[], config: ServiceConfig, log: Logger, print: (line: string) => void): Promise<number> {
+/** Runs an operator's command against the database of `config`; returns the exit code. JSON lines on stdout. */
+export async function runCommand(
+  args: string[], config: ServiceConfig, log: Logger, print: (line: string) => void,
+): Promise<number> {
   const sql = connectDatabase(config.databaseUrl);
   try {
     await migrate(sql, await loadMigrations());
     const sealer = createSealer(config.encryptionKeys);
     const [name, verb, kid] = args;
-    if (name === 'admin') return await runAdminCommand(await commandDeps(sql, config, log), args.slice(1), print, (line) => log.error(line));
+    if (name === 'admin') {
+      const deps = await commandDeps(sql, config, log);
+      return await runAdminCommand(deps, args.slice(1), print, (line) => log.error(line));
+    }
     if (name === 'reseal') {
       const report = await resealAll(sql, sealer, config.tokenSecrets);
       print(JSON.stringify(report));
       if (Object.keys(report.unopenable).length === 0) return 0;
-      log.error('some sealed values open with no configured key; keep the old key in ENCRYPTION_KEYS (or TOKEN_SECRET, for values from before it) and run reseal again', report.unopenable);
+      const advice =
+        'keep the old key in ENCRYPTION_KEYS (or TOKEN_SECRET, for values from before it) and run reseal again';
+      log.error(`some sealed values open with no configured key; ${advice}`, report.unopenable);
       return 1;
     }
     if (name === 'signing-key' && verb === 'list' && kid === undefined) {
@@ -97,6 +104,7 @@ export async function commandDeps(sql: Sql, config: ServiceConfig, log: Logger):
 }
 
 async function listSigningKeys(sql: Sql): Promise<{ kid: string; created_at: string }[]> {
-  const rows = await sql<{ kid: string; createdAt: Date }[]>`SELECT kid, created_at AS "createdAt" FROM signing_keys ORDER BY created_at DESC, kid`;
+  const rows = await sql<{ kid: string; createdAt: Date }[]>`
+    SELECT kid, created_at AS "createdAt" FROM signing_keys ORDER BY created_at DESC, kid`;
   return rows.map((row) => ({ kid: row.kid, created_at: row.createdAt.toISOString() }));
 }

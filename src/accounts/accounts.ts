@@ -26,8 +26,10 @@ export type Account = {
 /** Finds an account by name or e-mail address; the two cannot collide, as only addresses hold an `@`. */
 export async function findAccountByLogin(sql: Sql, username: string): Promise<Account | null> {
   const [row] = await sql<Account[]>`
-    SELECT id, public_id AS "publicId", name, email, phone, locale, password_hash AS "passwordHash", activated_at AS "activatedAt",
-      (SELECT sealed_secret FROM second_factors AS f WHERE f.account_id = accounts.id AND f.activated_at IS NOT NULL) AS "activeFactorSecret",
+    SELECT id, public_id AS "publicId", name, email, phone, locale, password_hash AS "passwordHash",
+      activated_at AS "activatedAt",
+      (SELECT sealed_secret FROM second_factors AS f WHERE f.account_id = accounts.id AND f.activated_at IS NOT NULL)
+        AS "activeFactorSecret",
       disabled_at IS NOT NULL AS disabled
     FROM accounts
     WHERE (name = ${username} OR lower(email) = lower(${username})) AND activated_at IS NOT NULL`;
@@ -44,7 +46,9 @@ export async function findPasswordHash(sql: Sql, id: string): Promise<string | n
  * Stores another hash of the same password (current parameters, or a wrapped chain). It changes
  * nothing if the password was changed meanwhile, and sessions stay as they are.
  */
-export async function upgradePasswordHash(sql: Sql | Transaction, id: string, oldHash: string, newHash: string): Promise<void> {
+export async function upgradePasswordHash(
+  sql: Sql | Transaction, id: string, oldHash: string, newHash: string,
+): Promise<void> {
   await sql`UPDATE accounts SET password_hash = ${newHash} WHERE id = ${id} AND password_hash = ${oldHash}`;
 }
 
@@ -53,7 +57,9 @@ export async function upgradePasswordHash(sql: Sql | Transaction, id: string, ol
  * parameters `currentPrefix` begins (`$scrypt$ln=15,r=8,p=3$`). Pending registrations count too:
  * they become accounts with the hash they hold.
  */
-export async function findOutdatedHashes(sql: Sql, currentPrefix: string, afterId: string, limit: number): Promise<Array<{ id: string; passwordHash: string }>> {
+export async function findOutdatedHashes(
+  sql: Sql, currentPrefix: string, afterId: string, limit: number,
+): Promise<Array<{ id: string; passwordHash: string }>> {
   return sql<Array<{ id: string; passwordHash: string }>>`
     SELECT id, password_hash AS "passwordHash" FROM accounts
     WHERE id > ${afterId} AND NOT starts_with(password_hash, ${currentPrefix})

@@ -6,7 +6,9 @@ import type { Sql, Transaction } from '../storage/db.ts';
  */
 
 /** An active account as an operator names it; pending registrations are not accounts yet. */
-export type AccountRef = { id: string; publicId: string; name: string; email: string; locale: string | null; disabled: boolean };
+export type AccountRef = {
+  id: string; publicId: string; name: string; email: string; locale: string | null; disabled: boolean;
+};
 
 export type AccountStatus = 'active' | 'disabled';
 
@@ -37,7 +39,8 @@ export async function describeAccount(sql: Sql, id: string, now: Date) {
     SELECT a.public_id, a.name, a.email, a.phone, a.activated_at, a.disabled_at, a.disabled_reason,
       EXISTS (SELECT 1 FROM second_factors f WHERE f.account_id = a.id AND f.activated_at IS NOT NULL) AS second_factor,
       (SELECT count(*)::int FROM sessions s WHERE s.account_id = a.id AND s.expires_at > ${now}) AS live_sessions,
-      (SELECT max(occurred_at) FROM security_events e WHERE e.account_id = a.id AND e.type = 'signed-in') AS last_sign_in
+      (SELECT max(occurred_at) FROM security_events e WHERE e.account_id = a.id AND e.type = 'signed-in')
+        AS last_sign_in
     FROM accounts a WHERE a.id = ${id}`;
   return row ?? null;
 }
@@ -58,13 +61,18 @@ export async function throttleState(sql: Sql, identifiers: Buffer[], now: Date) 
   };
 }
 
-export type AccountFilter = { status: AccountStatus | null; createdAfter: Date | null; createdBefore: Date | null; limit: number; cursor: string | null };
+export type AccountFilter = {
+  status: AccountStatus | null; createdAfter: Date | null; createdBefore: Date | null; limit: number;
+  cursor: string | null;
+};
 
 /**
  * Active accounts, newest first (by activation, then id), `limit` of them after `cursor` (the
  * public id of the account the previous page ended with: keyset paging, so that a page costs the same however deep).
  */
-export async function listAccounts(sql: Sql, filter: AccountFilter): Promise<{ accounts: AccountSummary[]; next: string | null }> {
+export async function listAccounts(
+  sql: Sql, filter: AccountFilter,
+): Promise<{ accounts: AccountSummary[]; next: string | null }> {
   const { status, createdAfter, createdBefore, limit, cursor } = filter;
   const rows = await sql`
     SELECT a.public_id, a.name, a.email, a.activated_at, a.disabled_reason FROM accounts a
@@ -72,7 +80,8 @@ export async function listAccounts(sql: Sql, filter: AccountFilter): Promise<{ a
       AND (${status}::text IS NULL OR (a.disabled_at IS NOT NULL) = (${status}::text = 'disabled'))
       AND (${createdAfter}::timestamptz IS NULL OR a.activated_at >= ${createdAfter}::timestamptz)
       AND (${createdBefore}::timestamptz IS NULL OR a.activated_at < ${createdBefore}::timestamptz)
-      AND (${cursor}::uuid IS NULL OR (a.activated_at, a.id) < (SELECT activated_at, id FROM accounts WHERE public_id = ${cursor}::uuid))
+      AND (${cursor}::uuid IS NULL
+        OR (a.activated_at, a.id) < (SELECT activated_at, id FROM accounts WHERE public_id = ${cursor}::uuid))
     ORDER BY a.activated_at DESC, a.id DESC LIMIT ${limit + 1}`;
   const accounts = rows.slice(0, limit).map((row) => ({
     id: row.public_id as string,

@@ -3,7 +3,9 @@ import { registrationAttemptMail, registrationCodeMail } from '../mail/messages.
 import { enqueueMail } from '../mail/outbox.ts';
 import type { Mailer } from '../mail/templates.ts';
 import { generateCode, hashCode, storeCode } from './one-time-codes.ts';
-import { insertRegistration, lockAddressHolder, recordAttemptNotice, releaseExpiredHolders, type NewRegistration } from './registrations.ts';
+import {
+  insertRegistration, lockAddressHolder, recordAttemptNotice, releaseExpiredHolders, type NewRegistration,
+} from './registrations.ts';
 
 /**
  * At most one "someone tried to register" or "someone tried to use your address" notice per
@@ -18,10 +20,13 @@ export const attemptNoticeIntervalMs = 60 * 60 * 1000;
  * the address has an account, a pending registration or nothing. The worker resolves it moments
  * later (request-resolver.ts) with resolveNextRegistrationRequest.
  */
-export async function recordRegistrationRequest(tx: Transaction, registration: NewRegistration, now: Date): Promise<void> {
+export async function recordRegistrationRequest(
+  tx: Transaction, registration: NewRegistration, now: Date,
+): Promise<void> {
+  const { name, email, phone, passwordHash, expiresAt, locale } = registration;
   await tx`
     INSERT INTO registration_requests (name, address, phone, password_hash, expires_at, requested_at, locale)
-    VALUES (${registration.name}, ${registration.email}, ${registration.phone}, ${registration.passwordHash}, ${registration.expiresAt}, ${now}, ${registration.locale})`;
+    VALUES (${name}, ${email}, ${phone}, ${passwordHash}, ${expiresAt}, ${now}, ${locale})`;
 }
 
 /**
@@ -38,11 +43,15 @@ export async function recordRegistrationRequest(tx: Transaction, registration: N
 export async function resolveNextRegistrationRequest(sql: Sql, mailer: Mailer): Promise<boolean> {
   return sql.begin(async (tx) => {
     const [request] = await tx`
-      DELETE FROM registration_requests WHERE id = (SELECT id FROM registration_requests ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
+      DELETE FROM registration_requests
+      WHERE id = (SELECT id FROM registration_requests ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
       RETURNING name, address, phone, password_hash, expires_at, requested_at, locale`;
     if (request === undefined) return false;
     const now = request.requested_at as Date;
-    const registration: NewRegistration = { name: request.name, email: request.address, phone: request.phone, passwordHash: request.password_hash, expiresAt: request.expires_at, locale: request.locale };
+    const registration: NewRegistration = {
+      name: request.name, email: request.address, phone: request.phone, passwordHash: request.password_hash,
+      expiresAt: request.expires_at, locale: request.locale,
+    };
     const { name, email, expiresAt } = registration;
     const code = generateCode();
     // Expired registrations that hold the name or the address give way at once, not at the next sweep.

@@ -1,6 +1,8 @@
 import type { Sql, Transaction } from '../storage/db.ts';
 
-export type NewRegistration = { name: string; email: string; phone: string | null; passwordHash: string; expiresAt: Date; locale: string | null };
+export type NewRegistration = {
+  name: string; email: string; phone: string | null; passwordHash: string; expiresAt: Date; locale: string | null;
+};
 
 /**
  * What holds the address: nothing, an active account, or a pending registration. `email` is
@@ -29,8 +31,11 @@ export async function releaseExpiredHolders(tx: Transaction, name: string, email
  * already has is kept as it is, not extended. The unique index on accounts still decides a
  * race between two new registrations.
  */
-export async function claimName(tx: Transaction, name: string, email: string, expiresAt: Date, now: Date): Promise<boolean> {
-  const [active] = await tx`SELECT EXISTS (SELECT 1 FROM accounts WHERE name = ${name} AND activated_at IS NOT NULL) AS taken`;
+export async function claimName(
+  tx: Transaction, name: string, email: string, expiresAt: Date, now: Date,
+): Promise<boolean> {
+  const [active] = await tx`
+    SELECT EXISTS (SELECT 1 FROM accounts WHERE name = ${name} AND activated_at IS NOT NULL) AS taken`;
   if (active!.taken as boolean) return false;
   const claimed = await tx`
     INSERT INTO name_holds AS h (name, address, expires_at) VALUES (${name}, lower(${email}), ${expiresAt})
@@ -72,7 +77,8 @@ export async function recordAttemptNotice(tx: Transaction, id: string, now: Date
 export async function insertRegistration(tx: Transaction, registration: NewRegistration): Promise<string | null> {
   const [row] = await tx`
     INSERT INTO accounts (name, email, phone, password_hash, expires_at, locale)
-    VALUES (${registration.name}, ${registration.email}, ${registration.phone}, ${registration.passwordHash}, ${registration.expiresAt}, ${registration.locale})
+    VALUES (${registration.name}, ${registration.email}, ${registration.phone}, ${registration.passwordHash},
+      ${registration.expiresAt}, ${registration.locale})
     ON CONFLICT DO NOTHING
     RETURNING id`;
   return (row?.id as string | undefined) ?? null;

@@ -40,7 +40,8 @@ async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<str
   }
   const password = stringParameter(params, 'password', maxPasswordLength);
   const otp = otpParameter(params);
-  const result = await signIn(deps, username, password, otp, clientOf(ctx), (accountId) => takeAccountAllowance(deps, accountId));
+  const takeAllowance = (accountId: string) => takeAccountAllowance(deps, accountId);
+  const result = await signIn(deps, username, password, otp, clientOf(ctx), takeAllowance);
   if (result.outcome === 'throttled') throw throttled(result.retryAfterSeconds);
   if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
   if (result.outcome === 'mfa-required') {
@@ -56,7 +57,8 @@ async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<str
 
 async function refreshGrant(ctx: RequestContext, deps: Deps, params: Record<string, unknown>): Promise<Reply> {
   const presented = stringParameter(params, 'refresh_token', maxRefreshTokenLength);
-  const takeAllowance = deps.accountRateLimiter === null ? null : (accountId: string) => takeAccountAllowance(deps, accountId);
+  const takeAllowance =
+    deps.accountRateLimiter === null ? null : (accountId: string) => takeAccountAllowance(deps, accountId);
   const result = await refreshSession(deps, presented, clientOf(ctx), takeAllowance);
   if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
   if (result.outcome === 'refused') {
@@ -88,7 +90,8 @@ async function passkeyGrant(ctx: RequestContext, deps: Deps, params: Record<stri
   if (typeof credential !== 'object' || credential === null) {
     throw new OAuthError('invalid_request', 'credential must be an AuthenticationResponseJSON object.');
   }
-  const result = await signInWithPasskey(deps, rp, challengeId, credential, clientOf(ctx), (accountId) => takeAccountAllowance(deps, accountId));
+  const takeAllowance = (accountId: string) => takeAccountAllowance(deps, accountId);
+  const result = await signInWithPasskey(deps, rp, challengeId, credential, clientOf(ctx), takeAllowance);
   if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
   if (result.outcome === 'disabled') throw new OAuthError('account_disabled', 'The account is disabled.');
   if (result.outcome !== 'signed-in') throw new OAuthError('invalid_grant', 'The passkey was not accepted.');
@@ -104,7 +107,7 @@ function tokenReply(deps: Deps, accountPublicId: string, sessionId: string, refr
   };
 }
 
-/** The optional `otp` (issue 23): a 6-digit TOTP code or a recovery code; malformed is refused before anything is read. */
+/** The optional `otp`: a 6-digit TOTP code or a recovery code; malformed is refused before anything is read. */
 function otpParameter(params: Record<string, unknown>): string | undefined {
   if (params.otp === undefined) return undefined;
   const otp = stringParameter(params, 'otp', maxOtpLength);
