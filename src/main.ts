@@ -92,7 +92,9 @@ async function main(argv: string[]): Promise<void> {
     process.exit(2);
   }
   if (mail !== null) {
-    exit(runMailCommand(mail, createMailRenderer(templates, config), (text) => process.stdout.write(`${text}\n`), (line) => process.stderr.write(`account-service: ${line}\n`)));
+    const print = (text: string) => process.stdout.write(`${text}\n`);
+    const fail = (line: string) => process.stderr.write(`account-service: ${line}\n`);
+    exit(runMailCommand(mail, createMailRenderer(templates, config), print, fail));
   }
   // A command prints its result on stdout, and logs on stderr.
   output = createBufferedWriter((chunk) => (command === null ? process.stdout : process.stderr).write(chunk));
@@ -115,7 +117,8 @@ async function main(argv: string[]): Promise<void> {
       databaseUrl: config.databaseUrl ?? embedded!.url,
       // Embedded (development) mode keeps generated keys in DATA_DIR; production must pass them.
       tokenSecrets: config.tokenSecrets ?? [Buffer.from(await loadOrCreateSecret(config.dataDir, 'token-secret'))],
-      encryptionKeys: config.encryptionKeys ?? parseEncryptionKeys(await loadOrCreateSecret(config.dataDir, 'encryption-keys', newEncryptionKey), [])!,
+      encryptionKeys: config.encryptionKeys
+        ?? parseEncryptionKeys(await loadOrCreateSecret(config.dataDir, 'encryption-keys', newEncryptionKey), [])!,
       // Embedded (development) mode: passkeys work on the service's own origin without any setting.
       webauthn: config.webauthn ?? (config.databaseUrl === null ? localRelyingParty(config.port) : null),
     };
@@ -172,7 +175,10 @@ function withDatabaseHint(error: unknown): unknown {
   const cannotConnect = isDatabaseUnavailable(error) || (typeof code === 'string' && /^(28|3D)/.test(code));
   if (!cannotConnect) return error;
   const message = error instanceof Error ? error.message : String(error);
-  return new Error(`${message}. Check DATABASE_URL (postgres://user:password@host:port/database): the host and port, that PostgreSQL runs there, the user, the password and the database name`);
+  return new Error(
+    `${message}. Check DATABASE_URL (postgres://user:password@host:port/database): the host and port, ` +
+      'that PostgreSQL runs there, the user, the password and the database name',
+  );
 }
 
 function onShutdownSignal(log: Logger, shutdown: () => Promise<void>): void {

@@ -8,12 +8,14 @@ import type { Transaction } from '../storage/db.ts';
 
 /** Marks the account disabled with the operator's reason; false if it was disabled already. */
 export async function markDisabled(tx: Transaction, id: string, reason: string, now: Date): Promise<boolean> {
-  const rows = await tx`UPDATE accounts SET disabled_at = ${now}, disabled_reason = ${reason} WHERE id = ${id} AND disabled_at IS NULL`;
+  const rows = await tx`
+    UPDATE accounts SET disabled_at = ${now}, disabled_reason = ${reason} WHERE id = ${id} AND disabled_at IS NULL`;
   return rows.count === 1;
 }
 
 /** Clears the disabled state; false if the account was not disabled. */
 export async function markEnabled(tx: Transaction, id: string): Promise<boolean> {
-  const rows = await tx`UPDATE accounts SET disabled_at = NULL, disabled_reason = NULL WHERE id = ${id} AND disabled_at IS NOT NULL`;
+  const rows = await tx`
+    UPDATE accounts SET disabled_at = NULL, disabled_reason = NULL WHERE id = ${id} AND disabled_at IS NOT NULL`;
   return rows.count === 1;
 }

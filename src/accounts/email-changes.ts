@@ -10,7 +10,9 @@ export type LockedAccount = { id: string; name: string; email: string; locale: s
  * that has not expired. Null when the address is free (or is the account's own, in another
  * letter case). Read without a lock: locks are taken next, in id order.
  */
-export async function findOtherHolder(tx: Transaction, accountId: string, email: string, now: Date): Promise<string | null> {
+export async function findOtherHolder(
+  tx: Transaction, accountId: string, email: string, now: Date,
+): Promise<string | null> {
   const [row] = await tx`
     SELECT id FROM accounts
     WHERE lower(email) = lower(${email}) AND id <> ${accountId} AND (activated_at IS NOT NULL OR expires_at > ${now})`;
@@ -26,14 +28,17 @@ export async function findOtherHolder(tx: Transaction, accountId: string, email:
  * read in a statement of its own, after the lock, so that it sees what a transaction that held
  * the lock before (a password change, a deletion) committed.
  */
-export async function lockAccountsForChange(tx: Transaction, accountId: string, holderId: string | null, sessionId: string): Promise<LockedAccount | null> {
+export async function lockAccountsForChange(
+  tx: Transaction, accountId: string, holderId: string | null, sessionId: string,
+): Promise<LockedAccount | null> {
   const locked = await tx`
     SELECT id, name, email, locale, activated_at IS NOT NULL AS active FROM accounts
     WHERE id IN (${accountId}, ${holderId ?? accountId})
     ORDER BY id FOR NO KEY UPDATE`;
   const own = locked.find((row) => row.id === accountId);
   if (own === undefined || own.active !== true) return null;
-  return (await isSessionLive(tx, accountId, sessionId)) ? { id: accountId, name: own.name as string, email: own.email as string, locale: own.locale as string | null } : null;
+  if (!(await isSessionLive(tx, accountId, sessionId))) return null;
+  return { id: accountId, name: own.name as string, email: own.email as string, locale: own.locale as string | null };
 }
 
 /**
@@ -42,13 +47,19 @@ export async function lockAccountsForChange(tx: Transaction, accountId: string, 
  * address; returns where to write and whom to greet, or null. With `holderId` null the same
  * statement runs and writes nothing.
  */
-export async function claimAttemptNotice(tx: Transaction, holderId: string | null, email: string, now: Date): Promise<{ email: string; name: string; locale: string | null; pending: boolean } | null> {
+export async function claimAttemptNotice(
+  tx: Transaction, holderId: string | null, email: string, now: Date,
+): Promise<{ email: string; name: string; locale: string | null; pending: boolean } | null> {
   const [row] = await tx`
     UPDATE accounts SET attempt_notified_at = ${now}
     WHERE id = ${holderId} AND lower(email) = lower(${email})
       AND (attempt_notified_at IS NULL OR attempt_notified_at <= ${new Date(now.getTime() - attemptNoticeIntervalMs)})
     RETURNING email, name, locale, activated_at IS NULL AS pending`;
-  return row === undefined ? null : { email: row.email as string, name: row.name as string, locale: row.locale as string | null, pending: row.pending as boolean };
+  if (row === undefined) return null;
+  return {
+    email: row.email as string, name: row.name as string, locale: row.locale as string | null,
+    pending: row.pending as boolean,
+  };
 }
 
 /**
@@ -59,6 +70,7 @@ export async function claimAttemptNotice(tx: Transaction, holderId: string | nul
  * since expiry frees an address at once.
  */
 export async function setEmail(tx: Transaction, accountId: string, newEmail: string, now: Date): Promise<void> {
-  await tx`DELETE FROM accounts WHERE lower(email) = lower(${newEmail}) AND activated_at IS NULL AND expires_at <= ${now}`;
+  await tx`
+    DELETE FROM accounts WHERE lower(email) = lower(${newEmail}) AND activated_at IS NULL AND expires_at <= ${now}`;
   await tx`UPDATE accounts SET email = ${newEmail} WHERE id = ${accountId}`;
 }

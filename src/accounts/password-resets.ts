@@ -11,7 +11,10 @@ export type ResetAccount = { id: string; publicId: string; name: string; email: 
  * address has an account. (storeCode's insert, in one-time-codes.ts, and the event's and the
  * mail's, in one statement.)
  */
-export async function issueResetCode(tx: Transaction, email: string, codeHash: Buffer, expiresAt: Date, mail: SealedMail, clientAddress: string, now: Date): Promise<void> {
+export async function issueResetCode(
+  tx: Transaction, email: string, codeHash: Buffer, expiresAt: Date, mail: SealedMail, clientAddress: string, now: Date,
+): Promise<void> {
+  const event = { account: tx`id`, type: 'reset-requested', clientAddress, session: null, now } as const;
   await tx`
     WITH account AS (
       SELECT id, email FROM accounts WHERE lower(email) = lower(${email}) AND activated_at IS NOT NULL FOR NO KEY UPDATE
@@ -21,13 +24,15 @@ export async function issueResetCode(tx: Transaction, email: string, codeHash: B
       INSERT INTO one_time_codes (code_hash, purpose, account_id, expires_at, created_at)
       SELECT ${codeHash}, 'reset', id, ${expiresAt}, ${now} FROM account
     ), event AS (
-      ${insertEvents(tx, { account: tx`id`, type: 'reset-requested', clientAddress, session: null, now }, tx`FROM account`)}
+      ${insertEvents(tx, event, tx`FROM account`)}
     )
     ${insertMail(tx, mail, tx`email`, now, tx`FROM account`)}`;
 }
 
 /** Sets a new password on an active account. Null if the account is gone. */
-export async function resetPasswordHash(tx: Transaction, id: string, passwordHash: string): Promise<ResetAccount | null> {
+export async function resetPasswordHash(
+  tx: Transaction, id: string, passwordHash: string,
+): Promise<ResetAccount | null> {
   const [row] = await tx<ResetAccount[]>`
     UPDATE accounts SET password_hash = ${passwordHash}
     WHERE id = ${id} AND activated_at IS NOT NULL

@@ -42,8 +42,10 @@ export async function resolveNextResetRequest(sql: Sql, mailer: Mailer, codeTtlS
     const code = generateCode();
     // The mail is in the account's locale, read here by the worker, after the answer: the same
     // statement runs for every address, and no request times it (see recordResetRequest).
-    const [account] = await tx`SELECT locale FROM accounts WHERE lower(email) = lower(${request.address}) AND activated_at IS NOT NULL`;
-    const mail = sealMail(resetCodeMail(code, expiresAt, requestedAt, clientAddress, (account?.locale as string | null | undefined) ?? null), mailer);
+    const [account] = await tx`
+      SELECT locale FROM accounts WHERE lower(email) = lower(${request.address}) AND activated_at IS NOT NULL`;
+    const locale = (account?.locale as string | null | undefined) ?? null;
+    const mail = sealMail(resetCodeMail(code, expiresAt, requestedAt, clientAddress, locale), mailer);
     await issueResetCode(tx, request.address as string, hashCode(code), expiresAt, mail, clientAddress, requestedAt);
     return true;
   });

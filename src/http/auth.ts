@@ -8,7 +8,7 @@ import type { Deps, RequestContext } from './router.ts';
 /** The signed-in account and the session its token names. */
 export type Caller = { account: Account; sessionId: string };
 
-/** `Bearer <token>` (RFC 6750 §2.1): the scheme in any letter case, as RFC 9110 §11.1 says; the token printable ASCII. */
+/** `Bearer <token>` (RFC 6750 §2.1): the scheme in any letter case (RFC 9110 §11.1); the token printable ASCII. */
 const bearer = /^Bearer +([\x21-\x7e]+) *$/i;
 
 /** The token of an Authorization header of the Bearer scheme, or null. */
@@ -44,7 +44,9 @@ export function invalidToken(): HttpError {
 }
 
 /** The refusals that any use case of a signed-in caller may return, to one answer each. */
-const secretRefusals = { 'wrong-password': problems.wrongPassword, 'otp-required': problems.otpRequired, 'wrong-otp': problems.wrongOtp } as const;
+const secretRefusals = {
+  'wrong-password': problems.wrongPassword, 'otp-required': problems.otpRequired, 'wrong-otp': problems.wrongOtp,
+} as const;
 
 export function callerRefusal(refusal: CallerFactorRefusal): HttpError {
   if (refusal.outcome === 'throttled') return throttled(refusal.retryAfterSeconds);

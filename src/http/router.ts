@@ -53,8 +53,11 @@ export type RouteDoc = {
   summary: string;
   auth?: true;
   /** A request schema of openapi.ts. */
-  request?: 'RegistrationRequest' | 'ActivationRequest' | 'ResetCodeRequest' | 'PasswordResetRequest' | 'PasswordChangeRequest' | 'TokenRequest' | 'RevocationRequest' | 'AccountDeletionRequest' | 'TotpEnrollmentRequest' | 'TotpConfirmationRequest' | 'TotpRemovalRequest' | 'EmailChangeRequest' | 'EmailChangeConfirmation'
-    | 'PasskeyOptionsRequest' | 'PasskeyAdditionRequest' | 'PasskeyRenameRequest' | 'PasskeyRemovalRequest' | 'LocaleRequest';
+  request?:
+    | 'RegistrationRequest' | 'ActivationRequest' | 'ResetCodeRequest' | 'PasswordResetRequest' | 'PasswordChangeRequest'
+    | 'TokenRequest' | 'RevocationRequest' | 'AccountDeletionRequest' | 'TotpEnrollmentRequest' | 'TotpConfirmationRequest'
+    | 'TotpRemovalRequest' | 'EmailChangeRequest' | 'EmailChangeConfirmation' | 'PasskeyOptionsRequest'
+    | 'PasskeyAdditionRequest' | 'PasskeyRenameRequest' | 'PasskeyRemovalRequest' | 'LocaleRequest';
   success: { status: 200 | 201 | 204; schema?: string; contentType?: string };
   errors: number[];
 };

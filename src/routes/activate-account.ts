@@ -10,7 +10,8 @@ import { activationSchema } from '../validation.ts';
 export const activateAccountRoute: Handler = async (ctx, deps) => {
   const value = await readValidBody(ctx.req, activationSchema);
   const code = await checkCode(deps, 'registration', value.code);
-  const pending = { id: code.accountId, publicId: code.publicId, name: code.name, email: code.email, locale: code.locale };
+  const { accountId: id, publicId, name, email, locale } = code;
+  const pending = { id, publicId, name, email, locale };
   // A concurrent request used the code first.
   if (!(await activateAccount(deps, pending, code.codeHash, clientOf(ctx)))) throw new HttpError(problems.unknownCode);
   return { status: 204 };

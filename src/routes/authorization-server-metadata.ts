@@ -15,7 +15,8 @@ export const getAuthorizationServerMetadata: Handler = async (_ctx, deps) => {
   const issuer = deps.config.tokenIssuer;
   const base = issuerBase(issuer);
   if (base === null) {
-    const detail = 'Discovery needs TOKEN_ISSUER to be the public URL of this service, such as https://accounts.example.com.';
+    const detail =
+      'Discovery needs TOKEN_ISSUER to be the public URL of this service, such as https://accounts.example.com.';
     throw new HttpError(problems.notFound, { detail });
   }
   return {

@@ -10,7 +10,8 @@ import { emailChangeSchema } from '../validation.ts';
 export const changeEmailRoute: Handler = async (ctx, deps) => {
   const value = await readValidBody(ctx.req, emailChangeSchema);
   const code = await checkCode(deps, 'email-change', value.code);
-  const account = { id: code.accountId, publicId: code.publicId, name: code.name, email: code.email, locale: code.locale };
+  const { accountId: id, publicId, name, email, locale } = code;
+  const account = { id, publicId, name, email, locale };
   const result = await changeEmail(deps, account, code.codeHash, clientOf(ctx));
   if (result.outcome === 'unknown-code') throw new HttpError(problems.unknownCode);
   if (result.outcome === 'address-taken') {

@@ -11,6 +11,9 @@ export const getAccount: Handler = async (ctx, deps) => {
   const { account } = await authenticate(ctx, deps);
   return {
     status: 200,
-    body: { id: account.publicId, name: account.name, email: account.email, phone: account.phone, locale: account.locale, created_at: isoUtc(account.activatedAt), totp_enabled: await hasActiveFactor(deps.sql, account) },
+    body: {
+      id: account.publicId, name: account.name, email: account.email, phone: account.phone, locale: account.locale,
+      created_at: isoUtc(account.activatedAt), totp_enabled: await hasActiveFactor(deps.sql, account),
+    },
   };
 };

@@ -5,7 +5,7 @@ import type { Handler } from '../http/router.ts';
 import { disableTotp } from '../use-cases/second-factor.ts';
 import { totpRemovalSchema } from '../validation.ts';
 
-/** DELETE /acc/me/totp: disable the second factor; the password and an otp are required (use-cases/second-factor.ts). */
+/** DELETE /acc/me/totp: disable the second factor; the password and an otp are required. */
 export const disableSecondFactor: Handler = async (ctx, deps) => {
   const caller = await authenticate(ctx, deps);
   const value = await readValidBody(ctx.req, totpRemovalSchema);

@@ -15,7 +15,9 @@ export const requestEmailChangeRoute: Handler = async (ctx, deps) => {
   const caller = await authenticate(ctx, deps);
   const value = await readValidBody(ctx.req, emailChangeRequestSchema);
   // `otp` is optional in the schema, required by the use case when a second factor is active.
-  const result = await requestEmailChange(deps, caller, value.pwd, (value.otp as string | null) ?? undefined, value.email, clientOf(ctx), negotiateLocale(ctx.req.headers['accept-language'], deps.mailer.locales));
+  const otp = (value.otp as string | null) ?? undefined;
+  const locale = negotiateLocale(ctx.req.headers['accept-language'], deps.mailer.locales);
+  const result = await requestEmailChange(deps, caller, value.pwd, otp, value.email, clientOf(ctx), locale);
   if (result.outcome === 'refused') throw quotaRefused(result.refusal);
   if (result.outcome !== 'requested') throw callerRefusal(result);
   return { status: 204 };

@@ -13,7 +13,9 @@ import { registrationSchema } from '../validation.ts';
  */
 export const requestRegistrationCodeRoute: Handler = async (ctx, deps) => {
   const fields = await readValidBody(ctx.req, registrationSchema);
-  const locale = fields.locale === null ? negotiateLocale(ctx.req.headers['accept-language'], deps.mailer.locales) : canonicalLocale(fields.locale);
+  const locale = fields.locale === null
+    ? negotiateLocale(ctx.req.headers['accept-language'], deps.mailer.locales)
+    : canonicalLocale(fields.locale);
   const result = await requestRegistrationCode(deps, { ...fields, locale });
   if (result.outcome === 'name-taken') throw new HttpError(problems.nameTaken);
   if (result.outcome === 'refused') throw quotaRefused(result.refusal);

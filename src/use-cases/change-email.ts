@@ -34,7 +34,9 @@ export type EmailChangeConfirmation =
  * Lock order (transaction.ts): the account row (and an expired registration that holds the new
  * address, deleted before the update), then sessions, codes, events, outbox.
  */
-export async function changeEmail(deps: UseCaseDeps, account: ChangingAccount, codeHash: Buffer, client: Client): Promise<EmailChangeConfirmation> {
+export async function changeEmail(
+  deps: UseCaseDeps, account: ChangingAccount, codeHash: Buffer, client: Client,
+): Promise<EmailChangeConfirmation> {
   const now = deps.clock();
   try {
     return await inTransaction(deps.sql, async (tx): Promise<EmailChangeConfirmation> => {
@@ -59,7 +61,8 @@ export async function changeEmail(deps: UseCaseDeps, account: ChangingAccount, c
       // A reset code mailed to the old address must not open the account any more.
       await deleteCodes(tx, account.id, 'reset');
       await forgetKnownClients(tx, [deps.keys.loginIdentifier(account.email)]);
-      await enqueueMail(tx, emailChangeNoticeMail('email-changed', account, change.newEmail, now, client.address), deps.mailer, now);
+      const notice = emailChangeNoticeMail('email-changed', account, change.newEmail, now, client.address);
+      await enqueueMail(tx, notice, deps.mailer, now);
       return { outcome: 'changed' };
     }).then((result) => {
       if (result.outcome === 'changed') wakeWorkers(deps);

@@ -12,7 +12,10 @@ export type PasswordChange = { outcome: 'changed' } | CallerFactorRefusal;
  * then notifies the owner. The old password is checked under the throttle of the account
  * itself, so that a stolen token is no way around the sign-in throttle.
  */
-export async function changePassword(deps: UseCaseDeps, caller: { account: Account; sessionId: string }, oldPassword: string, newPassword: string, client: Client): Promise<PasswordChange> {
+export async function changePassword(
+  deps: UseCaseDeps, caller: { account: Account; sessionId: string }, oldPassword: string, newPassword: string,
+  client: Client,
+): Promise<PasswordChange> {
   const { account, sessionId } = caller;
   const check = await checkCallerPassword(deps, caller, oldPassword, client);
   if (check.outcome !== 'valid') return check;
@@ -24,10 +27,12 @@ export async function changePassword(deps: UseCaseDeps, caller: { account: Accou
     // before is seen: of two racing changes, the second finds its session gone and loses.
     const updated = await tx`
       UPDATE accounts SET password_hash = ${newHash}
-      WHERE id = ${account.id} AND EXISTS (SELECT 1 FROM sessions WHERE id = ${sessionId} AND account_id = ${account.id})`;
+      WHERE id = ${account.id}
+        AND EXISTS (SELECT 1 FROM sessions WHERE id = ${sessionId} AND account_id = ${account.id})`;
     if (updated.count === 0) return false;
     const webhook = deps.webhooks.event('password.changed', account.publicId, now);
-    await endSessions(tx, { accountId: account.id, sessionId: null, event: { type: 'password-changed', clientAddress: client.address, sessionId }, webhook, record: 'always', now });
+    const event = { type: 'password-changed', clientAddress: client.address, sessionId } as const;
+    await endSessions(tx, { accountId: account.id, sessionId: null, event, webhook, record: 'always', now });
     await enqueueMail(tx, noticeMail('password-changed', account, now, client.address), deps.mailer, now);
     return true;
   });

@@ -21,12 +21,17 @@ export type Deletion = { outcome: 'deleted' } | CallerFactorRefusal;
  * deletion, they told a stranger who had spent them that the address had an account, and when
  * it went (found by an outside tester).
  */
-export async function deleteAccount(deps: UseCaseDeps, caller: { account: Account; sessionId: string }, password: string, otp: string | undefined, client: Client): Promise<Deletion> {
+export async function deleteAccount(
+  deps: UseCaseDeps, caller: { account: Account; sessionId: string }, password: string, otp: string | undefined,
+  client: Client,
+): Promise<Deletion> {
   const { account } = caller;
   // Second factor (issue 23): with an active factor, an otp is needed too, checked once the password is proven.
   const check = await checkPasswordAndFactor(deps, caller, password, otp, client);
   if (check.outcome !== 'valid') return check;
-  if (!(await eraseAccount(deps, account, client.address, (tx) => lockAccountIfSessionLives(tx, caller)))) return { outcome: 'session-ended' };
+  if (!(await eraseAccount(deps, account, client.address, (tx) => lockAccountIfSessionLives(tx, caller)))) {
+    return { outcome: 'session-ended' };
+  }
   return { outcome: 'deleted' };
 }
 

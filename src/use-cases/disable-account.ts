@@ -12,18 +12,23 @@ import type { UseCaseDeps } from './transaction.ts';
  * took the row first commits before, and its session ends here; one that comes after finds the
  * account disabled. `changed` is false when it was disabled already (nothing is written).
  */
-export function disableAccount(deps: UseCaseDeps, identifier: string, operator: Operator & { reason: string }): Promise<OperatorOutcome<{ changed: boolean; ended: number }>> {
+export function disableAccount(
+  deps: UseCaseDeps, identifier: string, operator: Operator & { reason: string },
+): Promise<OperatorOutcome<{ changed: boolean; ended: number }>> {
   return onAccount(deps, identifier, async (tx, account, now) => {
     if (!(await markDisabled(tx, account.id, operator.reason, now))) return { changed: false, ended: 0 };
     const webhook = deps.webhooks.event('account.disabled', account.publicId, now, operatorData(operator));
     const event = { type: 'account-disabled' as const, clientAddress: operator.address, sessionId: null, operator };
-    const ended = await endSessions(tx, { accountId: account.id, sessionId: null, event, webhook, record: 'always', now });
+    const accountId = account.id;
+    const ended = await endSessions(tx, { accountId, sessionId: null, event, webhook, record: 'always', now });
     return { changed: true, ended: ended.length };
   });
 }
 
 /** Enables a disabled account again: its owner can sign in with the password it had. */
-export function enableAccount(deps: UseCaseDeps, identifier: string, operator: Operator): Promise<OperatorOutcome<{ changed: boolean }>> {
+export function enableAccount(
+  deps: UseCaseDeps, identifier: string, operator: Operator,
+): Promise<OperatorOutcome<{ changed: boolean }>> {
   return onAccount(deps, identifier, async (tx, account, now) => {
     if (!(await markEnabled(tx, account.id))) return { changed: false };
     await recordOperatorEvent(tx, account.id, 'account-enabled', operator, now);

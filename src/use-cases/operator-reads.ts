@@ -1,4 +1,6 @@
-import { describeAccount, findAccountRef, listAccounts, listOperatorEvents, throttleState, type AccountFilter } from '../accounts/operator-views.ts';
+import {
+  describeAccount, findAccountRef, listAccounts, listOperatorEvents, throttleState, type AccountFilter,
+} from '../accounts/operator-views.ts';
 import { listFailedMail, retryFailedMail } from '../mail/failed-mail.ts';
 import { listFailedWebhooks, retryFailedWebhooks } from '../webhooks/failed-events.ts';
 import { throttleKeys } from './password-check.ts';
@@ -54,7 +56,8 @@ export function listFailed(deps: UseCaseDeps, queue: Queue, limit: number) {
 /** Queues again the failed message or event `id`, or every failed one (`id` null); wakes the worker. */
 export async function retryFailed(deps: UseCaseDeps, queue: Queue, id: string | null): Promise<string[]> {
   const now = deps.clock();
-  const retried = queue === 'outbox' ? await retryFailedMail(deps.sql, id, now) : await retryFailedWebhooks(deps.sql, id, now);
+  const retry = queue === 'outbox' ? retryFailedMail : retryFailedWebhooks;
+  const retried = await retry(deps.sql, id, now);
   if (queue === 'outbox') deps.outbox.wake();
   else deps.webhooks.wake();
   return retried;

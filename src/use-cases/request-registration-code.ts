@@ -8,7 +8,9 @@ export type RegistrationCodeRequest =
   | { outcome: 'name-taken' }
   | { outcome: 'refused'; refusal: QuotaRefusal };
 
-export type RegistrationFields = { name: string; email: string; phone: string | null; pwd: string; locale: string | null };
+export type RegistrationFields = {
+  name: string; email: string; phone: string | null; pwd: string; locale: string | null;
+};
 
 /**
  * Stores a pending registration, whose code a worker e-mails moments later.

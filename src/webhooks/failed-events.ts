@@ -5,7 +5,10 @@ import type { Sql } from '../storage/db.ts';
  * (delivery.ts), and keeps its body until it is delivered, so that it can be queued again.
  * The list shows the event's type and account, never its body.
  */
-export type FailedWebhook = { id: string; webhook_id: string; type: string; account: string; attempts: number; last_error: string | null; created_at: string };
+export type FailedWebhook = {
+  id: string; webhook_id: string; type: string; account: string; attempts: number; last_error: string | null;
+  created_at: string;
+};
 
 /** The failed events, oldest first, at most `limit`. */
 export async function listFailedWebhooks(sql: Sql, limit: number): Promise<FailedWebhook[]> {
@@ -30,7 +33,8 @@ export async function listFailedWebhooks(sql: Sql, limit: number): Promise<Faile
  */
 export async function retryFailedWebhooks(sql: Sql, id: string | null, now: Date): Promise<string[]> {
   const rows = await sql`
-    UPDATE webhook_events SET state = 'pending', attempts = 0, next_attempt_at = ${now}, last_error = NULL, claimed_until = NULL
+    UPDATE webhook_events
+    SET state = 'pending', attempts = 0, next_attempt_at = ${now}, last_error = NULL, claimed_until = NULL
     WHERE state = 'failed' AND (${id}::bigint IS NULL OR id = ${id}::bigint) RETURNING id`;
   return rows.map((row) => String(row.id));
 }
