@@ -341,6 +341,6 @@ describe('sessions across instances and standard clients', () => {
     const [row] = await app.service.sql`SELECT id, public_id FROM accounts WHERE name = ${user.name}`;
     assert.equal(account.id, row!.public_id);
     assert.notEqual(account.id, String(row!.id));
-    assert.deepEqual(Object.keys(account), ['id', 'name', 'email', 'phone', 'created_at', 'totp_enabled']);
+    assert.deepEqual(Object.keys(account), ['id', 'name', 'email', 'phone', 'locale', 'created_at', 'totp_enabled']);
   });
 });
