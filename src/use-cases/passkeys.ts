@@ -11,7 +11,7 @@ import {
 } from '../passkeys/passkeys.ts';
 import { coseAlgorithms, verifyRegistration, type RelyingParty, type Refusal } from '../passkeys/webauthn.ts';
 import { checkCallerPassword, type CallerFactorRefusal } from './password-check.ts';
-import { checkPasswordAndFactor } from './second-factor.ts';
+import { checkPasswordAndFactor, useSecondFactor } from './second-factor.ts';
 import { inTransaction, lockAccountIfSessionLives, wakeWorkers, type Client, type UseCaseDeps } from './transaction.ts';
 
 /**
@@ -50,6 +50,7 @@ export async function startPasskeyRegistration(deps: UseCaseDeps, rp: RelyingPar
     if (!(await lockAccountIfSessionLives(tx, caller))) return rollBack({ outcome: 'session-ended' });
     const existing = await credentialIdsOf(tx, account.id);
     if (existing.length >= maxPasskeysPerAccount) return rollBack({ outcome: 'limit' });
+    if (!(await useSecondFactor(tx, deps, account, check.proof, client.address, sessionId, now))) return rollBack({ outcome: 'wrong-otp' });
     const userHandle = await findUserHandle(tx, account.id);
     await storeCode(tx, 'passkey', account.id, hashCode(code), expiresAt, now);
     const challengeId = await storeRegistrationChallenge(tx, account.id, sessionId, challenge, expiresAt);
