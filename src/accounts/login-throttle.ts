@@ -139,10 +139,8 @@ export function throttleDeletionStatements(tx: Transaction, identifiers: Buffer[
  * so the owner signs in from there afterwards even while a stranger keeps the budgets spent.
  */
 export async function rememberClient(tx: Transaction, identifiers: Buffer[], client: Buffer, now: Date): Promise<void> {
-  await tx`
-    INSERT INTO login_known_clients (identifier_key, client_key, last_success_at)
-    SELECT identifier_key, ${client}, ${now}::timestamptz FROM unnest(${identifiers}::bytea[]) AS identifier_key
-    ON CONFLICT (identifier_key, client_key) DO UPDATE SET last_success_at = excluded.last_success_at`;
+  const rows = identifiers.map((identifier) => ({ identifier_key: identifier, client_key: client, last_success_at: now }));
+  await tx`INSERT INTO login_known_clients ${tx(rows)} ON CONFLICT (identifier_key, client_key) DO UPDATE SET last_success_at = excluded.last_success_at`;
 }
 
 /**

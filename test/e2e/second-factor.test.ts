@@ -55,7 +55,7 @@ describe('enrolling a second factor', () => {
     assert.equal(codeIn(codeMail).length, 19);
     const tooSoon = await app.call('POST', '/acc/me/totp', { token, json: { pwd: user.pwd } });
     assert.equal(tooSoon.status, 429, 'each request mails: once a minute per account');
-    assert.equal(tooSoon.json.type, 'urn:account-service:problem:cooldown');
+    assert.equal(tooSoon.json.type, 'urn:account-service:problem:too-soon');
     assert.match(first.json.secret, /^[A-Z2-7]{32}$/, '160 bits in base32');
     const uri = new URL(first.json.uri);
     assert.equal(uri.protocol, 'otpauth:');
