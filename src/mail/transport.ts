@@ -58,12 +58,14 @@ function lazily<T extends Transporter>(create: () => Promise<T>): { get(): Promi
 
 /**
  * True for a failure that will not change on retry: an SMTP reply 5xx (an unknown recipient), or
- * nodemailer's EENVELOPE, an address it cannot put in an envelope (`x@evil.test/a:b` reads as a
- * group and leaves no recipient; it was retried twelve times).
+ * an EENVELOPE that no server answered, an address nodemailer cannot put in an envelope
+ * (`x@evil.test/a:b` reads as a group and leaves no recipient; it was retried twelve times). A
+ * server's refusal of a recipient is EENVELOPE too, with its reply code, which then decides.
  */
 export function isPermanentFailure(error: unknown): boolean {
   const { responseCode, code } = (error ?? {}) as { responseCode?: unknown; code?: unknown };
-  return code === 'EENVELOPE' || (typeof responseCode === 'number' && responseCode >= 500 && responseCode < 600);
+  if (typeof responseCode === 'number') return responseCode >= 500 && responseCode < 600;
+  return code === 'EENVELOPE';
 }
 
 /**

@@ -131,6 +131,18 @@ describe('the outbox', () => {
     assert.match((await outboxRow(recipient)).last_error, /decrypt/);
   });
 
+  it('gives up at once on an address the mailer cannot use: no host name, or an IP literal (issue 30)', async () => {
+    for (const domain of ['evil.test/a:b', '[10.1.2.3]']) {
+      const user = { ...uniqueUser(), email: `${uniqueUser().name}@${domain}` };
+      assert.equal((await app.call('POST', '/acc/reg/code', { json: user })).status, 204, 'the spec\'s pattern takes it');
+      await waitUntil(async () => (await outboxRow(user.email)).state !== 'pending');
+      const row = await outboxRow(user.email);
+      assert.equal(row.state, 'failed', domain);
+      assert.equal(row.attempts, 1, `${domain}: not retried as a temporary failure`);
+      assert.match(row.last_error, /^EENVELOPE /);
+    }
+  });
+
   it('computes an exponential backoff with a cap', () => {
     assert.deepEqual([1, 2, 3, 4, 5].map((attempt) => backoffMs(attempt, { backoffBaseMs: 100, backoffCapMs: 1000 })), [100, 200, 400, 800, 1000]);
     assert.equal(backoffMs(1, {}), 5_000);
@@ -142,6 +154,8 @@ describe('the outbox', () => {
     assert.equal(isPermanentFailure({ responseCode: 451 }), false);
     assert.equal(isPermanentFailure(new Error('ECONNREFUSED')), false);
     assert.equal(isPermanentFailure(null), false);
+    assert.equal(isPermanentFailure(Object.assign(new Error('No recipients defined'), { code: 'EENVELOPE' })), true, 'nodemailer found no recipient');
+    assert.equal(isPermanentFailure({ code: 'EENVELOPE', responseCode: 451 }), false, 'a server refused the recipient for now');
   });
 });
 
