@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import { decodeWebhookSecret } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { connectDatabase, type Sql } from '../../src/storage/db.ts';
@@ -109,5 +113,48 @@ describe('the webhook worker', () => {
     assert.equal(await deleteDeliveredWebhooks(sql, new Date(Date.now() - 7 * 24 * 3600 * 1000)), 1);
     assert.deepEqual((await sql`SELECT state FROM webhook_events WHERE account = ${account} ORDER BY id`).map((row) => row.state), ['failed', 'pending']);
     await sql`DELETE FROM webhook_events WHERE account = ${account}`;
+  });
+  it('closes the answer once its status is known: a 200 MiB or trickled body costs no socket past the attempt (issue 30)', async (t) => {
+    // A receiver that answers 200 and then streams 200 MiB as fast as the socket takes it, or
+    // trickles a byte a second: it counts what it wrote, and sees when the service closed.
+    const total = 200 * 1024 * 1024;
+    const answers: { written: number; closed: boolean; closedAfterMs: number }[] = [];
+    const chunk = Buffer.alloc(64 * 1024, 120);
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', async () => {
+        const answer = { written: 0, closed: false, closedAfterMs: 0 };
+        const started = Date.now();
+        answers.push(answer);
+        const closed = once(res, 'close').then(() => Object.assign(answer, { closed: true, closedAfterMs: Date.now() - started }));
+        res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(total) });
+        const trickle = answers.length === 2;
+        while (!answer.closed && answer.written < total) {
+          const piece = trickle ? chunk.subarray(0, 1) : chunk;
+          answer.written += piece.length;
+          if (trickle) {
+            res.write(piece);
+            await delay(1000);
+          } else if (!res.write(piece)) {
+            await Promise.race([once(res, 'drain'), closed]);
+          }
+        }
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    t.after(() => new Promise((resolve) => server.close(resolve).closeAllConnections()));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const worker = createWebhookWorker({ sql, url, keys: [decodeWebhookSecret(secret)!], clock: () => new Date(), log: createLogger('error', () => {}), pollMs: 50 });
+    t.after(() => worker.stop());
+    const started = Date.now();
+    for (const account of [randomUUID(), randomUUID()]) {
+      await sql.begin((tx) => queue.enqueue(tx, 'account.activated', account, new Date()));
+      worker.wake();
+      await waitUntil(async () => (await sql`SELECT state FROM webhook_events WHERE account = ${account}`)[0]?.state === 'delivered', 30_000);
+    }
+    await waitUntil(async () => answers.length === 2 && answers.every((answer) => answer.closed), 30_000);
+    assert.ok(Date.now() - started < 30_000, 'a liveness bound only: reading 200 MiB is not what takes the time');
+    assert.ok(answers[0]!.written < total / 4, `the service closed the answer after ${answers[0]!.written} of ${total} bytes`);
+    assert.ok(answers[1]!.written < 10, `the trickled answer was closed after ${answers[1]!.written} bytes, not read a byte a second`);
   });
 });
