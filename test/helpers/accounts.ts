@@ -14,6 +14,8 @@ export type SignInOptions = {
   otp?: string;
   /** The client address, sent as X-Forwarded-For: it counts only where the service trusts a proxy (TRUST_PROXY). */
   address?: string;
+  /** The socket's source address, in 127.0.0.0/8: the client address where no proxy is trusted. */
+  source?: string;
   userAgent?: string;
   /** The form encoding that OAuth clients send, instead of JSON. */
   form?: boolean;
@@ -27,7 +29,7 @@ export function passwordGrant(app: Pick<TestService, 'call'>, username: string, 
     ...(options.userAgent === undefined ? {} : { 'user-agent': options.userAgent }),
   };
   const body = options.form === true ? form(fields) : { json: fields };
-  return app.call('POST', '/auth/token', { ...body, headers: { ...body.headers, ...headers } });
+  return app.call('POST', '/auth/token', { ...body, headers: { ...body.headers, ...headers }, localAddress: options.source });
 }
 
 /** A sign-in that must succeed: its tokens. */
