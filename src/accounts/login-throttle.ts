@@ -75,7 +75,9 @@ async function reserveDelay(sql: Sql, { identifier, client }: ThrottleKeys, now:
  * refills count time once: an instance whose clock is behind refills nothing until it catches
  * up, and alternating between skewed instances gains no guesses (test/e2e/clock-skew.test.ts).
  */
-async function reserveBudget(sql: Sql, { identifier, client }: ThrottleKeys, perHour: number, now: Date, exemptKnown = true): Promise<Reservation> {
+async function reserveBudget(
+  sql: Sql, { identifier, client }: ThrottleKeys, perHour: number, now: Date, exemptKnown = true,
+): Promise<Reservation> {
   const refilled = sql`least(${perHour}, b.tokens + greatest(0, extract(epoch FROM ${now}::timestamptz - b.updated_at)) * ${perHour / 3600})`;
   const [reserved] = await sql`
     WITH taken AS (
@@ -139,8 +141,10 @@ export function throttleDeletionStatements(tx: Transaction, identifiers: Buffer[
  * so the owner signs in from there afterwards even while a stranger keeps the budgets spent.
  */
 export async function rememberClient(tx: Transaction, identifiers: Buffer[], client: Buffer, now: Date): Promise<void> {
-  const rows = identifiers.map((identifier) => ({ identifier_key: identifier, client_key: client, last_success_at: now }));
-  await tx`INSERT INTO login_known_clients ${tx(rows)} ON CONFLICT (identifier_key, client_key) DO UPDATE SET last_success_at = excluded.last_success_at`;
+  const rows = identifiers.map((key) => ({ identifier_key: key, client_key: client, last_success_at: now }));
+  await tx`
+    INSERT INTO login_known_clients ${tx(rows)}
+    ON CONFLICT (identifier_key, client_key) DO UPDATE SET last_success_at = excluded.last_success_at`;
 }
 
 /**

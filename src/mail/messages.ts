@@ -114,23 +114,30 @@ export function accountDeletedMail(to: string, name: string, deletedAt: Date, cl
   ]) };
 }
 
-/** The code that enabling a second factor needs: a factor survives a password reset, so only the mailbox's owner may add one. */
-export function totpCodeMail(to: string, name: string, code: string, expiresAt: Date, now: Date, clientAddress: string): OutgoingMail {
+/** The code that enabling a second factor needs: a factor survives a reset, so only the mailbox's owner may add one. */
+export function totpCodeMail(
+  to: string, name: string, code: string, expiresAt: Date, now: Date, clientAddress: string,
+): OutgoingMail {
   return { to, ...compose('totp-code', 'Your code to enable a second factor', [
     `Hello ${name},`,
-    `someone signed in to your account with its password asked, from the address ${clientAddress}, to enable a second factor (an authenticator app). This code allows it:`,
+    `someone signed in to your account with its password asked, from the address ${clientAddress}, ` +
+      'to enable a second factor (an authenticator app). This code allows it:',
     code,
     `It is valid for ${formatCount(minutesUntil(expiresAt, now), 'minute')}, until ${isoUtc(expiresAt)}.`,
-    'If you did not ask for this, someone knows your password: do not pass the code on, and reset the password, which ends their sessions.',
+    'If you did not ask for this, someone knows your password: do not pass the code on, ' +
+      'and reset the password, which ends their sessions.',
   ]) };
 }
 
 export function totpEnabledMail(to: string, name: string, enabledAt: Date, clientAddress: string): OutgoingMail {
   return { to, ...compose('totp-enabled', 'A second factor was enabled', [
     `Hello ${name},`,
-    `a second factor (an authenticator app) was enabled for your account at ${isoUtc(enabledAt)} from the address ${clientAddress}, with the code mailed to this address. Signing in now needs a code from the app, or one of the recovery codes shown once when it was enabled. Every other session was signed out.`,
+    `a second factor (an authenticator app) was enabled for your account at ${isoUtc(enabledAt)} ` +
+      `from the address ${clientAddress}, with the code mailed to this address. Signing in now needs a code ` +
+      'from the app, or one of the recovery codes shown once when it was enabled. Every other session was signed out.',
     'Keep the recovery codes somewhere safe: a password reset by e-mail does not remove the second factor.',
-    'If you did not do this, someone has your password and can read this mailbox: secure the mailbox first, then reset the password. Removing a factor you do not hold needs the operator of this service: contact them.',
+    'If you did not do this, someone has your password and can read this mailbox: secure the mailbox first, ' +
+      'then reset the password. Removing a factor you do not hold needs the operator of this service: contact them.',
   ]) };
 }
 
@@ -151,7 +158,8 @@ export function recoveryCodeUsedMail(to: string, name: string, usedAt: Date, cli
     `Hello ${name},`,
     `one of the recovery codes of your account was used at ${isoUtc(usedAt)} from the address ${clientAddress}; it no longer works. ${formatCount(left, 'code')} left.`,
     ...few,
-    'If you did not do this, someone has your password and your recovery codes: reset the password at once, then disable the second factor and enable it again, which replaces the codes.',
+    'If you did not do this, someone has your password and your recovery codes: reset the password at once, ' +
+      'then disable the second factor and enable it again, which replaces the codes.',
   ]) };
 }
 

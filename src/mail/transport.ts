@@ -78,5 +78,6 @@ const hostNameAddress = /@[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a
 
 /** Throws a permanent failure (EENVELOPE) for an address whose domain is not a host name. */
 export function assertMailable(address: string): void {
-  if (!hostNameAddress.test(address)) throw Object.assign(new Error('the address\'s domain is not a host name'), { code: 'EENVELOPE' });
+  if (hostNameAddress.test(address)) return;
+  throw Object.assign(new Error('the address\'s domain is not a host name'), { code: 'EENVELOPE' });
 }

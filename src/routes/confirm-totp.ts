@@ -5,7 +5,12 @@ import type { Handler } from '../http/router.ts';
 import { confirmTotp } from '../use-cases/second-factor.ts';
 import { totpConfirmationSchema } from '../validation.ts';
 
-const refusals = { 'not-pending': problems.totpNotPending, active: problems.totpActive, wrong: problems.wrongOtp, 'wrong-email-code': problems.wrongEmailCode } as const;
+const refusals = {
+  'not-pending': problems.totpNotPending,
+  active: problems.totpActive,
+  wrong: problems.wrongOtp,
+  'wrong-email-code': problems.wrongEmailCode,
+} as const;
 
 /**
  * POST /acc/me/totp/confirm: a right code of the pending secret and the code mailed by the

@@ -50,7 +50,8 @@ export async function startPasskeyRegistration(deps: UseCaseDeps, rp: RelyingPar
     if (!(await lockAccountIfSessionLives(tx, caller))) return rollBack({ outcome: 'session-ended' });
     const existing = await credentialIdsOf(tx, account.id);
     if (existing.length >= maxPasskeysPerAccount) return rollBack({ outcome: 'limit' });
-    if (!(await useSecondFactor(tx, deps, account, check.proof, client.address, sessionId, now))) return rollBack({ outcome: 'wrong-otp' });
+    const used = await useSecondFactor(tx, deps, account, check.proof, client.address, sessionId, now);
+    if (!used) return rollBack({ outcome: 'wrong-otp' });
     const userHandle = await findUserHandle(tx, account.id);
     await storeCode(tx, 'passkey', account.id, hashCode(code), expiresAt, now);
     const challengeId = await storeRegistrationChallenge(tx, account.id, sessionId, challenge, expiresAt);

@@ -13,14 +13,20 @@ export type FactorProof = { kind: 'step'; step: number } | { kind: 'recovery'; c
 
 type Throttled = { outcome: 'throttled'; retryAfterSeconds: number };
 /** What a presented `otp` (a TOTP code or a recovery code) proved; 'none': the account has no factor. */
-export type SecondFactorOutcome = { outcome: 'none' | 'missing' | 'wrong' } | { outcome: 'passed'; proof: FactorProof } | Throttled;
+export type SecondFactorOutcome =
+  | { outcome: 'none' | 'missing' | 'wrong' }
+  | { outcome: 'passed'; proof: FactorProof }
+  | Throttled;
 
 /**
  * A password check: 'valid' with the factor's proof (null: the account has none), 'wrong' (a wrong
  * password, or a right one with a missing or wrong otp: `factor` tells which), or throttled
  * (the password's throttle, or the account's budget of factor guesses).
  */
-export type PasswordCheck = { outcome: 'valid'; proof: FactorProof | null } | { outcome: 'wrong'; factor: 'missing' | 'wrong' | null } | Throttled;
+export type PasswordCheck =
+  | { outcome: 'valid'; proof: FactorProof | null }
+  | { outcome: 'wrong'; factor: 'missing' | 'wrong' | null }
+  | Throttled;
 
 /**
  * The sign-in policy: checks a password under the throttle (login-throttle.ts) of `identifier`
@@ -58,7 +64,9 @@ export async function checkPassword(
   return { outcome: 'valid', proof: factor.outcome === 'passed' ? factor.proof : null };
 }
 
-export type CallerCheck = { outcome: 'valid'; proof: FactorProof | null } | Exclude<CallerFactorRefusal, { outcome: 'session-ended' }>;
+export type CallerCheck =
+  | { outcome: 'valid'; proof: FactorProof | null }
+  | Exclude<CallerFactorRefusal, { outcome: 'session-ended' }>;
 
 /**
  * How a use case of a signed-in caller refuses (routes answer with http/auth.ts callerRefusal):

@@ -55,7 +55,8 @@ export async function requestEmailChange(deps: UseCaseDeps, caller: { account: A
     const locked = await lockAccountsForChange(tx, account.id, holderId, sessionId);
     // A request that lost a race to a sign-out spends neither quota (found by a code review).
     if (locked === null) return rollBack({ outcome: 'session-ended' });
-    if (!(await useSecondFactor(tx, deps, account, check.proof, client.address, sessionId, now))) return rollBack({ outcome: 'wrong-otp' });
+    const used = await useSecondFactor(tx, deps, account, check.proof, client.address, sessionId, now);
+    if (!used) return rollBack({ outcome: 'wrong-otp' });
 
     const notice = await claimAttemptNotice(tx, holderId, newEmail, now);
     await storeCode(tx, 'email-change', account.id, hashCode(code), expiresAt, now, { newEmail, sessionId });

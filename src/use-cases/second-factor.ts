@@ -4,7 +4,8 @@ import { forgetKnownClients, refundBudget, reserveFactorGuess } from '../account
 import { consumeCodes, generateCode, hashCode, storeCode } from '../accounts/one-time-codes.ts';
 import { generateRecoveryCode, hashRecoveryCode, recoveryCodeCount } from '../accounts/recovery-codes.ts';
 import {
-  activateFactor, findSecondFactor, hasRecoveryCode, removeFactor, resealFactor, startEnrollment, useRecoveryCode, useTimeStep, type SecondFactor,
+  activateFactor, findSecondFactor, hasRecoveryCode, removeFactor, resealFactor, startEnrollment, useRecoveryCode,
+  useTimeStep, type SecondFactor,
 } from '../accounts/second-factor.ts';
 import { recordEvent } from '../accounts/security-events.ts';
 import { base32Encode, generateSecret, matchingStep, otpauthUri, totpCodePattern } from '../accounts/totp.ts';
@@ -34,7 +35,11 @@ type FactorAccount = Pick<Account, 'id' | 'publicId' | 'name' | 'email' | 'activ
 /** How long the code mailed by an enrollment works: time to set up the app and read the mail. */
 export const enrollmentCodeTtlSeconds = 15 * 60;
 
-export type Enrollment = { outcome: 'enrolled'; secret: string; uri: string } | { outcome: 'active' } | { outcome: 'refused'; refusal: QuotaRefusal } | CallerFactorRefusal;
+export type Enrollment =
+  | { outcome: 'enrolled'; secret: string; uri: string }
+  | { outcome: 'active' }
+  | { outcome: 'refused'; refusal: QuotaRefusal }
+  | CallerFactorRefusal;
 
 /**
  * Starts a pending enrollment, replacing a pending one, and mails a code to the account's
@@ -57,8 +62,10 @@ export async function enrollTotp(deps: UseCaseDeps, caller: Caller, password: st
     if (!(await lockAccountIfSessionLives(tx, caller))) return rollBack({ outcome: 'session-ended' });
     if (!(await startEnrollment(tx, account.id, sealed, now))) return rollBack({ outcome: 'active' });
     await storeCode(tx, 'totp', account.id, hashCode(code), expiresAt, now);
-    await enqueueMail(tx, totpCodeMail(account.email, account.name, code, expiresAt, now, client.address), deps.sealer, now);
-    return { outcome: 'enrolled', secret: base32Encode(secret), uri: otpauthUri(secret, deps.config.totpIssuer, account.name) };
+    const mail = totpCodeMail(account.email, account.name, code, expiresAt, now, client.address);
+    await enqueueMail(tx, mail, deps.sealer, now);
+    const uri = otpauthUri(secret, deps.config.totpIssuer, account.name);
+    return { outcome: 'enrolled', secret: base32Encode(secret), uri };
   });
   if (result.outcome === 'enrolled') deps.outbox.wake();
   return result;
@@ -77,13 +84,17 @@ export type Confirmation =
  * signed-in account, so that a stolen token cannot guess its way to the recovery codes. A wrong
  * code of either kind uses up nothing.
  */
-export async function confirmTotp(deps: UseCaseDeps, caller: Caller, code: string, emailCode: string, client: Client): Promise<Confirmation> {
+export async function confirmTotp(
+  deps: UseCaseDeps, caller: Caller, code: string, emailCode: string, client: Client,
+): Promise<Confirmation> {
   const attempt = () => activateWithCode(deps, caller, code, emailCode, client);
   const passed = (result: Confirmation) => result.outcome !== 'wrong' && result.outcome !== 'wrong-email-code';
   return throttledAttempt(deps, signedInIdentifier(caller.account), client.address, attempt, passed);
 }
 
-async function activateWithCode(deps: UseCaseDeps, caller: Caller, code: string, emailCode: string, client: Client): Promise<Confirmation> {
+async function activateWithCode(
+  deps: UseCaseDeps, caller: Caller, code: string, emailCode: string, client: Client,
+): Promise<Confirmation> {
   const { account, sessionId } = caller;
   const factor = await findSecondFactor(deps.sql, account.id);
   if (factor === null) return { outcome: 'not-pending' };
@@ -97,10 +108,14 @@ async function activateWithCode(deps: UseCaseDeps, caller: Caller, code: string,
     if (!(await lockAccountIfSessionLives(tx, caller))) return { outcome: 'session-ended' };
     const webhook = deps.webhooks.event('second_factor.enabled', account.publicId, now, { method: 'totp' });
     const event = { type: 'totp-enabled' as const, clientAddress: client.address, sessionId };
-    await endSessions(tx, { accountId: account.id, sessionId: null, keptSessionId: sessionId, event, webhook, record: 'always', now });
-    if (!(await consumeCodes(tx, account.id, 'totp', hashCode(emailCode), now))) return rollBack({ outcome: 'wrong-email-code' });
+    const accountId = account.id;
+    await endSessions(tx, { accountId, sessionId: null, keptSessionId: sessionId, event, webhook, record: 'always', now });
+    const mailed = await consumeCodes(tx, account.id, 'totp', hashCode(emailCode), now);
+    if (!mailed) return rollBack({ outcome: 'wrong-email-code' });
     // Not pending: replaced by a new enrollment or confirmed by a concurrent request meanwhile.
-    if (!(await activateFactor(tx, account.id, factor.sealedSecret, step, recoveryCodes.map(hashRecoveryCode), now))) return rollBack({ outcome: 'not-pending' });
+    const hashes = recoveryCodes.map(hashRecoveryCode);
+    const activated = await activateFactor(tx, account.id, factor.sealedSecret, step, hashes, now);
+    if (!activated) return rollBack({ outcome: 'not-pending' });
     await forgetKnownClients(tx, throttleKeys(deps, account));
     await enqueueMail(tx, totpEnabledMail(account.email, account.name, now, client.address), deps.sealer, now);
     return { outcome: 'confirmed', recoveryCodes };
@@ -144,7 +159,9 @@ export async function disableTotp(deps: UseCaseDeps, caller: Caller, password: s
  * gives it back and is answered as a proof, not used: the caller uses it (useSecondFactor) in
  * the transaction that acts on it.
  */
-export async function checkSecondFactor(deps: UseCaseDeps, account: FactorAccount, otp: string | undefined): Promise<SecondFactorOutcome> {
+export async function checkSecondFactor(
+  deps: UseCaseDeps, account: FactorAccount, otp: string | undefined,
+): Promise<SecondFactorOutcome> {
   // Sign-in read whether a factor is active with the account; the factor row is read only for one.
   const factor = account.activeFactorSecret === null ? null : await findSecondFactor(deps.sql, account.id);
   if (factor === null || !factor.active) return { outcome: 'none' };
@@ -160,11 +177,14 @@ export async function checkSecondFactor(deps: UseCaseDeps, account: FactorAccoun
 }
 
 /** The proof of a right code: a TOTP step later than the last used, or an unused recovery code; null otherwise. */
-async function matchFactor(deps: UseCaseDeps, accountId: string, factor: SecondFactor, otp: string): Promise<FactorProof | null> {
+async function matchFactor(
+  deps: UseCaseDeps, accountId: string, factor: SecondFactor, otp: string,
+): Promise<FactorProof | null> {
   if (totpCodePattern.test(otp)) {
     const secret = await openActiveSecret(deps, accountId, factor.sealedSecret);
     const step = secret === null ? null : matchingStep(secret, otp, deps.clock());
-    return step !== null && (factor.lastUsedStep === null || step > factor.lastUsedStep) ? { kind: 'step', step } : null;
+    if (step === null || (factor.lastUsedStep !== null && step <= factor.lastUsedStep)) return null;
+    return { kind: 'step', step };
   }
   const codeHash = hashRecoveryCode(otp);
   return (await hasRecoveryCode(deps.sql, accountId, codeHash)) ? { kind: 'recovery', codeHash } : null;
@@ -176,7 +196,10 @@ async function matchFactor(deps: UseCaseDeps, accountId: string, factor: SecondF
  * event and the owner's notice (the caller wakes the outbox once it commits). False when a
  * concurrent request used it first: the caller rolls back. A null proof (no factor) passes.
  */
-export async function useSecondFactor(tx: Transaction, deps: UseCaseDeps, account: FactorAccount, proof: FactorProof | null, clientAddress: string, sessionId: string | null, now: Date): Promise<boolean> {
+export async function useSecondFactor(
+  tx: Transaction, deps: UseCaseDeps, account: FactorAccount, proof: FactorProof | null,
+  clientAddress: string, sessionId: string | null, now: Date,
+): Promise<boolean> {
   if (proof === null) return true;
   if (proof.kind === 'step') return useTimeStep(tx, account.id, proof.step);
   const left = await useRecoveryCode(tx, account.id, proof.codeHash);

@@ -48,11 +48,15 @@ export async function signIn(deps: UseCaseDeps, username: string, password: stri
   const { proof } = check;
   // The otp is used up in the transaction that starts the session, so that a refusal (the
   // allowance above, a changed password, a disabled account) or a lost race spends no code.
-  const start = (checkedHash: string) => proof === null ? retryOnce(() => session(deps.sql, checkedHash)) : inTransaction<SessionTokens | 'disabled' | 'code-used' | null>(deps.sql, async (tx, rollBack) => {
+  type Started = SessionTokens | 'disabled' | 'code-used' | null;
+  const startWithFactor = (checkedHash: string) => inTransaction<Started>(deps.sql, async (tx, rollBack) => {
     const started = await session(tx, checkedHash);
     if (started === null || started === 'disabled') return started;
-    return (await useSecondFactor(tx, deps, account, proof, client.address, started.sessionId, now)) ? started : rollBack('code-used');
+    const used = await useSecondFactor(tx, deps, account, proof, client.address, started.sessionId, now);
+    return used ? started : rollBack('code-used');
   });
+  const start = (checkedHash: string) =>
+    proof === null ? retryOnce(() => session(deps.sql, checkedHash)) : startWithFactor(checkedHash);
   let started = await start(account.passwordHash);
   if (started === 'code-used') return { outcome: 'refused' };
   if (started === null) {
