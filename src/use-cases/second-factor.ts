@@ -108,8 +108,9 @@ async function activateWithCode(
     if (!(await lockAccountIfSessionLives(tx, caller))) return { outcome: 'session-ended' };
     const webhook = deps.webhooks.event('second_factor.enabled', account.publicId, now, { method: 'totp' });
     const event = { type: 'totp-enabled' as const, clientAddress: client.address, sessionId };
-    const accountId = account.id;
-    await endSessions(tx, { accountId, sessionId: null, keptSessionId: sessionId, event, webhook, record: 'always', now });
+    // Every other session ends: one started with the password alone must now pass the factor.
+    const others = { accountId: account.id, sessionId: null, keptSessionId: sessionId, record: 'always' as const, now };
+    await endSessions(tx, { ...others, event, webhook });
     const mailed = await consumeCodes(tx, account.id, 'totp', hashCode(emailCode), now);
     if (!mailed) return rollBack({ outcome: 'wrong-email-code' });
     // Not pending: replaced by a new enrollment or confirmed by a concurrent request meanwhile.
