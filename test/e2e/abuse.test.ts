@@ -151,11 +151,13 @@ describe('sign-in throttle', () => {
     assert.equal((await app.call('POST', '/acc/pwd/code', { json: { email: user.email } })).status, 204);
     const mail = await app.smtp.waitFor((message) => message.subject === 'Your password reset code' && app.smtp.messages.indexOf(message) >= before);
     const resetFrom = '203.0.113.22';
-    const reset = await app.call('POST', '/acc/pwd', { json: { code: codeIn(mail), new_pwd: 'after-reset-1' }, headers: { 'x-forwarded-for': resetFrom } });
+    const json = { code: codeIn(mail), new_pwd: 'after-reset-1' };
+    const reset = await app.call('POST', '/acc/pwd', { json, headers: { 'x-forwarded-for': resetFrom } });
     assert.equal(reset.status, 204);
     const keys = await keyedHashesOf(app);
     const identifiers = [user.name, user.email].map((identifier) => keys.loginIdentifier(identifier));
-    const known = await app.service.sql`SELECT client_key FROM login_known_clients WHERE identifier_key IN ${app.service.sql(identifiers)}`;
+    const known = await app.service.sql`
+      SELECT client_key FROM login_known_clients WHERE identifier_key IN ${app.service.sql(identifiers)}`;
     assert.deepEqual(known.map((row) => (row.client_key as Buffer).equals(keys.client(resetFrom))), [true, true]);
   });
 

@@ -24,7 +24,8 @@ describe('the otpauth URI, read by the otpauth library', () => {
         assert.equal(totp.label, user.name);
         assert.equal(totp.secret.base32, enrolled.secret);
         const code = totp.generate({ timestamp: app.clock.now().getTime() });
-        assert.equal((await app.call('POST', '/acc/me/totp/confirm', { token, json: { code, email_code: enrolled.emailCode } })).status, 200);
+        const json = { code, email_code: enrolled.emailCode };
+        assert.equal((await app.call('POST', '/acc/me/totp/confirm', { token, json })).status, 200);
       } finally {
         await app.stop();
       }

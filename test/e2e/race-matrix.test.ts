@@ -45,7 +45,11 @@ const writers: Writer[] = [
   },
   { kind: 'end-all', allowed: [204, 401], send: (r) => app.call('DELETE', '/acc/me/sessions', { token: r.a.access }) },
   // 429: each enrollment mails a code, once a minute per account; of two at once, one waits.
-  { kind: 'enroll', allowed: [200, 401, 429], send: (r) => app.call('POST', '/acc/me/totp', { token: r.a.access, json: { pwd: oldPassword } }) },
+  {
+    kind: 'enroll',
+    allowed: [200, 401, 429],
+    send: (r) => app.call('POST', '/acc/me/totp', { token: r.a.access, json: { pwd: oldPassword } }),
+  },
   { kind: 'refresh', allowed: [200, 400], send: (r) => app.call('POST', '/auth/token', form({ grant_type: 'refresh_token', refresh_token: r.c.refresh })) },
   {
     kind: 'sign-in',

@@ -1,8 +1,14 @@
 import { request, type IncomingHttpHeaders } from 'node:http';
 
 export type HttpResult = { status: number; headers: IncomingHttpHeaders; text: string; json: any };
-/** `localAddress`: the socket's own source address (any of 127.0.0.0/8 reaches a service on 127.0.0.1), a client address no proxy header sets. */
-export type CallOptions = { json?: unknown; body?: string | Buffer; headers?: Record<string, string>; token?: string; localAddress?: string };
+export type CallOptions = {
+  json?: unknown;
+  body?: string | Buffer;
+  headers?: Record<string, string>;
+  token?: string;
+  /** The socket's source address: any of 127.0.0.0/8 reaches a service on 127.0.0.1; no proxy header sets it. */
+  localAddress?: string;
+};
 
 /** Call options for a form-encoded body (the token endpoint's OAuth form). */
 export function form(fields: Record<string, string>): CallOptions {
@@ -19,7 +25,8 @@ export function call(baseUrl: string, method: string, path: string, options: Cal
   };
   if (body !== undefined && headers['content-length'] === undefined) headers['content-length'] = String(Buffer.byteLength(body));
   return new Promise((resolve, reject) => {
-    const req = request(new URL(path, baseUrl), { method, headers, agent: false, localAddress: options.localAddress }, (res) => {
+    const { localAddress } = options;
+    const req = request(new URL(path, baseUrl), { method, headers, agent: false, localAddress }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => {

@@ -134,7 +134,8 @@ describe('the outbox', () => {
   it('gives up at once on an address the mailer cannot use: no host name, or an IP literal (issue 30)', async () => {
     for (const domain of ['evil.test/a:b', '[10.1.2.3]']) {
       const user = { ...uniqueUser(), email: `${uniqueUser().name}@${domain}` };
-      assert.equal((await app.call('POST', '/acc/reg/code', { json: user })).status, 204, 'the spec\'s pattern takes it');
+      const requested = await app.call('POST', '/acc/reg/code', { json: user });
+      assert.equal(requested.status, 204, 'the spec\'s pattern takes it');
       await waitUntil(async () => (await outboxRow(user.email)).state !== 'pending');
       const row = await outboxRow(user.email);
       assert.equal(row.state, 'failed', domain);
@@ -154,8 +155,9 @@ describe('the outbox', () => {
     assert.equal(isPermanentFailure({ responseCode: 451 }), false);
     assert.equal(isPermanentFailure(new Error('ECONNREFUSED')), false);
     assert.equal(isPermanentFailure(null), false);
-    assert.equal(isPermanentFailure(Object.assign(new Error('No recipients defined'), { code: 'EENVELOPE' })), true, 'nodemailer found no recipient');
-    assert.equal(isPermanentFailure({ code: 'EENVELOPE', responseCode: 451 }), false, 'a server refused the recipient for now');
+    const noRecipient = Object.assign(new Error('No recipients defined'), { code: 'EENVELOPE' });
+    assert.equal(isPermanentFailure(noRecipient), true, 'nodemailer found no recipient');
+    assert.equal(isPermanentFailure({ code: 'EENVELOPE', responseCode: 451 }), false, 'a server refused it for now');
   });
 });
 
