@@ -120,9 +120,13 @@ function throttleKeysOf(deps: UseCaseDeps, identifier: string, clientAddress: st
  * account itself, apart from its name and address. Why: strangers spend the budget of a name
  * by guessing at sign-in, and that must not keep the signed-in owner from changing the
  * password or deleting the account; a token thief's guesses are bounded all the same.
+ *
+ * This and factorIdentifier hold a space, which no typed username does (issue-token.ts takes
+ * printable ASCII without spaces): with `account:<id>`, a stranger who typed it as the
+ * username at sign-in spent the account's own budgets.
  */
 export function signedInIdentifier(account: Pick<Account, 'publicId'>): string {
-  return `account:${account.publicId}`;
+  return `account ${account.publicId}`;
 }
 
 /**
@@ -130,7 +134,7 @@ export function signedInIdentifier(account: Pick<Account, 'publicId'>): string {
  * wherever they are made: sign-in, disabling, deletion, e-mail change, passkey options.
  */
 export function factorIdentifier(account: Pick<Account, 'publicId'>): string {
-  return `factor:${account.publicId}`;
+  return `factor ${account.publicId}`;
 }
 
 /** Every throttle key of an account, for a reset or a deletion to clear. */

@@ -211,4 +211,22 @@ describe('the owner always gets back in (issue 30)', () => {
     const again = await app.call('POST', '/acc/me/email', { token: fresh, json: { pwd: user.pwd, email: newEmail } });
     assert.equal(again.status, 204, `no cooldown left behind: ${again.text}`);
   });
+  it("6. a stranger who types the account's own throttle identifiers as a username spends nothing of it", async () => {
+    const { user, token } = await registerAndSignIn(app);
+    const { secret } = await enableTotp(app, token, user);
+    const publicId = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).sub as string;
+    // 101 wrong guesses on each, four at most from each of 60 networks (the public id is no secret).
+    const guess = (prefix: string, i: number) => () =>
+      passwordGrant(app, `${prefix}:${publicId}`, 'wrong-password', { source: `127.6.${prefix.length}.${i % 60 + 1}` });
+    const guesses = ['factor', 'account'].flatMap((prefix) => Array.from({ length: 101 }, (_, i) => guess(prefix, i)));
+    const statuses = await inBatches(guesses);
+    assert.deepEqual([statuses[100], statuses[201]], [429, 429], 'the typed identifiers are throttled as any other');
+    app.clock.advance(30);
+    const owner = await passwordGrant(app, user.name, user.pwd, { source: '127.6.9.1', otp: currentCode(secret) });
+    assert.equal(owner.status, 200, `the factor's budget is the account's own: ${owner.text}`);
+    const json = { old_pwd: user.pwd, new_pwd: 'owner-changed-6' };
+    const localAddress = '127.6.9.2';
+    const change = await app.call('PUT', '/acc/me/pwd', { token: owner.json.access_token, json, localAddress });
+    assert.equal(change.status, 204, `so is the signed-in owner's: ${change.text}`);
+  });
 });
