@@ -3,8 +3,8 @@ import { consumeCodes } from '../accounts/one-time-codes.ts';
 import { resetPasswordHash } from '../accounts/password-resets.ts';
 import { passwordResetMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
-import { endSessions } from './end-sessions.ts';
 import { clientNetwork } from '../rate-limit.ts';
+import { endSessions } from './end-sessions.ts';
 import { throttleKeys } from './password-check.ts';
 import { inTransaction, lockAccount, wakeWorkers, type Client, type UseCaseDeps } from './transaction.ts';
 
