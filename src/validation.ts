@@ -53,7 +53,11 @@ export const accountDeletionSchema = {
 
 export const totpEnrollmentSchema = { pwd: field(patterns.password) } satisfies Schema;
 
-export const totpConfirmationSchema = { code: field(patterns.totpCode) } satisfies Schema;
+/** `email_code`: the code that the enrollment mailed to the account's address (issue 30). */
+export const totpConfirmationSchema = {
+  code: field(patterns.totpCode),
+  email_code: field(patterns.code),
+} satisfies Schema;
 
 export const totpRemovalSchema = { pwd: field(patterns.password), otp: field(patterns.otp) } satisfies Schema;
 

@@ -1,12 +1,19 @@
 import type { Sql, Transaction } from '../storage/db.ts';
 
 /** An account's TOTP factor: pending until its first code confirms it, then active. */
-export type SecondFactor = { sealedSecret: Buffer; active: boolean };
+export type SecondFactor = { sealedSecret: Buffer; active: boolean; lastUsedStep: number | null };
 
 export async function findSecondFactor(sql: Sql | Transaction, accountId: string): Promise<SecondFactor | null> {
   const [row] = await sql<SecondFactor[]>`
-    SELECT sealed_secret AS "sealedSecret", activated_at IS NOT NULL AS active FROM second_factors WHERE account_id = ${accountId}`;
+    SELECT sealed_secret AS "sealedSecret", activated_at IS NOT NULL AS active, last_used_step::float8 AS "lastUsedStep"
+    FROM second_factors WHERE account_id = ${accountId}`;
   return row ?? null;
+}
+
+/** Whether the account has this unused recovery code; useRecoveryCode decides, in the transaction that acts on it. */
+export async function hasRecoveryCode(sql: Sql, accountId: string, codeHash: Buffer): Promise<boolean> {
+  const rows = await sql`SELECT 1 FROM recovery_codes WHERE account_id = ${accountId} AND code_hash = ${codeHash}`;
+  return rows.count === 1;
 }
 
 /**

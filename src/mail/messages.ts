@@ -127,11 +127,25 @@ export const mailKinds = {
     'This address no longer belongs to the account: signing in and resetting the password with it no longer work. Every session except the one that asked for the change has been signed out.',
     `If you did not do this, someone knew your password: ${support}, and secure your other accounts.`,
   ]),
+  // The code that enabling a second factor needs: a factor survives a reset, so only the mailbox's owner may add one.
+  'totp-code': spec(`name ${codes} client_address`, 'Your code to enable a second factor', [
+    'Hello {{name}},',
+    'someone signed in to your account with its password asked, from the address {{client_address}}, ' +
+      'to enable a second factor (an authenticator app). This code allows it:',
+    '{{code}}',
+    codeHint,
+    link,
+    'If you did not ask for this, someone knows your password: do not pass the code on, ' +
+      'and reset the password, which ends their sessions.',
+  ]),
   'totp-enabled': spec('name time client_address', 'A second factor was enabled', [
     'Hello {{name}},',
-    'a second factor (an authenticator app) was enabled for your account at {{time}} from the address {{client_address}}. Signing in now needs a code from the app, or one of the recovery codes shown once when it was enabled.',
+    'a second factor (an authenticator app) was enabled for your account at {{time}} ' +
+      'from the address {{client_address}}, with the code mailed to this address. Signing in now needs a code ' +
+      'from the app, or one of the recovery codes shown once when it was enabled. Every other session was signed out.',
     'Keep the recovery codes somewhere safe: a password reset by e-mail does not remove the second factor.',
-    'If you did not do this, someone knows your password: reset it at once.',
+    `If you did not do this, someone has your password and can read this mailbox: secure the mailbox first, ` +
+      `then reset the password. Removing a factor you do not hold needs the operator of this service: ${support}.`,
   ]),
   'totp-disabled': spec('name time client_address', 'The second factor was disabled', [
     'Hello {{name}},',
@@ -142,7 +156,8 @@ export const mailKinds = {
     'Hello {{name}},',
     'one of the recovery codes of your account was used at {{time}} from the address {{client_address}}; it no longer works. Recovery codes left: {{codes_left}}.',
     '{{#few_left}}Only {{codes_left}} left. Disable the second factor and enable it again to get ten new ones.{{/few_left}}',
-    'If you did not do this, someone has your password and your recovery codes: reset the password and disable the second factor at once.',
+    'If you did not do this, someone has your password and your recovery codes: reset the password at once, ' +
+      'then disable the second factor and enable it again, which replaces the codes.',
   ]),
   // A passkey survives a password reset, so only the mailbox's owner may add one.
   'passkey-code': spec(`name ${codes} client_address`, 'Your code to add a passkey', [
@@ -226,6 +241,11 @@ export function recoveryCodeUsedMail(to: Recipient, usedAt: Date, clientAddress:
 /** To the new address, which holds no account: in the locale of the request (`to.locale`), with the name of the account. */
 export function emailChangeCodeMail(to: Recipient, code: string, expiresAt: Date, now: Date): OutgoingMail {
   return mail('email-change-code', to, codeValues(code, expiresAt, now));
+}
+
+/** The code that enabling a second factor needs (use-cases/second-factor.ts). */
+export function totpCodeMail(to: Recipient, code: string, expiresAt: Date, now: Date, clientAddress: string): OutgoingMail {
+  return mail('totp-code', to, { ...codeValues(code, expiresAt, now), client_address: clientAddress });
 }
 
 export function passkeyCodeMail(to: Recipient, code: string, expiresAt: Date, now: Date, clientAddress: string): OutgoingMail {

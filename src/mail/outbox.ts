@@ -5,7 +5,7 @@ import { backoffMs, type Backoff } from '../queue.ts';
 import type { Sealer } from '../sealing.ts';
 import type { MailContent, OutgoingMail, UnaddressedMail } from './messages.ts';
 import type { Mailer } from './templates.ts';
-import { isPermanentFailure, type MailTransport } from './transport.ts';
+import { assertMailable, isPermanentFailure, type MailTransport } from './transport.ts';
 
 /** wake() right after a commit that queued mail; wakeLater() for mail whose sending must not be timed (PollingWorker). */
 export type OutboxWorker = PollingWorker;
@@ -88,6 +88,7 @@ async function deliverNext(options: OutboxOptions): Promise<boolean> {
   const content = JSON.parse(opened.plaintext.toString('utf8')) as MailContent;
   let outcome: Outcome;
   try {
+    assertMailable(claimed.recipient);
     await transport.send({ ...content, messageId: claimed.messageId, from, to: claimed.recipient });
     outcome = { sent: true };
   } catch (error) {

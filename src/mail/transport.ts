@@ -56,8 +56,28 @@ function lazily<T extends Transporter>(create: () => Promise<T>): { get(): Promi
   };
 }
 
-/** True for an SMTP reply that will not change on retry (5xx), such as an unknown recipient. */
+/**
+ * True for a failure that will not change on retry: an SMTP reply 5xx (an unknown recipient), or
+ * an EENVELOPE that no server answered, an address nodemailer cannot put in an envelope
+ * (`x@evil.test/a:b` reads as a group and leaves no recipient; it was retried twelve times). A
+ * server's refusal of a recipient is EENVELOPE too, with its reply code, which then decides.
+ */
 export function isPermanentFailure(error: unknown): boolean {
-  const code = (error as { responseCode?: unknown } | null)?.responseCode;
-  return typeof code === 'number' && code >= 500 && code < 600;
+  const { responseCode, code } = (error ?? {}) as { responseCode?: unknown; code?: unknown };
+  if (typeof responseCode === 'number') return responseCode >= 500 && responseCode < 600;
+  return code === 'EENVELOPE';
+}
+
+/**
+ * The spec's pattern lets a domain hold `/`, `:` and brackets, so an address may name an IP
+ * literal (`x@[10.1.2.3]`) or no host at all. The API takes what the pattern takes, but mail
+ * goes only to a host name: a literal would have the relay deliver to whatever address a
+ * stranger typed, an internal one too, and no owner needs one (docs/security.md).
+ */
+const hostNameAddress = /@[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
+
+/** Throws a permanent failure (EENVELOPE) for an address whose domain is not a host name. */
+export function assertMailable(address: string): void {
+  if (hostNameAddress.test(address)) return;
+  throw Object.assign(new Error('the address\'s domain is not a host name'), { code: 'EENVELOPE' });
 }

@@ -124,13 +124,21 @@ export const routes: readonly Route[] = [
     method: 'POST',
     path: '/acc/me/totp',
     handler: enrollSecondFactor,
-    doc: { summary: 'Start enrolling a TOTP second factor (pending until confirmed; again replaces the pending one)', auth: true, request: 'TotpEnrollmentRequest', success: { status: 200, schema: 'TotpEnrollment' }, errors: [400, 401, 403, 409, 413, 415, 429, 500, 503] },
+    doc: {
+      summary: 'Start enrolling a TOTP factor and mail the account a code (pending until confirmed; again replaces it)',
+      auth: true, request: 'TotpEnrollmentRequest', success: { status: 200, schema: 'TotpEnrollment' },
+      errors: [400, 401, 403, 409, 413, 415, 429, 500, 503],
+    },
   },
   {
     method: 'POST',
     path: '/acc/me/totp/confirm',
     handler: confirmSecondFactor,
-    doc: { summary: 'Activate the pending second factor with its first code; answers the recovery codes, once', auth: true, request: 'TotpConfirmationRequest', success: { status: 200, schema: 'RecoveryCodes' }, errors: [400, 401, 403, 409, 413, 415, 429, 500, 503] },
+    doc: {
+      summary: 'Activate the pending factor with a code and the mailed email_code; ends other sessions',
+      auth: true, request: 'TotpConfirmationRequest', success: { status: 200, schema: 'RecoveryCodes' },
+      errors: [400, 401, 403, 409, 413, 415, 429, 500, 503],
+    },
   },
   {
     method: 'DELETE',

@@ -12,6 +12,7 @@ const maxUsernameLength = 254;
 const maxPasswordLength = 256;
 const maxRefreshTokenLength = 256;
 const maxOtpLength = 32;
+/** No space: the account's own throttle identifiers hold one, so no username reaches them (password-check.ts). */
 const printableAscii = /^[\x21-\x7e]+$/;
 
 /**

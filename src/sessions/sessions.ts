@@ -60,7 +60,10 @@ export function hashRefreshToken(token: string): Buffer {
  * statement counts the sessions of its own snapshot: sign-ins that queued on the account row at
  * the same moment may each leave one more, and the next sign-in trims the account back to the cap.
  */
-export async function startSession(sql: Sql, accountId: string, checkedHash: string, upgradedHash: string | null, client: Client, now: Date, ttlSeconds: number, maxSessions: number): Promise<SessionTokens | 'disabled' | null> {
+export async function startSession(
+  sql: Sql | Transaction, accountId: string, checkedHash: string, upgradedHash: string | null,
+  client: Client, now: Date, ttlSeconds: number, maxSessions: number,
+): Promise<SessionTokens | 'disabled' | null> {
   const sessionId = randomUUID();
   const refreshToken = generateRefreshToken();
   const expiresAt = new Date(now.getTime() + ttlSeconds * 1000);

@@ -11,7 +11,7 @@ import {
 } from '../passkeys/passkeys.ts';
 import { coseAlgorithms, verifyRegistration, type RelyingParty, type Refusal } from '../passkeys/webauthn.ts';
 import { checkCallerPassword, type CallerFactorRefusal } from './password-check.ts';
-import { checkPasswordAndFactor } from './second-factor.ts';
+import { checkPasswordAndFactor, useSecondFactor } from './second-factor.ts';
 import { inTransaction, lockAccountIfSessionLives, wakeWorkers, type Client, type UseCaseDeps } from './transaction.ts';
 
 /**
@@ -52,6 +52,8 @@ export async function startPasskeyRegistration(
     if (!(await lockAccountIfSessionLives(tx, caller))) return rollBack({ outcome: 'session-ended' });
     const existing = await credentialIdsOf(tx, account.id);
     if (existing.length >= maxPasskeysPerAccount) return rollBack({ outcome: 'limit' });
+    const used = await useSecondFactor(tx, deps, account, check.proof, client.address, sessionId, now);
+    if (!used) return rollBack({ outcome: 'wrong-otp' });
     const userHandle = await findUserHandle(tx, account.id);
     await storeCode(tx, 'passkey', account.id, hashCode(code), expiresAt, now);
     const challengeId = await storeRegistrationChallenge(tx, account.id, sessionId, challenge, expiresAt);

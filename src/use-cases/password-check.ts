@@ -5,15 +5,28 @@ import { clientNetwork } from '../rate-limit.ts';
 import type { Sql } from '../storage/db.ts';
 import type { Client, UseCaseDeps } from './transaction.ts';
 
-/** What a presented `otp` (a TOTP code or a recovery code) proved; 'none': the account has no factor. */
-export type SecondFactorOutcome = 'none' | 'passed' | 'missing' | 'wrong';
+/**
+ * A right `otp`, not used yet: the use case uses it up (second-factor.ts useSecondFactor) in the
+ * transaction that acts on it, so that a refusal for an allowance or a lost race spends no code.
+ */
+export type FactorProof = { kind: 'step'; step: number } | { kind: 'recovery'; codeHash: Buffer };
 
 type Throttled = { outcome: 'throttled'; retryAfterSeconds: number };
+/** What a presented `otp` (a TOTP code or a recovery code) proved; 'none': the account has no factor. */
+export type SecondFactorOutcome =
+  | { outcome: 'none' | 'missing' | 'wrong' }
+  | { outcome: 'passed'; proof: FactorProof }
+  | Throttled;
+
 /**
- * A password check: 'valid' with what the second factor found, 'wrong' (a wrong password, or a
- * right one with a missing or wrong otp: `factor` tells which), or throttled.
+ * A password check: 'valid' with the factor's proof (null: the account has none), 'wrong' (a wrong
+ * password, or a right one with a missing or wrong otp: `factor` tells which), or throttled
+ * (the password's throttle, or the account's budget of factor guesses).
  */
-export type PasswordCheck = { outcome: 'valid'; factor: 'none' | 'passed' } | { outcome: 'wrong'; factor: SecondFactorOutcome | null } | Throttled;
+export type PasswordCheck =
+  | { outcome: 'valid'; proof: FactorProof | null }
+  | { outcome: 'wrong'; factor: 'missing' | 'wrong' | null }
+  | Throttled;
 
 /**
  * The sign-in policy: checks a password under the throttle (login-throttle.ts) of `identifier`
@@ -34,7 +47,7 @@ export async function checkPassword(
   clientAddress: string,
   password: string,
   stored: string | null,
-  checkFactor: () => Promise<SecondFactorOutcome> = async () => 'none',
+  checkFactor: () => Promise<SecondFactorOutcome> = async () => ({ outcome: 'none' }),
 ): Promise<PasswordCheck> {
   const keys = throttleKeysOf(deps, identifier, clientAddress);
   const perHour = deps.config.loginFailuresPerHour;
@@ -44,12 +57,16 @@ export async function checkPassword(
   if (reservation.wait > 0) return { outcome: 'throttled', retryAfterSeconds: reservation.wait };
   if (!valid) return { outcome: 'wrong', factor: null };
   const factor = await checkFactor();
-  if (factor === 'missing' || factor === 'wrong') return { outcome: 'wrong', factor };
+  // The reservation stays counted as a failure: no network becomes known without the factor.
+  if (factor.outcome === 'throttled') return factor;
+  if (factor.outcome === 'missing' || factor.outcome === 'wrong') return { outcome: 'wrong', factor: factor.outcome };
   await settleSuccess(deps.sql, keys, perHour, deps.clock(), reservation.tokenTaken);
-  return { outcome: 'valid', factor };
+  return { outcome: 'valid', proof: factor.outcome === 'passed' ? factor.proof : null };
 }
 
-export type CallerCheck = { outcome: 'valid'; factor: 'none' | 'passed' } | Exclude<CallerFactorRefusal, { outcome: 'session-ended' }>;
+export type CallerCheck =
+  | { outcome: 'valid'; proof: FactorProof | null }
+  | Exclude<CallerFactorRefusal, { outcome: 'session-ended' }>;
 
 /**
  * How a use case of a signed-in caller refuses (routes answer with http/auth.ts callerRefusal):
@@ -103,14 +120,27 @@ function throttleKeysOf(deps: UseCaseDeps, identifier: string, clientAddress: st
  * account itself, apart from its name and address. Why: strangers spend the budget of a name
  * by guessing at sign-in, and that must not keep the signed-in owner from changing the
  * password or deleting the account; a token thief's guesses are bounded all the same.
+ *
+ * This and factorIdentifier hold a space, which no typed username does (issue-token.ts takes
+ * printable ASCII without spaces): with `account:<id>`, a stranger who typed it as the
+ * username at sign-in spent the account's own budgets.
  */
 export function signedInIdentifier(account: Pick<Account, 'publicId'>): string {
-  return `account:${account.publicId}`;
+  return `account ${account.publicId}`;
+}
+
+/**
+ * The budget of the account's second-factor guesses (login-throttle.ts reserveFactorGuess),
+ * wherever they are made: sign-in, disabling, deletion, e-mail change, passkey options.
+ */
+export function factorIdentifier(account: Pick<Account, 'publicId'>): string {
+  return `factor ${account.publicId}`;
 }
 
 /** Every throttle key of an account, for a reset or a deletion to clear. */
 export function throttleKeys(deps: Pick<UseCaseDeps, 'keys'>, account: Pick<Account, 'publicId' | 'name' | 'email'>): Buffer[] {
-  return [account.name, account.email, signedInIdentifier(account)].map((identifier) => deps.keys.loginIdentifier(identifier));
+  const identifiers = [account.name, account.email, signedInIdentifier(account), factorIdentifier(account)];
+  return identifiers.map((identifier) => deps.keys.loginIdentifier(identifier));
 }
 
 /**

@@ -6,7 +6,7 @@ import { recordEvent } from '../accounts/security-events.ts';
 import { emailChangeAttemptMail, emailChangeCodeMail, emailChangeNoticeMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import type { CallerFactorRefusal } from './password-check.ts';
-import { checkPasswordAndFactor } from './second-factor.ts';
+import { checkPasswordAndFactor, useSecondFactor } from './second-factor.ts';
 import { inTransaction, type Client, type UseCaseDeps } from './transaction.ts';
 
 export type EmailChangeRequest = { outcome: 'requested' } | { outcome: 'refused'; refusal: QuotaRefusal } | CallerFactorRefusal;
@@ -56,7 +56,10 @@ export async function requestEmailChange(deps: UseCaseDeps, caller: { account: A
     if (refusal !== null) return rollBack({ outcome: 'refused', refusal });
     const holderId = await findOtherHolder(tx, account.id, newEmail, now);
     const locked = await lockAccountsForChange(tx, account.id, holderId, sessionId);
-    if (locked === null) return { outcome: 'session-ended' };
+    // A request that lost a race to a sign-out spends neither quota (found by a code review).
+    if (locked === null) return rollBack({ outcome: 'session-ended' });
+    const used = await useSecondFactor(tx, deps, account, check.proof, client.address, sessionId, now);
+    if (!used) return rollBack({ outcome: 'wrong-otp' });
 
     const notice = await claimAttemptNotice(tx, holderId, newEmail, now);
     await storeCode(tx, 'email-change', account.id, hashCode(code), expiresAt, now, { newEmail, sessionId });

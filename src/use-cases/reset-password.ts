@@ -1,8 +1,9 @@
-import { clearThrottle } from '../accounts/login-throttle.ts';
+import { clearThrottle, rememberClient } from '../accounts/login-throttle.ts';
 import { consumeCodes } from '../accounts/one-time-codes.ts';
 import { resetPasswordHash } from '../accounts/password-resets.ts';
 import { noticeMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
+import { clientNetwork } from '../rate-limit.ts';
 import { endSessions } from './end-sessions.ts';
 import { throttleKeys } from './password-check.ts';
 import { inTransaction, lockAccount, wakeWorkers, type Client, type UseCaseDeps } from './transaction.ts';
@@ -10,8 +11,11 @@ import { inTransaction, lockAccount, wakeWorkers, type Client, type UseCaseDeps 
 /**
  * Sets a new password with a reset code of `accountId` (found by the caller's code lookup).
  * Every session and every other reset code ends with it. It is also the owner's way back from
- * a sign-in lock-out, so the account's throttle is cleared. False when the code was used
- * first by a concurrent request, or the account is gone.
+ * a sign-in lock-out: the account's throttle is cleared, and the network that completed the
+ * reset becomes known to the name and the address, so that the owner signs in from there even
+ * while a stranger spends both budgets again (the rest of the throttle still bounds it). Only
+ * the mailbox gets a reset code, so a stranger without it gains nothing. False when the code
+ * was used first by a concurrent request, or the account is gone.
  */
 export async function resetPassword(deps: UseCaseDeps, accountId: string, codeHash: Buffer, newPassword: string, client: Client): Promise<boolean> {
   const passwordHash = await deps.passwords.hash(newPassword);
@@ -25,6 +29,8 @@ export async function resetPassword(deps: UseCaseDeps, accountId: string, codeHa
     // first by a concurrent request rolls all of this back.
     if (!(await consumeCodes(tx, accountId, 'reset', codeHash, now))) throw codeGone;
     await clearThrottle(tx, throttleKeys(deps, account!));
+    const identifiers = [account!.name, account!.email].map((identifier) => deps.keys.loginIdentifier(identifier));
+    await rememberClient(tx, identifiers, deps.keys.client(clientNetwork(client.address)), now);
     await enqueueMail(tx, noticeMail('password-reset', account!, now, client.address), deps.mailer, now);
     return true;
   }).catch((error: unknown) => {

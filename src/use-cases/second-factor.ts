@@ -1,28 +1,51 @@
 import type { Account } from '../accounts/accounts.ts';
+import { reserveAddressRequest, type QuotaRefusal } from '../accounts/address-quotas.ts';
+import { forgetKnownClients, refundBudget, reserveFactorGuess } from '../accounts/login-throttle.ts';
+import { consumeCodes, generateCode, hashCode, storeCode } from '../accounts/one-time-codes.ts';
 import { generateRecoveryCode, hashRecoveryCode, recoveryCodeCount } from '../accounts/recovery-codes.ts';
-import { activateFactor, findSecondFactor, removeFactor, resealFactor, startEnrollment, useRecoveryCode, useTimeStep } from '../accounts/second-factor.ts';
+import {
+  activateFactor, findSecondFactor, hasRecoveryCode, removeFactor, resealFactor, startEnrollment, useRecoveryCode,
+  useTimeStep, type SecondFactor,
+} from '../accounts/second-factor.ts';
 import { recordEvent } from '../accounts/security-events.ts';
 import { base32Encode, generateSecret, matchingStep, otpauthUri, totpCodePattern } from '../accounts/totp.ts';
-import { noticeMail, recoveryCodeUsedMail } from '../mail/messages.ts';
+import { noticeMail, recoveryCodeUsedMail, totpCodeMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
-import type { Sql } from '../storage/db.ts';
-import { checkCallerPassword, signedInIdentifier, throttledAttempt, type CallerCheck, type CallerFactorRefusal, type CallerRefusal, type SecondFactorOutcome } from './password-check.ts';
-import { inTransaction, lockAccount, lockAccountIfSessionLives, wakeWorkers, type Client, type UseCaseDeps } from './transaction.ts';
+import type { Sql, Transaction } from '../storage/db.ts';
+import { endSessions } from './end-sessions.ts';
+import {
+  checkCallerPassword, factorIdentifier, signedInIdentifier, throttledAttempt, throttleKeys,
+  type CallerCheck, type CallerFactorRefusal, type CallerRefusal, type FactorProof, type SecondFactorOutcome,
+} from './password-check.ts';
+import { inTransaction, lockAccountIfSessionLives, wakeWorkers, type Client, type UseCaseDeps } from './transaction.ts';
 
 /**
  * The second factor (TOTP, RFC 6238): enroll, confirm, disable, and the check that sign-in and
  * deletion make once the password is proven. Each owns its transaction and follows the lock
- * order of transaction.ts: the account row, then codes (the factor and its recovery codes),
- * events, outbox. Using a TOTP step is one statement on the factor row alone.
+ * order of transaction.ts: the request quota, the account row, sessions, then codes (the factor,
+ * its recovery codes, the e-mailed code), events, outbox.
+ *
+ * The mailbox is the root of recovery: a factor survives a password reset, so enrolling one
+ * needs the password and a code mailed to the account's address, as adding a passkey does. A
+ * password thief can no longer tie the account to an app of their own and keep it past a reset.
  */
 type Caller = { account: Account; sessionId: string };
-type FactorAccount = Pick<Account, 'id' | 'name' | 'email' | 'locale' | 'activeFactorSecret'>;
+type FactorAccount = Pick<Account, 'id' | 'publicId' | 'name' | 'email' | 'locale' | 'activeFactorSecret'>;
 
-export type Enrollment = { outcome: 'enrolled'; secret: string; uri: string } | { outcome: 'active' } | CallerFactorRefusal;
+/** How long the code mailed by an enrollment works: time to set up the app and read the mail. */
+export const enrollmentCodeTtlSeconds = 15 * 60;
+
+export type Enrollment =
+  | { outcome: 'enrolled'; secret: string; uri: string }
+  | { outcome: 'active' }
+  | { outcome: 'refused'; refusal: QuotaRefusal }
+  | CallerFactorRefusal;
 
 /**
- * Starts a pending enrollment, replacing a pending one. The password is required (throttled like
- * a sign-in), so that a stolen token alone cannot tie the account to a thief's app.
+ * Starts a pending enrollment, replacing a pending one, and mails a code to the account's
+ * address that confirming needs. The password is required (throttled like a sign-in), so that a
+ * stolen token alone cannot start one; the request counts in a quota of its own (once a minute,
+ * ten a day), as each one sends mail. A refusal rolls back: it spends no quota.
  */
 export async function enrollTotp(deps: UseCaseDeps, caller: Caller, password: string, client: Client): Promise<Enrollment> {
   const { account } = caller;
@@ -30,26 +53,48 @@ export async function enrollTotp(deps: UseCaseDeps, caller: Caller, password: st
   if (check.outcome !== 'valid') return check;
   const secret = generateSecret();
   const sealed = deps.sealer.seal(secret, 'totp-secret', account.id);
+  const code = generateCode();
   const now = deps.clock();
-  const started = await inTransaction(deps.sql, async (tx) => ((await lockAccountIfSessionLives(tx, caller)) ? startEnrollment(tx, account.id, sealed, now) : null));
-  if (started === null) return { outcome: 'session-ended' };
-  if (!started) return { outcome: 'active' };
-  return { outcome: 'enrolled', secret: base32Encode(secret), uri: otpauthUri(secret, deps.config.totpIssuer, account.name) };
+  const expiresAt = new Date(now.getTime() + enrollmentCodeTtlSeconds * 1000);
+  const result = await inTransaction(deps.sql, async (tx, rollBack): Promise<Enrollment> => {
+    const refusal = await reserveAddressRequest(tx, 'totp', deps.keys.address(`account:${account.publicId}`), now);
+    if (refusal !== null) return rollBack({ outcome: 'refused', refusal });
+    if (!(await lockAccountIfSessionLives(tx, caller))) return rollBack({ outcome: 'session-ended' });
+    if (!(await startEnrollment(tx, account.id, sealed, now))) return rollBack({ outcome: 'active' });
+    await storeCode(tx, 'totp', account.id, hashCode(code), expiresAt, now);
+    await enqueueMail(tx, totpCodeMail(account, code, expiresAt, now, client.address), deps.mailer, now);
+    const uri = otpauthUri(secret, deps.config.totpIssuer, account.name);
+    return { outcome: 'enrolled', secret: base32Encode(secret), uri };
+  });
+  if (result.outcome === 'enrolled') deps.outbox.wake();
+  return result;
 }
 
-export type Confirmation = { outcome: 'confirmed'; recoveryCodes: string[] } | { outcome: 'not-pending' | 'active' | 'wrong' } | Exclude<CallerRefusal, { outcome: 'wrong-password' }>;
+export type Confirmation =
+  | { outcome: 'confirmed'; recoveryCodes: string[] }
+  | { outcome: 'not-pending' | 'active' | 'wrong' | 'wrong-email-code' }
+  | Exclude<CallerRefusal, { outcome: 'wrong-password' }>;
 
 /**
- * Activates the pending factor with its first right code: recovery codes made, event recorded,
- * owner told. Wrong codes count in the throttle of the signed-in account, so that a stolen
- * token cannot guess its way through a pending enrollment to the recovery codes.
+ * Activates the pending factor with its first right code and the code mailed by the enrollment:
+ * recovery codes made, every other session of the account ended, the networks known to its
+ * identifiers forgotten (whoever signed in with the password alone must now pass the factor
+ * from a spent budget too), event recorded, owner told. Wrong codes count in the throttle of the
+ * signed-in account, so that a stolen token cannot guess its way to the recovery codes. A wrong
+ * code of either kind uses up nothing.
  */
-export async function confirmTotp(deps: UseCaseDeps, caller: Caller, code: string, client: Client): Promise<Confirmation> {
-  const attempt = () => activateWithCode(deps, caller, code, client);
-  return throttledAttempt(deps, signedInIdentifier(caller.account), client.address, attempt, (result) => result.outcome !== 'wrong');
+export async function confirmTotp(
+  deps: UseCaseDeps, caller: Caller, code: string, emailCode: string, client: Client,
+): Promise<Confirmation> {
+  const attempt = () => activateWithCode(deps, caller, code, emailCode, client);
+  const passed = (result: Confirmation) => result.outcome !== 'wrong' && result.outcome !== 'wrong-email-code';
+  return throttledAttempt(deps, signedInIdentifier(caller.account), client.address, attempt, passed);
 }
 
-async function activateWithCode(deps: UseCaseDeps, { account, sessionId }: Caller, code: string, client: Client): Promise<Confirmation> {
+async function activateWithCode(
+  deps: UseCaseDeps, caller: Caller, code: string, emailCode: string, client: Client,
+): Promise<Confirmation> {
+  const { account, sessionId } = caller;
   const factor = await findSecondFactor(deps.sql, account.id);
   if (factor === null) return { outcome: 'not-pending' };
   if (factor.active) return { outcome: 'active' };
@@ -58,18 +103,25 @@ async function activateWithCode(deps: UseCaseDeps, { account, sessionId }: Calle
   const step = secret === undefined ? null : matchingStep(secret, code, now);
   if (step === null) return { outcome: 'wrong' };
   const recoveryCodes = Array.from({ length: recoveryCodeCount }, generateRecoveryCode);
-  const activated = await inTransaction(deps.sql, async (tx): Promise<Confirmation['outcome']> => {
-    if (!(await lockAccountIfSessionLives(tx, { account, sessionId }))) return 'session-ended';
-    if (!(await activateFactor(tx, account.id, factor.sealedSecret, step, recoveryCodes.map(hashRecoveryCode), now))) return 'not-pending';
-    await recordEvent(tx, account.id, 'totp-enabled', client.address, sessionId, now);
+  const result = await inTransaction(deps.sql, async (tx, rollBack): Promise<Confirmation> => {
+    if (!(await lockAccountIfSessionLives(tx, caller))) return { outcome: 'session-ended' };
+    const webhook = deps.webhooks.event('second_factor.enabled', account.publicId, now, { method: 'totp' });
+    const event = { type: 'totp-enabled' as const, clientAddress: client.address, sessionId };
+    // Every other session ends: one started with the password alone must now pass the factor.
+    const others = { accountId: account.id, sessionId: null, keptSessionId: sessionId, record: 'always' as const, now };
+    await endSessions(tx, { ...others, event, webhook });
+    const mailed = await consumeCodes(tx, account.id, 'totp', hashCode(emailCode), now);
+    if (!mailed) return rollBack({ outcome: 'wrong-email-code' });
+    // Not pending: replaced by a new enrollment or confirmed by a concurrent request meanwhile.
+    const hashes = recoveryCodes.map(hashRecoveryCode);
+    const activated = await activateFactor(tx, account.id, factor.sealedSecret, step, hashes, now);
+    if (!activated) return rollBack({ outcome: 'not-pending' });
+    await forgetKnownClients(tx, throttleKeys(deps, account));
     await enqueueMail(tx, noticeMail('totp-enabled', account, now, client.address), deps.mailer, now);
-    await deps.webhooks.enqueue(tx, 'second_factor.enabled', account.publicId, now, { method: 'totp' });
-    return 'confirmed';
+    return { outcome: 'confirmed', recoveryCodes };
   });
-  // Not pending: replaced by a new enrollment or confirmed by a concurrent request meanwhile.
-  if (activated !== 'confirmed') return { outcome: activated as 'not-pending' | 'session-ended' };
-  wakeWorkers(deps);
-  return { outcome: 'confirmed', recoveryCodes };
+  if (result.outcome === 'confirmed') wakeWorkers(deps);
+  return result;
 }
 
 export type Removal = { outcome: 'disabled' } | { outcome: 'not-active' } | CallerFactorRefusal;
@@ -77,12 +129,13 @@ export type Removal = { outcome: 'disabled' } | { outcome: 'not-active' } | Call
 /**
  * Removes the active factor and its recovery codes. Both the password and an otp are required,
  * under the sign-in throttle, so that neither a stolen token nor a stolen password alone does it.
+ * The otp is not used up: the factor it belongs to goes.
  */
 export async function disableTotp(deps: UseCaseDeps, caller: Caller, password: string, otp: string, client: Client): Promise<Removal> {
   const { account, sessionId } = caller;
   const check = await checkPasswordAndFactor(deps, caller, password, otp, client);
   if (check.outcome !== 'valid') return check;
-  if (check.factor === 'none') return { outcome: 'not-active' };
+  if (check.proof === null) return { outcome: 'not-active' };
   const now = deps.clock();
   const removed = await inTransaction(deps.sql, async (tx): Promise<Removal['outcome']> => {
     if (!(await lockAccountIfSessionLives(tx, caller))) return 'session-ended';
@@ -100,33 +153,60 @@ export async function disableTotp(deps: UseCaseDeps, caller: Caller, password: s
 /**
  * Checks the second factor of an account whose password was just proven; never call it before,
  * as its answer tells whether the account has a factor (what sign-in reads with the account is
- * not looked at before either). `otp` must match `patterns.otp`
- * (validation.ts). A TOTP code is checked in memory (three HMACs) and its step used up in one
- * conditional statement; a recovery code is used up in a transaction that also records it and
- * tells the owner.
+ * not looked at before either). `otp` must match `patterns.otp` (validation.ts). Each guess
+ * takes a token of the account's own budget first (factorIdentifier), which no known network
+ * passes: at most LOGIN_FAILURES_PER_HOUR guesses an hour, wherever they are made. A right code
+ * gives it back and is answered as a proof, not used: the caller uses it (useSecondFactor) in
+ * the transaction that acts on it.
  */
-export async function checkSecondFactor(deps: UseCaseDeps, account: FactorAccount, otp: string | undefined, clientAddress: string, sessionId: string | null, now: Date): Promise<SecondFactorOutcome> {
-  // Sign-in read the secret with the account (one round trip fewer); it is looked at only here.
-  const known = account.activeFactorSecret;
-  const factor = known === undefined ? await findSecondFactor(deps.sql, account.id) : known === null ? null : { sealedSecret: known, active: true };
-  if (factor === null || !factor.active) return 'none';
-  if (otp === undefined) return 'missing';
+export async function checkSecondFactor(
+  deps: UseCaseDeps, account: FactorAccount, otp: string | undefined,
+): Promise<SecondFactorOutcome> {
+  // Sign-in read whether a factor is active with the account; the factor row is read only for one.
+  const factor = account.activeFactorSecret === null ? null : await findSecondFactor(deps.sql, account.id);
+  if (factor === null || !factor.active) return { outcome: 'none' };
+  if (otp === undefined) return { outcome: 'missing' };
+  const budget = deps.keys.loginIdentifier(factorIdentifier(account));
+  const perHour = deps.config.loginFailuresPerHour;
+  const wait = await reserveFactorGuess(deps.sql, budget, perHour, deps.clock());
+  if (wait > 0) return { outcome: 'throttled', retryAfterSeconds: wait };
+  const proof = await matchFactor(deps, account.id, factor, otp);
+  if (proof === null) return { outcome: 'wrong' };
+  await refundBudget(deps.sql, budget, perHour);
+  return { outcome: 'passed', proof };
+}
+
+/** The proof of a right code: a TOTP step later than the last used, or an unused recovery code; null otherwise. */
+async function matchFactor(
+  deps: UseCaseDeps, accountId: string, factor: SecondFactor, otp: string,
+): Promise<FactorProof | null> {
   if (totpCodePattern.test(otp)) {
-    const secret = await openActiveSecret(deps, account.id, factor.sealedSecret);
-    const step = secret === null ? null : matchingStep(secret, otp, now);
-    return step !== null && (await useTimeStep(deps.sql, account.id, step)) ? 'passed' : 'wrong';
+    const secret = await openActiveSecret(deps, accountId, factor.sealedSecret);
+    const step = secret === null ? null : matchingStep(secret, otp, deps.clock());
+    if (step === null || (factor.lastUsedStep !== null && step <= factor.lastUsedStep)) return null;
+    return { kind: 'step', step };
   }
-  const used = await inTransaction(deps.sql, async (tx) => {
-    if (!(await lockAccount(tx, account.id))) return false;
-    const left = await useRecoveryCode(tx, account.id, hashRecoveryCode(otp));
-    if (left === null) return false;
-    await recordEvent(tx, account.id, 'recovery-code-used', clientAddress, sessionId, now);
-    await enqueueMail(tx, recoveryCodeUsedMail(account, now, clientAddress, left), deps.mailer, now);
-    return true;
-  });
-  if (!used) return 'wrong';
-  deps.outbox.wake();
-  return 'passed';
+  const codeHash = hashRecoveryCode(otp);
+  return (await hasRecoveryCode(deps.sql, accountId, codeHash)) ? { kind: 'recovery', codeHash } : null;
+}
+
+/**
+ * Uses up a checked code (checkSecondFactor's proof) in the caller's transaction, after the
+ * account row: a TOTP step in one conditional statement, a recovery code by its delete, with its
+ * event and the owner's notice (the caller wakes the outbox once it commits). False when a
+ * concurrent request used it first: the caller rolls back. A null proof (no factor) passes.
+ */
+export async function useSecondFactor(
+  tx: Transaction, deps: UseCaseDeps, account: FactorAccount, proof: FactorProof | null,
+  clientAddress: string, sessionId: string | null, now: Date,
+): Promise<boolean> {
+  if (proof === null) return true;
+  if (proof.kind === 'step') return useTimeStep(tx, account.id, proof.step);
+  const left = await useRecoveryCode(tx, account.id, proof.codeHash);
+  if (left === null) return false;
+  await recordEvent(tx, account.id, 'recovery-code-used', clientAddress, sessionId, now);
+  await enqueueMail(tx, recoveryCodeUsedMail(account, now, clientAddress, left), deps.mailer, now);
+  return true;
 }
 
 /**
@@ -135,7 +215,7 @@ export async function checkSecondFactor(deps: UseCaseDeps, account: FactorAccoun
  * A valid check's `factor` tells what the second factor found ('none': the account has none).
  */
 export function checkPasswordAndFactor(deps: UseCaseDeps, caller: Caller, password: string, otp: string | undefined, client: Client): Promise<CallerCheck> {
-  const checkFactor = () => checkSecondFactor(deps, caller.account, otp, client.address, caller.sessionId, deps.clock());
+  const checkFactor = () => checkSecondFactor(deps, caller.account, otp);
   return checkCallerPassword(deps, caller, password, client, checkFactor);
 }
 

@@ -1,8 +1,9 @@
 import { findAccountByLogin, findPasswordHash } from '../accounts/accounts.ts';
-import { startSession } from '../sessions/sessions.ts';
+import { startSession, type SessionTokens } from '../sessions/sessions.ts';
+import type { Sql, Transaction } from '../storage/db.ts';
 import { checkPassword, recordWrongPassword } from './password-check.ts';
-import { checkSecondFactor } from './second-factor.ts';
-import { retryOnce, type Client, type UseCaseDeps } from './transaction.ts';
+import { checkSecondFactor, useSecondFactor } from './second-factor.ts';
+import { inTransaction, retryOnce, type Client, type UseCaseDeps } from './transaction.ts';
 
 export type SignIn =
   | { outcome: 'signed-in'; accountPublicId: string; sessionId: string; refreshToken: string }
@@ -26,7 +27,7 @@ export type SignIn =
  */
 export async function signIn(deps: UseCaseDeps, username: string, password: string, otp: string | undefined, client: Client, takeAllowance: (accountId: string) => number = () => 0): Promise<SignIn> {
   const account = await findAccountByLogin(deps.sql, username);
-  const checkFactor = account === null ? undefined : () => checkSecondFactor(deps, account, otp, client.address, null, deps.clock());
+  const checkFactor = account === null ? undefined : () => checkSecondFactor(deps, account, otp);
   const check = await checkPassword(deps, username, client.address, password, account?.passwordHash ?? null, checkFactor);
   if (check.outcome === 'throttled') return check;
   if (check.outcome === 'wrong' && check.factor === 'missing') return { outcome: 'mfa-required' };
@@ -42,9 +43,22 @@ export async function signIn(deps: UseCaseDeps, username: string, password: stri
   const upgraded = deps.passwords.needsRehash(account.passwordHash) ? await deps.passwords.hash(password) : null;
   const now = deps.clock();
   const { refreshTtlSeconds, sessionsPerAccount } = deps.config;
+  const session = (sql: Sql | Transaction, checkedHash: string) =>
+    startSession(sql, account.id, checkedHash, upgraded, client, now, refreshTtlSeconds, sessionsPerAccount);
+  const { proof } = check;
+  // The otp is used up in the transaction that starts the session, so that a refusal (the
+  // allowance above, a changed password, a disabled account) or a lost race spends no code.
+  type Started = SessionTokens | 'disabled' | 'code-used' | null;
+  const startWithFactor = (checkedHash: string) => inTransaction<Started>(deps.sql, async (tx, rollBack) => {
+    const started = await session(tx, checkedHash);
+    if (started === null || started === 'disabled') return started;
+    const used = await useSecondFactor(tx, deps, account, proof, client.address, started.sessionId, now);
+    return used ? started : rollBack('code-used');
+  });
   const start = (checkedHash: string) =>
-    retryOnce(() => startSession(deps.sql, account.id, checkedHash, upgraded, client, now, refreshTtlSeconds, sessionsPerAccount));
+    proof === null ? retryOnce(() => session(deps.sql, checkedHash)) : startWithFactor(checkedHash);
   let started = await start(account.passwordHash);
+  if (started === 'code-used') return { outcome: 'refused' };
   if (started === null) {
     // The stored hash changed after it was read. The start-up wrapping (hash-wrapping.ts) and a
     // concurrent sign-in's upgrade store another hash of the same password, so the password is
@@ -55,7 +69,8 @@ export async function signIn(deps: UseCaseDeps, username: string, password: stri
     const changed = stored !== null && stored !== account.passwordHash;
     if (changed && (await deps.passwords.verify(password, stored))) started = await start(stored);
   }
-  if (started === null) return { outcome: 'refused' };
+  if (started === null || started === 'code-used') return { outcome: 'refused' };
   if (started === 'disabled') return { outcome: 'disabled' };
+  if (proof?.kind === 'recovery') deps.outbox.wake();
   return { outcome: 'signed-in', accountPublicId: account.publicId, ...started };
 }

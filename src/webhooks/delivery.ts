@@ -164,8 +164,11 @@ async function markDelivered(sql: Sql, event: Claimed, attempts: number, now: Da
 type Outcome = { ok: true; status: number } | { ok: false; reason: string };
 
 /**
- * One POST. Only the status is read: the answer's body is discarded unread, so it never reaches
- * a log or the database. Redirects are not followed (a 3xx is retried like any other non-2xx).
+ * One POST. Only the status is read: once it is known the answer is destroyed, its body unread
+ * and its socket closed, so that the body never reaches a log or the database, and a receiver
+ * that answers 200 MiB, or trickles a byte a second, costs no CPU, memory or socket past the
+ * attempt's bound (found by an outside tester: 3 × 200 MiB read cost 2.8 s of CPU). Redirects are
+ * not followed (a 3xx is retried like any other non-2xx).
  */
 function post(url: string, body: string, headers: Record<string, string>, timeoutMs: number, signal: AbortSignal): Promise<Outcome> {
   return new Promise((resolve) => {
@@ -178,7 +181,7 @@ function post(url: string, body: string, headers: Record<string, string>, timeou
     const deadline = setTimeout(() => request.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
     request.on('response', (response) => {
       clearTimeout(deadline);
-      response.resume();
+      response.destroy();
       const status = response.statusCode ?? 0;
       resolve(status >= 200 && status < 300 ? { ok: true, status } : { ok: false, reason: `HTTP ${status}` });
     });

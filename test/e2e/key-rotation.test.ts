@@ -7,6 +7,7 @@ import { enqueueMail } from '../../src/mail/outbox.ts';
 import { createSealer, sealedKeyId } from '../../src/sealing.ts';
 import { createTokenService, hmacTokenKeys } from '../../src/sessions/tokens.ts';
 import { connectDatabase } from '../../src/storage/db.ts';
+import { enableTotp } from '../helpers/accounts.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { runMain } from '../helpers/process.ts';
 import { referenceTotp } from '../helpers/totp.ts';
@@ -56,9 +57,7 @@ describe('ENCRYPTION_KEYS rotation', () => {
   it('new,old, then reseal, then new alone: the factor, the throttle, the cooldown and queued mail all carry on', async () => {
     let app = await start({ ENCRYPTION_KEYS: testEncryptionKeys });
     const { user, token } = await registerAndSignIn(app);
-    const enrolled = await app.call('POST', '/acc/me/totp', { token, json: { pwd: user.pwd } });
-    const secret = enrolled.json.secret as string;
-    assert.equal((await app.call('POST', '/acc/me/totp/confirm', { token, json: { code: referenceTotp(secret, app.clock.now().getTime() / 1000) } })).status, 200);
+    const { secret } = await enableTotp(app, token, user);
     const statuses: number[] = [];
     for (let i = 0; i < 8; i += 1) statuses.push((await guess(app, user.name)).status);
     assert.deepEqual(statuses.slice(-2), [429, 429], 'throttled before the rotation');
@@ -101,8 +100,7 @@ describe('ENCRYPTION_KEYS rotation', () => {
     const start = (env: Record<string, string>) => startTestService({ databaseUrl: own.url, env });
     let app = await start({ ENCRYPTION_KEYS: testEncryptionKeys });
     const { user, token } = await registerAndSignIn(app);
-    const secret = (await app.call('POST', '/acc/me/totp', { token, json: { pwd: user.pwd } })).json.secret as string;
-    assert.equal((await app.call('POST', '/acc/me/totp/confirm', { token, json: { code: referenceTotp(secret, app.clock.now().getTime() / 1000) } })).status, 200);
+    const { secret } = await enableTotp(app, token, user);
     await app.stop();
     app = await start({ ENCRYPTION_KEYS: `${newKeys},${testEncryptionKeys}` });
     try {
@@ -134,9 +132,7 @@ describe('TOKEN_SECRET rotation', () => {
     const keys = { ENCRYPTION_KEYS: newKeys };
     let app = await start({ ...keys, TOKEN_SECRET: testSecret });
     const { user, token } = await registerAndSignIn(app);
-    const enrolled = await app.call('POST', '/acc/me/totp', { token, json: { pwd: user.pwd } });
-    const secret = enrolled.json.secret as string;
-    assert.equal((await app.call('POST', '/acc/me/totp/confirm', { token, json: { code: referenceTotp(secret, app.clock.now().getTime() / 1000) } })).status, 200);
+    const { secret } = await enableTotp(app, token, user);
     for (let i = 0; i < 8; i += 1) await guess(app, user.name);
     await app.stop();
 

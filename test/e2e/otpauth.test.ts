@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import * as OTPAuth from 'otpauth';
+import { startTotp } from '../helpers/accounts.ts';
 import { registerAndSignIn, startTestService } from '../helpers/service.ts';
 
 describe('the otpauth URI, read by the otpauth library', () => {
@@ -16,14 +17,15 @@ describe('the otpauth URI, read by the otpauth library', () => {
       const app = await startTestService({ env });
       try {
         const { user, token } = await registerAndSignIn(app);
-        const enrolled = await app.call('POST', '/acc/me/totp', { token, json: { pwd: user.pwd } });
-        const totp = OTPAuth.URI.parse(enrolled.json.uri);
+        const enrolled = await startTotp(app, token, user);
+        const totp = OTPAuth.URI.parse(enrolled.uri);
         assert.ok(totp instanceof OTPAuth.TOTP);
         assert.equal(totp.issuer, issuer);
         assert.equal(totp.label, user.name);
-        assert.equal(totp.secret.base32, enrolled.json.secret);
+        assert.equal(totp.secret.base32, enrolled.secret);
         const code = totp.generate({ timestamp: app.clock.now().getTime() });
-        assert.equal((await app.call('POST', '/acc/me/totp/confirm', { token, json: { code } })).status, 200);
+        const json = { code, email_code: enrolled.emailCode };
+        assert.equal((await app.call('POST', '/acc/me/totp/confirm', { token, json })).status, 200);
       } finally {
         await app.stop();
       }

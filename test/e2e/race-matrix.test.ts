@@ -44,7 +44,12 @@ const writers: Writer[] = [
     send: (r, second) => (second ? app.call('POST', '/auth/revoke', form({ token: r.b.refresh })) : app.call('DELETE', `/acc/me/sessions/${r.b.id}`, { token: r.a.access })),
   },
   { kind: 'end-all', allowed: [204, 401], send: (r) => app.call('DELETE', '/acc/me/sessions', { token: r.a.access }) },
-  { kind: 'enroll', allowed: [200, 401], send: (r) => app.call('POST', '/acc/me/totp', { token: r.a.access, json: { pwd: oldPassword } }) },
+  // 429: each enrollment mails a code, once a minute per account; of two at once, one waits.
+  {
+    kind: 'enroll',
+    allowed: [200, 401, 429],
+    send: (r) => app.call('POST', '/acc/me/totp', { token: r.a.access, json: { pwd: oldPassword } }),
+  },
   { kind: 'refresh', allowed: [200, 400], send: (r) => app.call('POST', '/auth/token', form({ grant_type: 'refresh_token', refresh_token: r.c.refresh })) },
   {
     kind: 'sign-in',

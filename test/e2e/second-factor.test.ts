@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { eventsOf, passwordGrant } from '../helpers/accounts.ts';
-import { codeIn } from '../helpers/smtp.ts';
+import { enableTotp, eventsOf, passwordGrant, signedIn, startTotp } from '../helpers/accounts.ts';
+import { codeIn, type ReceivedMail } from '../helpers/smtp.ts';
 import { referenceTotp } from '../helpers/totp.ts';
 import { registerAndSignIn, startTestService, type TestService } from '../helpers/service.ts';
 
@@ -35,21 +35,31 @@ const mailTo = (to: string, subject: string) => app.smtp.waitFor((message) => me
 /** An account with an active factor: its secret (base32), recovery codes and the step its confirmation used. */
 async function withFactor() {
   const { user, token } = await registerAndSignIn(app);
-  const enrolled = await app.call('POST', '/acc/me/totp', { token, json: { pwd: user.pwd } });
-  assert.equal(enrolled.status, 200, enrolled.text);
   await awayFromStepEnd();
-  const step = stepNow();
-  const confirmed = await app.call('POST', '/acc/me/totp/confirm', { token, json: { code: codeAt(enrolled.json.secret, step) } });
-  assert.equal(confirmed.status, 200, confirmed.text);
-  return { user, token, secret: enrolled.json.secret as string, recoveryCodes: confirmed.json.recovery_codes as string[], step };
+  return { user, token, ...(await enableTotp(app, token, user)) };
 }
+
+/** A confirmation with the mailed code (`email_code`); a well-formed stand-in where no enrollment mailed one. */
+const confirmTotp = (token: string, code: string, emailCode = 'ABCD-EFGH-IJKL-MNOP', address = freshAddress()) =>
+  app.call('POST', '/acc/me/totp/confirm', { token, json: { code, email_code: emailCode }, headers: from(address) });
 
 describe('enrolling a second factor', () => {
   it('answers a base32 secret and an otpauth URI, pending until a right code confirms it; asking again replaces it', async () => {
     const { user, token } = await registerAndSignIn(app);
-    const first = await app.call('POST', '/acc/me/totp', { token, json: { pwd: user.pwd } });
+    const before = app.smtp.messages.length;
+    const headers = from('198.51.100.200');
+    const first = await app.call('POST', '/acc/me/totp', { token, json: { pwd: user.pwd }, headers });
     assert.equal(first.status, 200);
     assert.equal(first.headers['cache-control'], 'no-store');
+    const since = (count: number, subject: string) => (m: ReceivedMail) =>
+      m.to === user.email && m.subject === subject && app.smtp.messages.indexOf(m) >= count;
+    const codeMail = await app.smtp.waitFor(since(before, 'Your code to enable a second factor'));
+    const whatAndWhere = /from the address 198\.51\.100\.200, to enable a second factor \(an authenticator app\)/;
+    assert.match(codeMail.text, whatAndWhere, 'what is added, and from where');
+    assert.equal(codeIn(codeMail).length, 19);
+    const tooSoon = await app.call('POST', '/acc/me/totp', { token, json: { pwd: user.pwd } });
+    assert.equal(tooSoon.status, 429, 'each request mails: once a minute per account');
+    assert.equal(tooSoon.json.type, 'urn:account-service:problem:too-soon');
     assert.match(first.json.secret, /^[A-Z2-7]{32}$/, '160 bits in base32');
     const uri = new URL(first.json.uri);
     assert.equal(uri.protocol, 'otpauth:');
@@ -59,72 +69,91 @@ describe('enrolling a second factor', () => {
     assert.equal((await app.call('GET', '/acc/me', { token })).json.totp_enabled, false, 'pending is not active');
     assert.equal((await passwordGrant(app, user.name, user.pwd, { address: freshAddress() })).status, 200, 'a pending factor asks nothing at sign-in');
 
-    const second = await app.call('POST', '/acc/me/totp', { token, json: { pwd: user.pwd } });
-    assert.equal(second.status, 200);
-    assert.notEqual(second.json.secret, first.json.secret);
+    app.clock.advance(61);
+    const second = await startTotp(app, token, user);
+    assert.notEqual(second.secret, first.json.secret);
     await awayFromStepEnd();
-    const replaced = await app.call('POST', '/acc/me/totp/confirm', { token, json: { code: codeAt(first.json.secret, stepNow()) } });
+    const replaced = await confirmTotp(token, codeAt(first.json.secret, stepNow()), second.emailCode);
     assert.equal(replaced.status, 403, 'the replaced secret no longer confirms');
     assert.equal(replaced.json.type, 'urn:account-service:problem:wrong-otp');
+    const oldCode = await confirmTotp(token, codeAt(second.secret, stepNow()), codeIn(codeMail));
+    assert.equal(oldCode.status, 403, 'the replaced enrollment\'s mailed code no longer confirms');
+    assert.equal(oldCode.json.type, 'urn:account-service:problem:wrong-email-code');
 
-    const before = app.smtp.messages.length;
-    const confirmed = await app.call('POST', '/acc/me/totp/confirm', { token, json: { code: codeAt(second.json.secret, stepNow()) } });
+    const other = await signedIn(app, user.name, user.pwd, { address: freshAddress() });
+    const noticed = app.smtp.messages.length;
+    const confirmed = await confirmTotp(token, codeAt(second.secret, stepNow()), second.emailCode);
     assert.equal(confirmed.status, 200, confirmed.text);
     const codes = confirmed.json.recovery_codes as string[];
     assert.equal(codes.length, 10);
     assert.equal(new Set(codes).size, 10);
     for (const code of codes) assert.match(code, /^[a-z2-7]{4}(-[a-z2-7]{4}){3}$/, '16 base32 letters: 80 bits');
-    const notice = await app.smtp.waitFor((message) => message.to === user.email && message.subject === 'A second factor was enabled' && app.smtp.messages.indexOf(message) >= before);
-    assert.match(notice.text, /enabled for your account at \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z/);
+    const notice = await app.smtp.waitFor(since(noticed, 'A second factor was enabled'));
+    assert.match(notice.text, /enabled for your account at \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z .* with the code/);
+    assert.match(notice.text, /contact them/, 'what helps when the owner did not do it: the operator');
     assert.equal((await app.call('GET', '/acc/me', { token })).json.totp_enabled, true);
+    const ended = await app.call('GET', '/acc/me', { token: other.access_token });
+    assert.equal(ended.status, 401, 'enrolling ends the other sessions');
     assert.ok((await eventsOf(app, token)).some((event) => event.type === 'totp-enabled'));
 
     // Stored sealed, and the recovery codes only as hashes.
     const [account] = await app.service.sql`SELECT id FROM accounts WHERE name = ${user.name}`;
     const rows = JSON.stringify(await app.service.sql`SELECT * FROM second_factors WHERE account_id = ${account!.id}`) + JSON.stringify(await app.service.sql`SELECT * FROM recovery_codes WHERE account_id = ${account!.id}`);
-    const secretBytes = Buffer.from(second.json.secret.replace(/./g, (char: string) => 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567'.indexOf(char).toString(2).padStart(5, '0')).match(/.{8}/g)!.map((byte: string) => parseInt(byte, 2)));
-    for (const trace of [second.json.secret, secretBytes.toString('hex'), secretBytes.toString('base64'), ...codes, ...codes.map((code) => code.replaceAll('-', ''))]) {
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+    const bits = second.secret.replace(/./g, (char: string) => alphabet.indexOf(char).toString(2).padStart(5, '0'));
+    const secretBytes = Buffer.from(bits.match(/.{8}/g)!.map((byte: string) => parseInt(byte, 2)));
+    const traces = [second.secret, secretBytes.toString('hex'), secretBytes.toString('base64'), ...codes];
+    for (const trace of [...traces, ...codes.map((code) => code.replaceAll('-', ''))]) {
       assert.equal(rows.includes(trace), false, 'no secret in plain text at rest');
     }
-    for (const line of app.logs) assert.equal(line.includes(second.json.secret) || codes.some((code) => line.includes(code)), false, 'no secret in the log');
+    for (const line of app.logs) {
+      const leaked = line.includes(second.secret) || codes.some((code) => line.includes(code));
+      assert.equal(leaked, false, 'no secret in the log');
+    }
   });
 
   it('refuses enrolling twice (409), confirming with no pending enrollment (409), a malformed code (400) and a wrong code (403)', async () => {
     const { user, token } = await registerAndSignIn(app);
-    const none = await app.call('POST', '/acc/me/totp/confirm', { token, json: { code: '123456' } });
+    const none = await confirmTotp(token, '123456');
     assert.equal(none.status, 409);
     assert.equal(none.json.type, 'urn:account-service:problem:totp-not-pending');
 
-    const enrolled = await app.call('POST', '/acc/me/totp', { token, json: { pwd: user.pwd } });
-    for (const body of [{}, { code: '12345' }, { code: '1234567' }, { code: 'abcdef' }, { code: 123456 }, { code: '123456', extra: 1 }]) {
+    const enrolled = await startTotp(app, token, user);
+    const emailCode = enrolled.emailCode;
+    const malformed: object[] = [{}, { code: '12345' }, { code: '1234567' }, { code: 'abcdef' }, { code: 123456 }];
+    malformed.push({ code: '123456', extra: 1 });
+    const malformedBodies = malformed.map((body) => ({ email_code: emailCode, ...body }));
+    for (const body of [...malformedBodies, { code: '123456' }, { code: '123456', email_code: 'ABCD-EFGH-IJKL' }]) {
       const malformed = await app.call('POST', '/acc/me/totp/confirm', { token, json: body });
       assert.equal(malformed.status, 400, JSON.stringify(body));
       assert.equal(malformed.json.type, 'urn:account-service:problem:invalid-fields');
     }
     await awayFromStepEnd();
-    const right = codeAt(enrolled.json.secret, stepNow());
+    const right = codeAt(enrolled.secret, stepNow());
     const wrongCode = right === '000000' ? '000001' : '000000';
-    const wrong = await app.call('POST', '/acc/me/totp/confirm', { token, json: { code: wrongCode } });
+    const wrong = await confirmTotp(token, wrongCode, emailCode);
     assert.equal(wrong.status, 403);
     assert.equal(wrong.json.type, 'urn:account-service:problem:wrong-otp');
-    assert.equal((await app.call('POST', '/acc/me/totp/confirm', { token, json: { code: right } })).status, 200);
+    const confirmed = await confirmTotp(token, right, emailCode);
+    assert.equal(confirmed.status, 200, 'a wrong code used up neither the step nor the mailed code');
 
+    app.clock.advance(61);
     const twice = await app.call('POST', '/acc/me/totp', { token, json: { pwd: user.pwd } });
     assert.equal(twice.status, 409);
     assert.equal(twice.json.type, 'urn:account-service:problem:totp-active');
-    const again = await app.call('POST', '/acc/me/totp/confirm', { token, json: { code: right } });
+    const again = await confirmTotp(token, right, emailCode);
     assert.equal(again.status, 409);
     assert.equal(again.json.type, 'urn:account-service:problem:totp-active');
   });
 
   it('counts wrong confirmation codes in the throttle, so that a stolen token cannot guess its way to the recovery codes', async () => {
     const { user, token } = await registerAndSignIn(app);
-    const enrolled = await app.call('POST', '/acc/me/totp', { token, json: { pwd: user.pwd } });
+    const enrolled = await startTotp(app, token, user);
     await awayFromStepEnd();
-    const right = codeAt(enrolled.json.secret, stepNow());
+    const right = codeAt(enrolled.secret, stepNow());
     const wrong = right === '000000' ? '000001' : '000000';
     const address = freshAddress();
-    const confirm = (code: string) => app.call('POST', '/acc/me/totp/confirm', { token, json: { code }, headers: from(address) });
+    const confirm = (code: string) => confirmTotp(token, code, enrolled.emailCode, address);
     for (let i = 0; i < 5; i += 1) assert.equal((await confirm(wrong)).status, 403);
     const throttled = await confirm(right);
     assert.equal(throttled.status, 429);
@@ -135,7 +164,9 @@ describe('enrolling a second factor', () => {
   it('needs the token, a well-formed body and the right password', async () => {
     const { token } = await registerAndSignIn(app);
     assert.equal((await app.call('POST', '/acc/me/totp', { json: { pwd: 'whatever-1' } })).status, 401);
-    assert.equal((await app.call('POST', '/acc/me/totp/confirm', { json: { code: '123456' } })).status, 401);
+    const json = { code: '123456', email_code: 'ABCD-EFGH-IJKL-MNOP' };
+    const unsigned = await app.call('POST', '/acc/me/totp/confirm', { json });
+    assert.equal(unsigned.status, 401);
     assert.equal((await app.call('DELETE', '/acc/me/totp', { json: { pwd: 'whatever-1', otp: '123456' } })).status, 401);
     for (const body of [{}, { pwd: 'short' }, { pwd: 12345678 }, { pwd: 'long-enough', otp: '123456' }]) {
       assert.equal((await app.call('POST', '/acc/me/totp', { token, json: body })).status, 400, JSON.stringify(body));

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
+import { enableTotp } from '../helpers/accounts.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { call } from '../helpers/http.ts';
 import { runMain } from '../helpers/process.ts';
@@ -92,10 +93,9 @@ describe('webhooks', () => {
     receiver.mode = 'ok';
     const { user, token } = await registerAndSignIn(app);
     const account = claimsOf(token).sub;
-    const enrolled = (await app.call('POST', '/acc/me/totp', { token, json: { pwd: user.pwd } })).json;
-    const step = Math.floor(app.clock.now().getTime() / 30_000);
-    assert.equal((await app.call('POST', '/acc/me/totp/confirm', { token, json: { code: referenceTotp(enrolled.secret, step * 30) } })).status, 200);
-    assert.equal((await app.call('DELETE', '/acc/me/totp', { token, json: { pwd: user.pwd, otp: referenceTotp(enrolled.secret, (step + 1) * 30) } })).status, 204);
+    const enrolled = await enableTotp(app, token, user);
+    const otp = referenceTotp(enrolled.secret, (enrolled.step + 1) * 30);
+    assert.equal((await app.call('DELETE', '/acc/me/totp', { token, json: { pwd: user.pwd, otp } })).status, 204);
     await receiver.waitFor(() => typesOf(receiver, account).length === 3);
     const events = acceptedEvents(receiver.received).filter((event) => event.data.account_id === account);
     assert.deepEqual(

@@ -1,5 +1,7 @@
 import { form, type HttpResult } from './http.ts';
 import type { TestService } from './service.ts';
+import { codeIn, type ReceivedMail } from './smtp.ts';
+import { referenceTotp } from './totp.ts';
 
 /** The tokens of a sign-in (RFC 6749, 5.1). */
 export type Tokens = { access_token: string; refresh_token: string; token_type: string; expires_in: number };
@@ -18,6 +20,8 @@ export type SignInOptions = {
   otp?: string;
   /** The client address, sent as X-Forwarded-For: it counts only where the service trusts a proxy (TRUST_PROXY). */
   address?: string;
+  /** The socket's source address, in 127.0.0.0/8: the client address where no proxy is trusted. */
+  source?: string;
   userAgent?: string;
   /** The form encoding that OAuth clients send, instead of JSON. */
   form?: boolean;
@@ -31,7 +35,8 @@ export function passwordGrant(app: Pick<TestService, 'call'>, username: string, 
     ...(options.userAgent === undefined ? {} : { 'user-agent': options.userAgent }),
   };
   const body = options.form === true ? form(fields) : { json: fields };
-  return app.call('POST', '/auth/token', { ...body, headers: { ...body.headers, ...headers } });
+  const localAddress = options.source;
+  return app.call('POST', '/auth/token', { ...body, headers: { ...body.headers, ...headers }, localAddress });
 }
 
 /** A sign-in that must succeed: its tokens. */
@@ -46,4 +51,37 @@ export async function eventsOf(app: Pick<TestService, 'call'>, token: string): P
   const response = await app.call('GET', '/acc/me/events', { token });
   if (response.status !== 200) throw new Error(`events failed: ${response.status} ${response.text}`);
   return response.json.events as SecurityEvent[];
+}
+
+type TotpApp = Pick<TestService, 'call' | 'smtp' | 'clock'>;
+type Owner = { email: string; pwd: string };
+
+/**
+ * POST /acc/me/totp, and the code it mailed to the account: the pending secret (base32) and the
+ * `email_code` that confirming needs. A second enrollment of one account within a minute is
+ * refused (the request quota): advance the clock first.
+ */
+export async function startTotp(
+  app: TotpApp, token: string, account: Owner, headers: Record<string, string> = {},
+): Promise<{ secret: string; uri: string; emailCode: string }> {
+  const before = app.smtp.messages.length;
+  const enrolled = await app.call('POST', '/acc/me/totp', { token, json: { pwd: account.pwd }, headers });
+  if (enrolled.status !== 200) throw new Error(`enrollment failed: ${enrolled.status} ${enrolled.text}`);
+  const isCode = (mail: ReceivedMail) =>
+    mail.to === account.email && mail.subject === 'Your code to enable a second factor';
+  const mail = await app.smtp.waitFor((mail) => isCode(mail) && app.smtp.messages.indexOf(mail) >= before);
+  return { secret: enrolled.json.secret as string, uri: enrolled.json.uri as string, emailCode: codeIn(mail) };
+}
+
+/** The service's current RFC 6238 step (its clock, which a test may move forward). */
+export const totpStepOf = (app: Pick<TestService, 'clock'>): number => Math.floor(app.clock.now().getTime() / 30_000);
+
+/** Enrolls and confirms a TOTP factor with a code of the current step: its secret, recovery codes and that step. */
+export async function enableTotp(app: TotpApp, token: string, account: Owner, headers: Record<string, string> = {}) {
+  const { secret, emailCode } = await startTotp(app, token, account, headers);
+  const step = totpStepOf(app);
+  const json = { code: referenceTotp(secret, step * 30), email_code: emailCode };
+  const confirmed = await app.call('POST', '/acc/me/totp/confirm', { token, json, headers });
+  if (confirmed.status !== 200) throw new Error(`confirmation failed: ${confirmed.status} ${confirmed.text}`);
+  return { secret, recoveryCodes: confirmed.json.recovery_codes as string[], step };
 }

@@ -7,6 +7,8 @@ export type CallOptions = {
   body?: string | Buffer;
   headers?: Record<string, string | string[]>;
   token?: string;
+  /** The socket's source address: any of 127.0.0.0/8 reaches a service on 127.0.0.1; no proxy header sets it. */
+  localAddress?: string;
 };
 
 /** Call options for a form-encoded body (the token endpoint's OAuth form). */
@@ -24,7 +26,8 @@ export function call(baseUrl: string, method: string, path: string, options: Cal
   };
   if (body !== undefined && headers['content-length'] === undefined) headers['content-length'] = String(Buffer.byteLength(body));
   return new Promise((resolve, reject) => {
-    const req = request(new URL(path, baseUrl), { method, headers, agent: false }, (res) => {
+    const { localAddress } = options;
+    const req = request(new URL(path, baseUrl), { method, headers, agent: false, localAddress }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => {

@@ -131,6 +131,19 @@ describe('the outbox', () => {
     assert.match((await outboxRow(recipient)).last_error, /decrypt/);
   });
 
+  it('gives up at once on an address the mailer cannot use: no host name, or an IP literal (issue 30)', async () => {
+    for (const domain of ['evil.test/a:b', '[10.1.2.3]']) {
+      const user = { ...uniqueUser(), email: `${uniqueUser().name}@${domain}` };
+      const requested = await app.call('POST', '/acc/reg/code', { json: user });
+      assert.equal(requested.status, 204, 'the spec\'s pattern takes it');
+      await waitUntil(async () => (await outboxRow(user.email)).state !== 'pending');
+      const row = await outboxRow(user.email);
+      assert.equal(row.state, 'failed', domain);
+      assert.equal(row.attempts, 1, `${domain}: not retried as a temporary failure`);
+      assert.match(row.last_error, /^EENVELOPE /);
+    }
+  });
+
   it('computes an exponential backoff with a cap', () => {
     assert.deepEqual([1, 2, 3, 4, 5].map((attempt) => backoffMs(attempt, { backoffBaseMs: 100, backoffCapMs: 1000 })), [100, 200, 400, 800, 1000]);
     assert.equal(backoffMs(1, {}), 5_000);
@@ -142,6 +155,9 @@ describe('the outbox', () => {
     assert.equal(isPermanentFailure({ responseCode: 451 }), false);
     assert.equal(isPermanentFailure(new Error('ECONNREFUSED')), false);
     assert.equal(isPermanentFailure(null), false);
+    const noRecipient = Object.assign(new Error('No recipients defined'), { code: 'EENVELOPE' });
+    assert.equal(isPermanentFailure(noRecipient), true, 'nodemailer found no recipient');
+    assert.equal(isPermanentFailure({ code: 'EENVELOPE', responseCode: 451 }), false, 'a server refused it for now');
   });
 });
 

@@ -4,11 +4,10 @@ import { setTimeout as delay } from 'node:timers/promises';
 import postgres from 'postgres';
 import { connectDatabase } from '../../src/storage/db.ts';
 import { loadMigrations, migrate } from '../../src/storage/migrations.ts';
-import { passwordGrant } from '../helpers/accounts.ts';
+import { enableTotp, passwordGrant } from '../helpers/accounts.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { form } from '../helpers/http.ts';
 import { codeIn } from '../helpers/smtp.ts';
-import { referenceTotp } from '../helpers/totp.ts';
 import { requestCode, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.ts';
@@ -101,12 +100,7 @@ describe('table scans', () => {
     user.email = newEmail;
 
     current = (await signIn()).json.access_token as string;
-    const enrolled = await app.call('POST', '/acc/me/totp', { token: current, json: { pwd: user.pwd } });
-    assert.equal(enrolled.status, 200, enrolled.text);
-    const step = Math.floor(app.clock.now().getTime() / 30_000);
-    const confirmed = await app.call('POST', '/acc/me/totp/confirm', { token: current, json: { code: referenceTotp(enrolled.json.secret, step * 30) } });
-    assert.equal(confirmed.status, 200, confirmed.text);
-    const recoveryCodes = confirmed.json.recovery_codes as string[];
+    const { recoveryCodes } = await enableTotp(app, current, user);
     assert.equal((await signIn(user.pwd, '000000')).status, 400);
     current = (await signIn(user.pwd, recoveryCodes[0])).json.access_token as string;
     assert.equal((await app.call('DELETE', '/acc/me/totp', { token: current, json: { pwd: user.pwd, otp: recoveryCodes[1] } })).status, 204);

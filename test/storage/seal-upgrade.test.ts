@@ -14,6 +14,7 @@ import { accountActiveMail } from '../../src/mail/messages.ts';
 import { enqueueMail } from '../../src/mail/outbox.ts';
 import { createSealer } from '../../src/sealing.ts';
 import { connectDatabase } from '../../src/storage/db.ts';
+import { enableTotp } from '../helpers/accounts.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { referenceTotp } from '../helpers/totp.ts';
 import { builtInMailer, registerAndSignIn, startTestService, testEncryptionKeys, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
@@ -38,8 +39,7 @@ describe('upgrading sealed values from TOKEN_SECRET to ENCRYPTION_KEYS (sql/017)
     let app = await start();
     try {
       const { user, token } = await registerAndSignIn(app);
-      const secret = (await app.call('POST', '/acc/me/totp', { token, json: { pwd: user.pwd } })).json.secret as string;
-      assert.equal((await app.call('POST', '/acc/me/totp/confirm', { token, json: { code: referenceTotp(secret, app.clock.now().getTime() / 1000) } })).status, 200);
+      const { secret } = await enableTotp(app, token, user);
       for (let i = 0; i < 8; i += 1) await guess(app, user.name);
       assert.equal((await guess(app, user.name)).status, 429);
       assert.equal((await app.call('POST', '/acc/pwd/code', { json: { email: user.email } })).status, 204);

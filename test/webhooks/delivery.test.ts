@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import { decodeWebhookSecret } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { connectDatabase, type Sql } from '../../src/storage/db.ts';
@@ -109,5 +113,53 @@ describe('the webhook worker', () => {
     assert.equal(await deleteDeliveredWebhooks(sql, new Date(Date.now() - 7 * 24 * 3600 * 1000)), 1);
     assert.deepEqual((await sql`SELECT state FROM webhook_events WHERE account = ${account} ORDER BY id`).map((row) => row.state), ['failed', 'pending']);
     await sql`DELETE FROM webhook_events WHERE account = ${account}`;
+  });
+  it('closes the answer once its status is known: a 200 MiB or trickled body holds no socket (issue 30)', async (t) => {
+    // A receiver that answers 200 and then streams 200 MiB as fast as the socket takes it, or
+    // trickles a byte a second: it counts what it wrote, and sees when the service closed.
+    const total = 200 * 1024 * 1024;
+    const answers: { written: number; closed: boolean }[] = [];
+    const chunk = Buffer.alloc(64 * 1024, 120);
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', async () => {
+        const answer = { written: 0, closed: false };
+        answers.push(answer);
+        const closed = once(res, 'close').then(() => {
+          answer.closed = true;
+        });
+        res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(total) });
+        const trickle = answers.length === 2;
+        while (!answer.closed && answer.written < total) {
+          const piece = trickle ? chunk.subarray(0, 1) : chunk;
+          answer.written += piece.length;
+          if (trickle) {
+            res.write(piece);
+            await delay(1000);
+          } else if (!res.write(piece)) {
+            await Promise.race([once(res, 'drain'), closed]);
+          }
+        }
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    t.after(() => new Promise((resolve) => server.close(resolve).closeAllConnections()));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const keys = [decodeWebhookSecret(secret)!];
+    const log = createLogger('error', () => {});
+    const worker = createWebhookWorker({ sql, url, keys, clock: () => new Date(), log, pollMs: 50 });
+    t.after(() => worker.stop());
+    const started = Date.now();
+    for (const account of [randomUUID(), randomUUID()]) {
+      await sql.begin((tx) => queue.enqueue(tx, 'account.activated', account, new Date()));
+      worker.wake();
+      const stateOf = async () => (await sql`SELECT state FROM webhook_events WHERE account = ${account}`)[0]?.state;
+      await waitUntil(async () => (await stateOf()) === 'delivered', 30_000);
+    }
+    await waitUntil(async () => answers.length === 2 && answers.every((answer) => answer.closed), 30_000);
+    assert.ok(Date.now() - started < 30_000, 'a liveness bound only: reading 200 MiB is not what takes the time');
+    const [large, trickled] = answers;
+    assert.ok(large!.written < total / 4, `the service closed the answer after ${large!.written} of ${total} bytes`);
+    assert.ok(trickled!.written < 10, `the trickled answer was closed after ${trickled!.written} bytes, not read on`);
   });
 });
