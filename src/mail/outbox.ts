@@ -7,7 +7,7 @@ import type { MailContent, OutgoingMail, UnaddressedMail } from './messages.ts';
 import type { Mailer } from './templates.ts';
 import { assertMailable, isPermanentFailure, type MailTransport } from './transport.ts';
 
-/** wake() right after a commit that queued mail; wakeLater() for mail whose sending must not be timed (PollingWorker). */
+/** wake() right after a commit that queued mail; wakeLater() for mail whose sending must not be timed. */
 export type OutboxWorker = PollingWorker;
 
 export type OutboxOptions = PollingSettings & Backoff & {
@@ -31,7 +31,8 @@ export type SealedMail = { messageId: string; kind: string; sealed: Buffer };
 export function sealMail(mail: UnaddressedMail, mailer: Mailer): SealedMail {
   const messageId = `<${randomUUID()}@account-service>`;
   // The content may hold a code, so it is stored only encrypted, bound to its Message-ID.
-  return { messageId, kind: mail.kind, sealed: mailer.sealer.seal(Buffer.from(JSON.stringify(mailer.render(mail))), 'mail', messageId) };
+  const content = Buffer.from(JSON.stringify(mailer.render(mail)));
+  return { messageId, kind: mail.kind, sealed: mailer.sealer.seal(content, 'mail', messageId) };
 }
 
 /** Queues a message in the caller's transaction, so it exists exactly when the change that causes it does. */
@@ -43,10 +44,13 @@ export async function enqueueMail(tx: Transaction, mail: OutgoingMail, mailer: M
  * THE insert of queued mail, for every statement that queues it: once, or once for each row of
  * `source` (a FROM clause, and its WHERE), `recipient` being an expression over it.
  */
-export function insertMail(sql: Sql | Transaction, mail: SealedMail, recipient: Fragment, now: Date, source: Fragment = sql``): Fragment {
+export function insertMail(
+  sql: Sql | Transaction, mail: SealedMail, recipient: Fragment, now: Date, source: Fragment = sql``,
+): Fragment {
   return sql`
     INSERT INTO outbox (message_id, kind, recipient, sealed_content, next_attempt_at, created_at)
-    SELECT ${mail.messageId}, ${mail.kind}, ${recipient}, ${mail.sealed}, ${now}::timestamptz, ${now}::timestamptz ${source}`;
+    SELECT ${mail.messageId}, ${mail.kind}, ${recipient}, ${mail.sealed}, ${now}::timestamptz, ${now}::timestamptz
+    ${source}`;
 }
 
 /**
@@ -59,11 +63,14 @@ export function insertMail(sql: Sql | Transaction, mail: SealedMail, recipient: 
  */
 export function createOutboxWorker(options: OutboxOptions): OutboxWorker {
   const { log, onError, pollMs, wakeJitterMs } = options;
-  return createPollingWorker({ next: () => deliverNext(options), log, failureMessage: 'outbox worker failed', onError, pollMs, wakeJitterMs });
+  const next = () => deliverNext(options);
+  return createPollingWorker({ next, log, failureMessage: 'outbox worker failed', onError, pollMs, wakeJitterMs });
 }
 
 /** A message claimed for one attempt: only the holder of `lease` may record its outcome. */
-type Claimed = { id: string; lease: string; messageId: string; kind: string; recipient: string; sealed: Buffer; attempts: number };
+type Claimed = {
+  id: string; lease: string; messageId: string; kind: string; recipient: string; sealed: Buffer; attempts: number;
+};
 
 /** How the attempt ended: sent, to be tried again at `retryAt`, or given up. */
 type Outcome = { sent: true } | { sent: false; reason: string; retryAt: Date | null };
@@ -81,7 +88,8 @@ async function deliverNext(options: OutboxOptions): Promise<boolean> {
   const { id, kind, attempts } = claimed;
   const opened = sealer.open(claimed.sealed, 'mail', claimed.messageId);
   if (opened === null) {
-    await recordOutcome(sql, claimed, { sent: false, reason: 'content cannot be decrypted with the configured ENCRYPTION_KEYS', retryAt: null }, clock());
+    const reason = 'content cannot be decrypted with the configured ENCRYPTION_KEYS';
+    await recordOutcome(sql, claimed, { sent: false, reason, retryAt: null }, clock());
     log.error('outbox message failed', { id, kind, reason: 'undecryptable' });
     return true;
   }
@@ -94,7 +102,8 @@ async function deliverNext(options: OutboxOptions): Promise<boolean> {
   } catch (error) {
     const reason = errorSummary(error);
     const final = isPermanentFailure(error) || attempts >= (options.maxAttempts ?? 12);
-    outcome = { sent: false, reason, retryAt: final ? null : new Date(clock().getTime() + backoffMs(attempts, options)) };
+    const retryAt = final ? null : new Date(clock().getTime() + backoffMs(attempts, options));
+    outcome = { sent: false, reason, retryAt };
   }
   const settled = await recordOutcome(sql, claimed, outcome, clock());
   if (!settled) {
@@ -106,7 +115,8 @@ async function deliverNext(options: OutboxOptions): Promise<boolean> {
   } else if (outcome.retryAt === null) {
     log.error('outbox message failed', { id, kind, attempts, reason: outcome.reason });
   } else {
-    log.warn('outbox message deferred', { id, kind, attempts, reason: outcome.reason, next_attempt_at: outcome.retryAt.toISOString() });
+    const nextAttemptAt = outcome.retryAt.toISOString();
+    log.warn('outbox message deferred', { id, kind, attempts, reason: outcome.reason, next_attempt_at: nextAttemptAt });
   }
   return true;
 }
@@ -127,7 +137,8 @@ async function claimNext(sql: Sql, now: Date, leaseMs: number): Promise<Claimed 
       FOR UPDATE SKIP LOCKED)
     RETURNING id, message_id, kind, recipient, sealed_content, attempts`;
   if (row === undefined) return null;
-  return { id: row.id, lease, messageId: row.message_id, kind: row.kind, recipient: row.recipient, sealed: row.sealed_content, attempts: row.attempts };
+  const { id, message_id: messageId, kind, recipient, sealed_content: sealed, attempts } = row;
+  return { id, lease, messageId, kind, recipient, sealed, attempts };
 }
 
 /** Records the outcome if the lease still holds; false if it does not (the message is no longer this worker's). */
@@ -141,17 +152,22 @@ async function recordOutcome(sql: Sql, claimed: Claimed, outcome: Outcome, now: 
     // The content is erased once sent: a registration code must not outlive its delivery. So is
     // the address: sent mail keeps no trace of whom it went to (the sweep deletes the row later).
     rows = await sql`
-      UPDATE outbox SET state = 'sent', lease = NULL, sealed_content = NULL, recipient = NULL, last_error = NULL, sent_at = ${now}
+      UPDATE outbox
+      SET state = 'sent', lease = NULL, sealed_content = NULL, recipient = NULL, last_error = NULL, sent_at = ${now}
       WHERE id = ${id} AND lease = ${lease}`;
   } else if (outcome.retryAt === null) {
-    rows = await sql`UPDATE outbox SET state = 'failed', lease = NULL, last_error = ${outcome.reason} WHERE id = ${id} AND lease = ${lease}`;
+    rows = await sql`
+      UPDATE outbox SET state = 'failed', lease = NULL, last_error = ${outcome.reason}
+      WHERE id = ${id} AND lease = ${lease}`;
   } else {
-    rows = await sql`UPDATE outbox SET lease = NULL, last_error = ${outcome.reason}, next_attempt_at = ${outcome.retryAt} WHERE id = ${id} AND lease = ${lease}`;
+    rows = await sql`
+      UPDATE outbox SET lease = NULL, last_error = ${outcome.reason}, next_attempt_at = ${outcome.retryAt}
+      WHERE id = ${id} AND lease = ${lease}`;
   }
   return rows.count === 1;
 }
 
-/** How long a sent or failed message stays, counted from when it was queued: an operator's week to look into a failure. */
+/** How long a sent or failed message stays, from when it was queued: an operator's week to look into a failure. */
 export const finishedMailRetentionMs = 7 * 24 * 3600 * 1000;
 
 /** Deletes sent and failed messages queued before `before`; returns how many. Pending ones stay until they finish. */
@@ -161,6 +177,7 @@ export async function deleteFinishedMail(sql: Sql, before: Date): Promise<number
 }
 
 function errorSummary(error: unknown): string {
-  const { message, responseCode, code } = (error ?? {}) as { message?: unknown; responseCode?: unknown; code?: unknown };
+  type Described = { message?: unknown; responseCode?: unknown; code?: unknown };
+  const { message, responseCode, code } = (error ?? {}) as Described;
   return [code, responseCode, message].filter((part) => part !== undefined).join(' ').slice(0, 500);
 }

@@ -14,7 +14,9 @@ export const enrollSecondFactor: Handler = async (ctx, deps) => {
   const caller = await authenticate(ctx, deps);
   const value = await readValidBody(ctx.req, totpEnrollmentSchema);
   const result = await enrollTotp(deps, caller, value.pwd, clientOf(ctx));
-  if (result.outcome === 'active') throw new HttpError(problems.totpActive, { detail: 'Disable the active factor first (DELETE /acc/me/totp).' });
+  if (result.outcome === 'active') {
+    throw new HttpError(problems.totpActive, { detail: 'Disable the active factor first (DELETE /acc/me/totp).' });
+  }
   if (result.outcome === 'refused') throw quotaRefused(result.refusal);
   if (result.outcome !== 'enrolled') throw callerRefusal(result);
   return { status: 200, body: { secret: result.secret, uri: result.uri } };

@@ -12,7 +12,8 @@ export type Client = { address: string; userAgent: string };
  * before (a password change, reset, deletion or sign-out) committed.
  */
 export async function isSessionLive(tx: Transaction, accountId: string, sessionId: string): Promise<boolean> {
-  const [row] = await tx`SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ${sessionId} AND account_id = ${accountId}) AS live`;
+  const [row] = await tx`
+    SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ${sessionId} AND account_id = ${accountId}) AS live`;
   return row!.live === true;
 }
 
@@ -67,6 +68,10 @@ export async function startSession(
   const sessionId = randomUUID();
   const refreshToken = generateRefreshToken();
   const expiresAt = new Date(now.getTime() + ttlSeconds * 1000);
+  const { address, userAgent } = client;
+  const evictedEvent =
+    { account: sql`${accountId}::bigint`, type: 'session-evicted', clientAddress: address, now } as const;
+  const signedInEvent = { account: sql`enabled.id`, type: 'signed-in', clientAddress: address, now } as const;
   const rows = await sql`
     WITH account AS (
       SELECT id, disabled_at IS NOT NULL AS disabled FROM accounts
@@ -74,7 +79,8 @@ export async function startSession(
     ), enabled AS (
       SELECT id FROM account WHERE NOT disabled
     ), upgraded AS (
-      UPDATE accounts SET password_hash = ${upgradedHash}::text WHERE id = (SELECT id FROM enabled) AND ${upgradedHash}::text IS NOT NULL
+      UPDATE accounts SET password_hash = ${upgradedHash}::text
+      WHERE id = (SELECT id FROM enabled) AND ${upgradedHash}::text IS NOT NULL
     ), evicted AS (
       -- The new session is not among those counted (one snapshot): maxSessions - 1 stay besides it.
       DELETE FROM sessions WHERE id IN (
@@ -83,15 +89,18 @@ export async function startSession(
       )
       RETURNING id
     ), evicted_events AS (
-      ${insertEvents(sql, { account: sql`${accountId}::bigint`, type: 'session-evicted', clientAddress: client.address, session: sql`id`, now }, sql`FROM evicted`)}
+      ${insertEvents(sql, { ...evictedEvent, session: sql`id` }, sql`FROM evicted`)}
     ), session AS (
       INSERT INTO sessions (id, account_id, created_at, last_used_at, expires_at, client_address, user_agent)
-      SELECT ${sessionId}, id, ${now}, ${now}, ${expiresAt}, ${client.address.slice(0, 64)}, ${client.userAgent.slice(0, maxUserAgentLength)} FROM enabled
+      SELECT ${sessionId}, id, ${now}, ${now}, ${expiresAt}, ${address.slice(0, 64)},
+        ${userAgent.slice(0, maxUserAgentLength)}
+      FROM enabled
       RETURNING id
     ), token AS (
-      INSERT INTO refresh_tokens (token_hash, session_id, created_at) SELECT ${hashRefreshToken(refreshToken)}, id, ${now} FROM session
+      INSERT INTO refresh_tokens (token_hash, session_id, created_at)
+      SELECT ${hashRefreshToken(refreshToken)}, id, ${now} FROM session
     ), signed_in AS (
-      ${insertEvents(sql, { account: sql`enabled.id`, type: 'signed-in', clientAddress: client.address, session: sql`session.id`, now }, sql`FROM enabled, session`)}
+      ${insertEvents(sql, { ...signedInEvent, session: sql`session.id` }, sql`FROM enabled, session`)}
       RETURNING 1
     )
     SELECT (SELECT disabled FROM account) AS disabled, EXISTS (SELECT 1 FROM signed_in) AS started`;
@@ -111,25 +120,34 @@ export async function rotateRefreshToken(sql: Sql, presented: string, client: Cl
   const refreshToken = generateRefreshToken();
   const [row] = await sql`
     SELECT outcome, account_id, public_id, session_id
-    FROM refresh_session(${hashRefreshToken(presented)}, ${hashRefreshToken(refreshToken)}, ${now}, ${`${retryWindowSeconds} seconds`}::interval,
-      ${client.address.slice(0, 64)}, ${client.userAgent.slice(0, maxUserAgentLength)})`;
+    FROM refresh_session(
+      ${hashRefreshToken(presented)}, ${hashRefreshToken(refreshToken)}, ${now},
+      ${`${retryWindowSeconds} seconds`}::interval, ${client.address.slice(0, 64)},
+      ${client.userAgent.slice(0, maxUserAgentLength)})`;
   const outcome = row!.outcome as Rotation['outcome'];
   if (outcome === 'refused') return { outcome };
-  if (outcome === 'reused') return { outcome, accountId: row!.account_id as string, sessionId: row!.session_id as string };
-  return { outcome, accountPublicId: row!.public_id as string, sessionId: row!.session_id as string, refreshToken };
+  if (outcome === 'reused') {
+    return { outcome, accountId: row!.account_id as string, sessionId: row!.session_id as string };
+  }
+  const [accountPublicId, sessionId] = [row!.public_id as string, row!.session_id as string];
+  return { outcome, accountPublicId, sessionId, refreshToken };
 }
 
 /**
  * The account behind an access token, if its session still lives: one round trip that reads
  * the account and the session together, so that a revocation takes effect at once everywhere.
  */
-export async function findSessionAccount(sql: Sql, accountPublicId: string, sessionId: string, now: Date): Promise<Account | null> {
+export async function findSessionAccount(
+  sql: Sql, accountPublicId: string, sessionId: string, now: Date,
+): Promise<Account | null> {
   const [row] = await sql<Account[]>`
-    SELECT a.id, a.public_id AS "publicId", a.name, a.email, a.phone, a.locale, a.password_hash AS "passwordHash", a.activated_at AS "activatedAt",
-      (SELECT sealed_secret FROM second_factors AS f WHERE f.account_id = a.id AND f.activated_at IS NOT NULL) AS "activeFactorSecret"
+    SELECT a.id, a.public_id AS "publicId", a.name, a.email, a.phone, a.locale, a.password_hash AS "passwordHash",
+      a.activated_at AS "activatedAt",
+      (SELECT sealed_secret FROM second_factors AS f WHERE f.account_id = a.id AND f.activated_at IS NOT NULL)
+        AS "activeFactorSecret"
     FROM sessions s JOIN accounts a ON a.id = s.account_id
-    WHERE s.id = ${sessionId} AND a.public_id = ${accountPublicId} AND s.expires_at > ${now} AND a.activated_at IS NOT NULL
-      AND a.disabled_at IS NULL`;
+    WHERE s.id = ${sessionId} AND a.public_id = ${accountPublicId} AND s.expires_at > ${now}
+      AND a.activated_at IS NOT NULL AND a.disabled_at IS NULL`;
   return row ?? null;
 }
 
@@ -140,7 +158,8 @@ export async function findSessionAccount(sql: Sql, accountPublicId: string, sess
  */
 export async function listSessions(sql: Sql, accountId: string, now: Date, limit: number): Promise<Session[]> {
   return sql<Session[]>`
-    SELECT id, created_at AS "createdAt", last_used_at AS "lastUsedAt", client_address AS "clientAddress", user_agent AS "userAgent"
+    SELECT id, created_at AS "createdAt", last_used_at AS "lastUsedAt", client_address AS "clientAddress",
+      user_agent AS "userAgent"
     FROM sessions WHERE account_id = ${accountId} AND expires_at > ${now}
     ORDER BY last_used_at DESC, created_at DESC LIMIT ${limit}`;
 }
@@ -149,16 +168,24 @@ export async function listSessions(sql: Sql, accountId: string, now: Date, limit
  * The account and session a token names, for a revocation: by an access token's claims, or by
  * a refresh token, current or spent. Null when there is no such session (any more).
  */
-export async function findSessionOwner(sql: Sql, by: { accountPublicId: string; sessionId: string } | { refreshToken: string }): Promise<{ accountId: string; sessionId: string } | null> {
+export async function findSessionOwner(
+  sql: Sql, by: { accountPublicId: string; sessionId: string } | { refreshToken: string },
+): Promise<{ accountId: string; sessionId: string } | null> {
   const [row] =
     'refreshToken' in by
-      ? await sql`SELECT s.id, s.account_id FROM refresh_tokens r JOIN sessions s ON s.id = r.session_id WHERE r.token_hash = ${hashRefreshToken(by.refreshToken)}`
-      : await sql`SELECT s.id, s.account_id FROM sessions s JOIN accounts a ON a.id = s.account_id WHERE s.id = ${by.sessionId} AND a.public_id = ${by.accountPublicId}`;
+      ? await sql`
+          SELECT s.id, s.account_id FROM refresh_tokens r JOIN sessions s ON s.id = r.session_id
+          WHERE r.token_hash = ${hashRefreshToken(by.refreshToken)}`
+      : await sql`
+          SELECT s.id, s.account_id FROM sessions s JOIN accounts a ON a.id = s.account_id
+          WHERE s.id = ${by.sessionId} AND a.public_id = ${by.accountPublicId}`;
   return row === undefined ? null : { accountId: row.account_id as string, sessionId: row.id as string };
 }
 
 /** Deletes expired sessions, and spent refresh tokens older than `spentBefore`; returns how many of each. */
-export async function deleteExpiredSessions(sql: Sql, now: Date, spentBefore: Date): Promise<{ sessions: number; spentTokens: number }> {
+export async function deleteExpiredSessions(
+  sql: Sql, now: Date, spentBefore: Date,
+): Promise<{ sessions: number; spentTokens: number }> {
   const sessions = await sql`DELETE FROM sessions WHERE expires_at <= ${now}`;
   const spentTokens = await sql`DELETE FROM refresh_tokens WHERE spent_at < ${spentBefore}`;
   return { sessions: sessions.count, spentTokens: spentTokens.count };
@@ -169,7 +196,9 @@ export async function deleteExpiredSessions(sql: Sql, now: Date, spentBefore: Da
  * and by the first scrape if it comes before, never at each scrape. The count reads the index
  * entry of every live session: 35 to 65 ms for a million, in parallel workers.
  */
-export function createLiveSessionCount(sql: Sql, clock: () => Date): { refresh(): Promise<number>; current(): Promise<number> } {
+export function createLiveSessionCount(
+  sql: Sql, clock: () => Date,
+): { refresh(): Promise<number>; current(): Promise<number> } {
   let counted: number | null = null;
   const refresh = async () => {
     const [row] = await sql`SELECT count(*)::int AS n FROM sessions WHERE expires_at > ${clock()}`;

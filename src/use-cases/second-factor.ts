@@ -232,6 +232,8 @@ export async function hasActiveFactor(sql: Sql, account: FactorAccount): Promise
 async function openActiveSecret(deps: UseCaseDeps, accountId: string, sealed: Buffer): Promise<Buffer | null> {
   const opened = deps.sealer.open(sealed, 'totp-secret', accountId);
   if (opened === null) return null;
-  if (!opened.current) await resealFactor(deps.sql, accountId, sealed, deps.sealer.seal(opened.plaintext, 'totp-secret', accountId));
+  if (!opened.current) {
+    await resealFactor(deps.sql, accountId, sealed, deps.sealer.seal(opened.plaintext, 'totp-secret', accountId));
+  }
   return opened.plaintext;
 }

@@ -84,7 +84,9 @@ async function deliverNext(settings: Settings, signal: AbortSignal): Promise<boo
   const outcome = await post(url, event.body, webhookHeaders(keys, event.webhookId, event.body, clock()), timeoutMs, signal);
   const logged = { webhook_id: event.webhookId, type: event.type, attempts };
   if (outcome.ok) {
-    if (await markDelivered(sql, event, attempts, clock())) log.info('webhook delivered', { ...logged, status: outcome.status });
+    if (await markDelivered(sql, event, attempts, clock())) {
+      log.info('webhook delivered', { ...logged, status: outcome.status });
+    }
     else log.warn('webhook delivered after its claim ran out; it may be sent again', logged);
     return true;
   }
