@@ -34,8 +34,11 @@ const defaultTimeoutMs = 5_000;
 /** A claim outlives the attempt by this much; a worker that died lets its event go after it. */
 const leaseMarginMs = 10_000;
 
-type Settings = WebhookDeliveryOptions & Required<Pick<WebhookDeliveryOptions, 'timeoutMs' | 'maxAttempts' | 'backoffBaseMs' | 'backoffCapMs'>>;
-type Claimed = { id: string; webhookId: string; type: string; account: string; body: string; attempts: number; claimedUntil: Date };
+type Settings = WebhookDeliveryOptions &
+  Required<Pick<WebhookDeliveryOptions, 'timeoutMs' | 'maxAttempts' | 'backoffBaseMs' | 'backoffCapMs'>>;
+type Claimed = {
+  id: string; webhookId: string; type: string; account: string; body: string; attempts: number; claimedUntil: Date;
+};
 
 /**
  * Delivers queued events one at a time: claim (a lease, committed at once), POST with no
@@ -81,7 +84,8 @@ async function deliverNext(settings: Settings, signal: AbortSignal): Promise<boo
   const event = await claimNext(sql, clock(), timeoutMs + leaseMarginMs);
   if (event === null) return false;
   const attempts = event.attempts + 1;
-  const outcome = await post(url, event.body, webhookHeaders(keys, event.webhookId, event.body, clock()), timeoutMs, signal);
+  const headers = webhookHeaders(keys, event.webhookId, event.body, clock());
+  const outcome = await post(url, event.body, headers, timeoutMs, signal);
   const logged = { webhook_id: event.webhookId, type: event.type, attempts };
   if (outcome.ok) {
     if (await markDelivered(sql, event, attempts, clock())) {
@@ -93,7 +97,8 @@ async function deliverNext(settings: Settings, signal: AbortSignal): Promise<boo
   if (attempts >= settings.maxAttempts) {
     // Kept as a row in state failed, for the operator to see and queue again (docs/webhooks.md).
     await sql`
-      UPDATE webhook_events SET state = 'failed', attempts = ${attempts}, last_error = ${outcome.reason}, claimed_until = NULL
+      UPDATE webhook_events
+      SET state = 'failed', attempts = ${attempts}, last_error = ${outcome.reason}, claimed_until = NULL
       WHERE id = ${event.id} AND claimed_until = ${event.claimedUntil}`;
     log.error('webhook failed; no more attempts', { ...logged, reason: outcome.reason });
     return true;
@@ -103,12 +108,14 @@ async function deliverNext(settings: Settings, signal: AbortSignal): Promise<boo
   // claim would read past them at every look until it goes (sql/016).
   await sql`
     WITH deferred AS (
-      UPDATE webhook_events SET attempts = ${attempts}, last_error = ${outcome.reason}, next_attempt_at = ${next}, claimed_until = NULL
+      UPDATE webhook_events
+      SET attempts = ${attempts}, last_error = ${outcome.reason}, next_attempt_at = ${next}, claimed_until = NULL
       WHERE id = ${event.id} AND claimed_until = ${event.claimedUntil}
       RETURNING id, account)
     UPDATE webhook_events later SET next_attempt_at = ${next}
     FROM deferred
-    WHERE later.account = deferred.account AND later.state = 'pending' AND later.id > deferred.id AND later.next_attempt_at < ${next}`;
+    WHERE later.account = deferred.account AND later.state = 'pending' AND later.id > deferred.id
+      AND later.next_attempt_at < ${next}`;
   log.warn('webhook deferred', { ...logged, reason: outcome.reason, next_attempt_at: next.toISOString() });
   return true;
 }
@@ -126,8 +133,10 @@ async function claimNext(sql: Sql, now: Date, leaseMs: number): Promise<Claimed 
     UPDATE webhook_events SET claimed_until = ${claimedUntil}
     WHERE id = (
       SELECT e.id FROM webhook_events e
-      WHERE e.state = 'pending' AND e.next_attempt_at <= ${now} AND (e.claimed_until IS NULL OR e.claimed_until <= ${now})
-        AND NOT EXISTS (SELECT 1 FROM webhook_events p WHERE p.account = e.account AND p.state = 'pending' AND p.id < e.id)
+      WHERE e.state = 'pending' AND e.next_attempt_at <= ${now}
+        AND (e.claimed_until IS NULL OR e.claimed_until <= ${now})
+        AND NOT EXISTS (
+          SELECT 1 FROM webhook_events p WHERE p.account = e.account AND p.state = 'pending' AND p.id < e.id)
       ORDER BY e.next_attempt_at, e.id
       LIMIT 1
       FOR UPDATE SKIP LOCKED)
@@ -153,12 +162,15 @@ async function markDelivered(sql: Sql, event: Claimed, attempts: number, now: Da
   if (event.type === 'account.deleted') {
     const rows = await sql`
       DELETE FROM webhook_events
-      WHERE (id = ${event.id} AND claimed_until = ${event.claimedUntil}) OR (account = ${event.account} AND state = 'delivered')
+      WHERE (id = ${event.id} AND claimed_until = ${event.claimedUntil})
+        OR (account = ${event.account} AND state = 'delivered')
       RETURNING id`;
     return rows.some((row) => row.id === event.id);
   }
   const rows = await sql`
-    UPDATE webhook_events SET state = 'delivered', body = NULL, attempts = ${attempts}, last_error = NULL, claimed_until = NULL, delivered_at = ${now}
+    UPDATE webhook_events
+    SET state = 'delivered', body = NULL, attempts = ${attempts}, last_error = NULL, claimed_until = NULL,
+      delivered_at = ${now}
     WHERE id = ${event.id} AND claimed_until = ${event.claimedUntil}`;
   return rows.count === 1;
 }
@@ -172,11 +184,16 @@ type Outcome = { ok: true; status: number } | { ok: false; reason: string };
  * attempt's bound (found by an outside tester: 3 × 200 MiB read cost 2.8 s of CPU). Redirects are
  * not followed (a 3xx is retried like any other non-2xx).
  */
-function post(url: string, body: string, headers: Record<string, string>, timeoutMs: number, signal: AbortSignal): Promise<Outcome> {
+function post(
+  url: string, body: string, headers: Record<string, string>, timeoutMs: number, signal: AbortSignal,
+): Promise<Outcome> {
   return new Promise((resolve) => {
     const request = (url.startsWith('https:') ? httpsRequest : httpRequest)(url, {
       method: 'POST',
-      headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'user-agent': 'account-service' },
+      headers: {
+        ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)),
+        'user-agent': 'account-service',
+      },
       signal,
     });
     // One bound for the whole attempt, however slowly a receiver trickles its answer.
