@@ -103,7 +103,9 @@ export type Valid<S extends Schema> = { [K in keyof S]: S[K]['nullable'] extends
  * Unknown fields are refused so that a client can never set a column it should not
  * (mass assignment); only own properties are read, so `__proto__` is just another name.
  */
-export function validateFields<S extends Schema>(body: Record<string, unknown>, schema: S): { value: Valid<S>; invalid: InvalidParam[] } {
+export function validateFields<S extends Schema>(
+  body: Record<string, unknown>, schema: S,
+): { value: Valid<S>; invalid: InvalidParam[] } {
   const invalid: InvalidParam[] = [];
   const value: Record<string, string | null> = {};
   // for…in over a schema (a plain object literal) walks its own fields without making an array of entries per request.

@@ -37,7 +37,9 @@ export async function reserveAttempt(sql: Sql, keys: ThrottleKeys, perHour: numb
  * The password was right: the client's failures are forgotten, the budget gets its token back,
  * and the client's network becomes known to the identifier (see reserveBudget).
  */
-export async function settleSuccess(sql: Sql, keys: ThrottleKeys, perHour: number, now: Date, tokenTaken: boolean): Promise<void> {
+export async function settleSuccess(
+  sql: Sql, keys: ThrottleKeys, perHour: number, now: Date, tokenTaken: boolean,
+): Promise<void> {
   await sql`
     WITH forgotten AS (DELETE FROM login_delays WHERE identifier_key = ${keys.identifier} AND client_key = ${keys.client}),
       known AS (

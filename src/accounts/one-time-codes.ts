@@ -34,7 +34,10 @@ export function hashCode(code: string): Buffer {
  * Stores a new code for the account; its older codes of the same purpose stop working. An
  * e-mail change code (and only one) carries its change (sql/012).
  */
-export async function storeCode(tx: Transaction, purpose: CodePurpose, accountId: string, codeHash: Buffer, expiresAt: Date, now: Date, change: EmailChange | null = null): Promise<void> {
+export async function storeCode(
+  tx: Transaction, purpose: CodePurpose, accountId: string, codeHash: Buffer, expiresAt: Date, now: Date,
+  change: EmailChange | null = null,
+): Promise<void> {
   await deleteCodes(tx, accountId, purpose);
   await tx`
     INSERT INTO one_time_codes (code_hash, purpose, account_id, expires_at, created_at, new_email, session_id)
@@ -59,7 +62,9 @@ export async function findCode(sql: Sql, purpose: CodePurpose, codeHash: Buffer)
  * request used it first, or it expired): the caller then rolls back. The delete is the
  * single-use guarantee: of any number of requests with one code, exactly one deletes its row.
  */
-export async function consumeCodes(tx: Transaction, accountId: string, purpose: CodePurpose, codeHash: Buffer, now: Date): Promise<boolean> {
+export async function consumeCodes(
+  tx: Transaction, accountId: string, purpose: CodePurpose, codeHash: Buffer, now: Date,
+): Promise<boolean> {
   const [row] = await tx`
     WITH used AS (DELETE FROM one_time_codes WHERE account_id = ${accountId} AND purpose = ${purpose} RETURNING code_hash, expires_at)
     SELECT EXISTS (SELECT 1 FROM used WHERE code_hash = ${codeHash} AND expires_at > ${now}) AS consumed`;
@@ -67,7 +72,9 @@ export async function consumeCodes(tx: Transaction, accountId: string, purpose: 
 }
 
 /** The change a live e-mail change code of the account carries, or null. Reads without a lock: consumeCodes decides. */
-export async function findEmailChange(tx: Transaction, accountId: string, codeHash: Buffer, now: Date): Promise<EmailChange | null> {
+export async function findEmailChange(
+  tx: Transaction, accountId: string, codeHash: Buffer, now: Date,
+): Promise<EmailChange | null> {
   const [row] = await tx`
     SELECT new_email, session_id FROM one_time_codes
     WHERE code_hash = ${codeHash} AND purpose = 'email-change' AND account_id = ${accountId} AND expires_at > ${now}`;

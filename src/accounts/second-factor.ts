@@ -21,7 +21,9 @@ export async function hasRecoveryCode(sql: Sql, accountId: string, codeHash: Buf
  * factor is already active. One statement, so that two enrollments and a confirmation cannot
  * interleave into an active factor with a secret that no one confirmed.
  */
-export async function startEnrollment(tx: Transaction, accountId: string, sealedSecret: Buffer, now: Date): Promise<boolean> {
+export async function startEnrollment(
+  tx: Transaction, accountId: string, sealedSecret: Buffer, now: Date,
+): Promise<boolean> {
   const rows = await tx`
     INSERT INTO second_factors AS f (account_id, sealed_secret, created_at) VALUES (${accountId}, ${sealedSecret}, ${now})
     ON CONFLICT (account_id) DO UPDATE SET sealed_secret = excluded.sealed_secret, created_at = excluded.created_at, last_used_step = NULL
@@ -34,7 +36,9 @@ export async function startEnrollment(tx: Transaction, accountId: string, sealed
  * Replaces a sealed secret with the same secret sealed under the current key, unless it changed
  * meanwhile (a new enrollment, a removal): the re-seal never brings back a secret.
  */
-export async function resealFactor(sql: Sql | Transaction, accountId: string, old: Buffer, resealed: Buffer): Promise<boolean> {
+export async function resealFactor(
+  sql: Sql | Transaction, accountId: string, old: Buffer, resealed: Buffer,
+): Promise<boolean> {
   const rows = await sql`UPDATE second_factors SET sealed_secret = ${resealed} WHERE account_id = ${accountId} AND sealed_secret = ${old}`;
   return rows.count === 1;
 }
@@ -44,7 +48,9 @@ export async function resealFactor(sql: Sql | Transaction, accountId: string, ol
  * against), with `step` as its first used step; false when it was replaced or activated meanwhile.
  * Its recovery codes replace any left from an earlier factor.
  */
-export async function activateFactor(tx: Transaction, accountId: string, sealedSecret: Buffer, step: number, recoveryHashes: Buffer[], now: Date): Promise<boolean> {
+export async function activateFactor(
+  tx: Transaction, accountId: string, sealedSecret: Buffer, step: number, recoveryHashes: Buffer[], now: Date,
+): Promise<boolean> {
   const rows = await tx`
     UPDATE second_factors SET activated_at = ${now}, last_used_step = ${step}
     WHERE account_id = ${accountId} AND activated_at IS NULL AND sealed_secret = ${sealedSecret}`;

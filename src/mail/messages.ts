@@ -195,7 +195,9 @@ function codeValues(code: string, expiresAt: Date, now: Date): Record<string, st
  * request never changes. `repeat`: the address already had this registration waiting, so the
  * mail warns that the code activates what the first request asked for.
  */
-export function registrationCodeMail(to: Recipient, code: string, expiresAt: Date, now: Date, repeat = false): OutgoingMail {
+export function registrationCodeMail(
+  to: Recipient, code: string, expiresAt: Date, now: Date, repeat = false,
+): OutgoingMail {
   return mail('registration-code', to, { ...codeValues(code, expiresAt, now), repeat: repeat ? 'yes' : '' });
 }
 
@@ -224,7 +226,9 @@ export function registrationAttemptMail(to: Recipient): OutgoingMail {
   return mail('registration-attempt', to, {});
 }
 
-export function resetCodeMail(code: string, expiresAt: Date, now: Date, clientAddress: string, locale: string | null): UnaddressedMail {
+export function resetCodeMail(
+  code: string, expiresAt: Date, now: Date, clientAddress: string, locale: string | null,
+): UnaddressedMail {
   return { kind: 'reset-code', locale, values: { ...codeValues(code, expiresAt, now), time: isoUtc(now), client_address: clientAddress } };
 }
 
@@ -244,20 +248,28 @@ export function emailChangeCodeMail(to: Recipient, code: string, expiresAt: Date
 }
 
 /** The code that enabling a second factor needs (use-cases/second-factor.ts). */
-export function totpCodeMail(to: Recipient, code: string, expiresAt: Date, now: Date, clientAddress: string): OutgoingMail {
+export function totpCodeMail(
+  to: Recipient, code: string, expiresAt: Date, now: Date, clientAddress: string,
+): OutgoingMail {
   return mail('totp-code', to, { ...codeValues(code, expiresAt, now), client_address: clientAddress });
 }
 
-export function passkeyCodeMail(to: Recipient, code: string, expiresAt: Date, now: Date, clientAddress: string): OutgoingMail {
+export function passkeyCodeMail(
+  to: Recipient, code: string, expiresAt: Date, now: Date, clientAddress: string,
+): OutgoingMail {
   return mail('passkey-code', to, { ...codeValues(code, expiresAt, now), client_address: clientAddress });
 }
 
-export function passkeyMail(kind: 'passkey-added' | 'passkey-removed', to: Recipient, passkeyName: string, at: Date, clientAddress: string): OutgoingMail {
+export function passkeyMail(
+  kind: 'passkey-added' | 'passkey-removed', to: Recipient, passkeyName: string, at: Date, clientAddress: string,
+): OutgoingMail {
   return mail(kind, to, { passkey_name: passkeyName, time: isoUtc(at), client_address: clientAddress });
 }
 
 /** To the current address when a change is asked for (`requested`), or once it is confirmed (`changed`). */
-export function emailChangeNoticeMail(kind: 'email-change-requested' | 'email-changed', to: Recipient, newEmail: string, at: Date, clientAddress: string): OutgoingMail {
+export function emailChangeNoticeMail(
+  kind: 'email-change-requested' | 'email-changed', to: Recipient, newEmail: string, at: Date, clientAddress: string,
+): OutgoingMail {
   return mail(kind, to, { new_email_masked: maskAddress(newEmail), time: isoUtc(at), client_address: clientAddress });
 }
 

@@ -101,7 +101,10 @@ export async function checkCallerPassword(
  * the same throttle: reserved before `attempt` runs, and counted as a failure unless `passed`
  * says its result passed. Answers the attempt's result, or 'throttled' without running it.
  */
-export async function throttledAttempt<T>(deps: UseCaseDeps, identifier: string, clientAddress: string, attempt: () => Promise<T>, passed: (result: T) => boolean): Promise<T | Throttled> {
+export async function throttledAttempt<T>(
+  deps: UseCaseDeps, identifier: string, clientAddress: string,
+  attempt: () => Promise<T>, passed: (result: T) => boolean,
+): Promise<T | Throttled> {
   const keys = throttleKeysOf(deps, identifier, clientAddress);
   const perHour = deps.config.loginFailuresPerHour;
   const reservation = await reserveAttempt(deps.sql, keys, perHour, deps.clock());
@@ -111,7 +114,9 @@ export async function throttledAttempt<T>(deps: UseCaseDeps, identifier: string,
   return result;
 }
 
-function throttleKeysOf(deps: UseCaseDeps, identifier: string, clientAddress: string): { identifier: Buffer; client: Buffer } {
+function throttleKeysOf(
+  deps: UseCaseDeps, identifier: string, clientAddress: string,
+): { identifier: Buffer; client: Buffer } {
   return { identifier: deps.keys.loginIdentifier(identifier), client: deps.keys.client(clientNetwork(clientAddress)) };
 }
 
@@ -138,7 +143,9 @@ export function factorIdentifier(account: Pick<Account, 'publicId'>): string {
 }
 
 /** Every throttle key of an account, for a reset or a deletion to clear. */
-export function throttleKeys(deps: Pick<UseCaseDeps, 'keys'>, account: Pick<Account, 'publicId' | 'name' | 'email'>): Buffer[] {
+export function throttleKeys(
+  deps: Pick<UseCaseDeps, 'keys'>, account: Pick<Account, 'publicId' | 'name' | 'email'>,
+): Buffer[] {
   const identifiers = [account.name, account.email, signedInIdentifier(account), factorIdentifier(account)];
   return identifiers.map((identifier) => deps.keys.loginIdentifier(identifier));
 }
@@ -150,7 +157,9 @@ export function throttleKeys(deps: Pick<UseCaseDeps, 'keys'>, account: Pick<Acco
  * otherwise wait for the WAL flush and one that wrote nothing would not, and a wrong password
  * on a known name would answer later than on an unknown one. A crash may lose the event.
  */
-export async function recordWrongPassword(sql: Sql, accountId: string | null, clientAddress: string, sessionId: string | null, now: Date): Promise<void> {
+export async function recordWrongPassword(
+  sql: Sql, accountId: string | null, clientAddress: string, sessionId: string | null, now: Date,
+): Promise<void> {
   await sql.begin(async (tx) => {
     await tx`SET LOCAL synchronous_commit TO off`;
     await recordEvent(tx, accountId, 'sign-in-failed', clientAddress, sessionId, now);

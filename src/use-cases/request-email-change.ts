@@ -32,7 +32,10 @@ export type EmailChangeRequest = { outcome: 'requested' } | { outcome: 'refused'
  * The code goes to an address that holds no account, in `requestLocale` (Accept-Language)
  * or else the account's; a holder's notice is in the holder's own.
  */
-export async function requestEmailChange(deps: UseCaseDeps, caller: { account: Account; sessionId: string }, password: string, otp: string | undefined, newEmail: string, client: Client, requestLocale: string | null): Promise<EmailChangeRequest> {
+export async function requestEmailChange(
+  deps: UseCaseDeps, caller: { account: Account; sessionId: string }, password: string, otp: string | undefined,
+  newEmail: string, client: Client, requestLocale: string | null,
+): Promise<EmailChangeRequest> {
   const { account, sessionId } = caller;
   // With an active second factor, an otp is needed too, checked once the password is proven and
   // under the same throttle: the address is how a reset reaches the account, so a stolen

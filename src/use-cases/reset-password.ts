@@ -17,7 +17,9 @@ import { inTransaction, lockAccount, wakeWorkers, type Client, type UseCaseDeps 
  * the mailbox gets a reset code, so a stranger without it gains nothing. False when the code
  * was used first by a concurrent request, or the account is gone.
  */
-export async function resetPassword(deps: UseCaseDeps, accountId: string, codeHash: Buffer, newPassword: string, client: Client): Promise<boolean> {
+export async function resetPassword(
+  deps: UseCaseDeps, accountId: string, codeHash: Buffer, newPassword: string, client: Client,
+): Promise<boolean> {
   const passwordHash = await deps.passwords.hash(newPassword);
   const now = deps.clock();
   const reset = await inTransaction(deps.sql, async (tx) => {

@@ -47,7 +47,9 @@ export type Enrollment =
  * stolen token alone cannot start one; the request counts in a quota of its own (once a minute,
  * ten a day), as each one sends mail. A refusal rolls back: it spends no quota.
  */
-export async function enrollTotp(deps: UseCaseDeps, caller: Caller, password: string, client: Client): Promise<Enrollment> {
+export async function enrollTotp(
+  deps: UseCaseDeps, caller: Caller, password: string, client: Client,
+): Promise<Enrollment> {
   const { account } = caller;
   const check = await checkCallerPassword(deps, caller, password, client);
   if (check.outcome !== 'valid') return check;
@@ -131,7 +133,9 @@ export type Removal = { outcome: 'disabled' } | { outcome: 'not-active' } | Call
  * under the sign-in throttle, so that neither a stolen token nor a stolen password alone does it.
  * The otp is not used up: the factor it belongs to goes.
  */
-export async function disableTotp(deps: UseCaseDeps, caller: Caller, password: string, otp: string, client: Client): Promise<Removal> {
+export async function disableTotp(
+  deps: UseCaseDeps, caller: Caller, password: string, otp: string, client: Client,
+): Promise<Removal> {
   const { account, sessionId } = caller;
   const check = await checkPasswordAndFactor(deps, caller, password, otp, client);
   if (check.outcome !== 'valid') return check;
@@ -214,7 +218,9 @@ export async function useSecondFactor(
  * proven and under the same throttle, the second factor: an active factor needs a right `otp`.
  * A valid check's `factor` tells what the second factor found ('none': the account has none).
  */
-export function checkPasswordAndFactor(deps: UseCaseDeps, caller: Caller, password: string, otp: string | undefined, client: Client): Promise<CallerCheck> {
+export function checkPasswordAndFactor(
+  deps: UseCaseDeps, caller: Caller, password: string, otp: string | undefined, client: Client,
+): Promise<CallerCheck> {
   const checkFactor = () => checkSecondFactor(deps, caller.account, otp);
   return checkCallerPassword(deps, caller, password, client, checkFactor);
 }

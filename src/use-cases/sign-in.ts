@@ -25,7 +25,10 @@ export type SignIn =
  * password check did not see. `takeAllowance` takes one sign-in from the account's allowance (0 to go
  * on, else the seconds to wait).
  */
-export async function signIn(deps: UseCaseDeps, username: string, password: string, otp: string | undefined, client: Client, takeAllowance: (accountId: string) => number = () => 0): Promise<SignIn> {
+export async function signIn(
+  deps: UseCaseDeps, username: string, password: string, otp: string | undefined, client: Client,
+  takeAllowance: (accountId: string) => number = () => 0,
+): Promise<SignIn> {
   const account = await findAccountByLogin(deps.sql, username);
   const checkFactor = account === null ? undefined : () => checkSecondFactor(deps, account, otp);
   const check = await checkPassword(deps, username, client.address, password, account?.passwordHash ?? null, checkFactor);
