@@ -37,40 +37,58 @@ export const routes: readonly Route[] = [
     path: '/acc/reg/code',
     handler: requestRegistrationCodeRoute,
     rateLimited: true,
-    doc: { summary: 'Request a registration code by e-mail', request: 'RegistrationRequest', success: { status: 204 }, errors: [400, 409, 413, 415, 429, 500, 503] },
+    doc: {
+      summary: 'Request a registration code by e-mail', request: 'RegistrationRequest', success: { status: 204 },
+      errors: [400, 409, 413, 415, 429, 500, 503],
+    },
   },
   {
     method: 'POST',
     path: '/acc/reg',
     handler: activateAccountRoute,
     rateLimited: true,
-    doc: { summary: 'Activate the account with its registration code', request: 'ActivationRequest', success: { status: 204 }, errors: [400, 404, 410, 413, 415, 429, 500, 503] },
+    doc: {
+      summary: 'Activate the account with its registration code', request: 'ActivationRequest',
+      success: { status: 204 }, errors: [400, 404, 410, 413, 415, 429, 500, 503],
+    },
   },
   {
     method: 'POST',
     path: '/acc/pwd/code',
     handler: requestResetCodeRoute,
     rateLimited: true,
-    doc: { summary: 'Request a password reset code by e-mail', request: 'ResetCodeRequest', success: { status: 204 }, errors: [400, 413, 415, 429, 500, 503] },
+    doc: {
+      summary: 'Request a password reset code by e-mail', request: 'ResetCodeRequest', success: { status: 204 },
+      errors: [400, 413, 415, 429, 500, 503],
+    },
   },
   {
     method: 'POST',
     path: '/acc/pwd',
     handler: resetPasswordRoute,
     rateLimited: true,
-    doc: { summary: 'Set a new password with a reset code', request: 'PasswordResetRequest', success: { status: 204 }, errors: [400, 404, 410, 413, 415, 429, 500, 503] },
+    doc: {
+      summary: 'Set a new password with a reset code', request: 'PasswordResetRequest', success: { status: 204 },
+      errors: [400, 404, 410, 413, 415, 429, 500, 503],
+    },
   },
   {
     method: 'PUT',
     path: '/acc/me/pwd',
     handler: changePasswordRoute,
-    doc: { summary: 'Change the password of the signed-in account', auth: true, request: 'PasswordChangeRequest', success: { status: 204 }, errors: [400, 401, 403, 413, 415, 429, 500, 503] },
+    doc: {
+      summary: 'Change the password of the signed-in account', auth: true, request: 'PasswordChangeRequest',
+      success: { status: 204 }, errors: [400, 401, 403, 413, 415, 429, 500, 503],
+    },
   },
   {
     method: 'PUT',
     path: '/acc/me/locale',
     handler: setLocaleRoute,
-    doc: { summary: "Set the locale of the account's mail (null: the service's default)", auth: true, request: 'LocaleRequest', success: { status: 204 }, errors: [400, 401, 413, 415, 500, 503] },
+    doc: {
+      summary: "Set the locale of the account's mail (null: the service's default)", auth: true,
+      request: 'LocaleRequest', success: { status: 204 }, errors: [400, 401, 413, 415, 500, 503],
+    },
   },
   {
     method: 'POST',
@@ -90,13 +108,20 @@ export const routes: readonly Route[] = [
     path: '/acc/email',
     handler: changeEmailRoute,
     rateLimited: true,
-    doc: { summary: 'Confirm an e-mail address change with the code sent to the new address', request: 'EmailChangeConfirmation', success: { status: 204 }, errors: [400, 404, 409, 410, 413, 415, 429, 500, 503] },
+    doc: {
+      summary: 'Confirm an e-mail address change with the code sent to the new address',
+      request: 'EmailChangeConfirmation', success: { status: 204 },
+      errors: [400, 404, 409, 410, 413, 415, 429, 500, 503],
+    },
   },
   {
     method: 'GET',
     path: '/acc/me',
     handler: getAccount,
-    doc: { summary: 'Read the signed-in account', auth: true, success: { status: 200, schema: 'Account' }, errors: [401, 500, 503] },
+    doc: {
+      summary: 'Read the signed-in account', auth: true, success: { status: 200, schema: 'Account' },
+      errors: [401, 500, 503],
+    },
   },
   {
     method: 'POST',
@@ -104,7 +129,10 @@ export const routes: readonly Route[] = [
     handler: issueToken,
     rateLimited: true,
     errorFormat: 'oauth',
-    doc: { summary: 'Sign in, or refresh a session (OAuth 2.0 password and refresh_token grants)', request: 'TokenRequest', success: { status: 200, schema: 'Token' }, errors: [400, 413, 415, 429, 500, 503] },
+    doc: {
+      summary: 'Sign in, or refresh a session (OAuth 2.0 password and refresh_token grants)', request: 'TokenRequest',
+      success: { status: 200, schema: 'Token' }, errors: [400, 413, 415, 429, 500, 503],
+    },
   },
   {
     method: 'POST',
@@ -112,13 +140,19 @@ export const routes: readonly Route[] = [
     handler: revokeTokenRoute,
     rateLimited: true,
     errorFormat: 'oauth',
-    doc: { summary: 'Revoke the session of a refresh or access token (RFC 7009)', request: 'RevocationRequest', success: { status: 200, schema: 'Empty' }, errors: [400, 413, 415, 429, 500, 503] },
+    doc: {
+      summary: 'Revoke the session of a refresh or access token (RFC 7009)', request: 'RevocationRequest',
+      success: { status: 200, schema: 'Empty' }, errors: [400, 413, 415, 429, 500, 503],
+    },
   },
   {
     method: 'DELETE',
     path: '/acc/me',
     handler: deleteAccountRoute,
-    doc: { summary: 'Delete the signed-in account and everything of it', auth: true, request: 'AccountDeletionRequest', success: { status: 204 }, errors: [400, 401, 403, 413, 415, 429, 500, 503] },
+    doc: {
+      summary: 'Delete the signed-in account and everything of it', auth: true, request: 'AccountDeletionRequest',
+      success: { status: 204 }, errors: [400, 401, 403, 413, 415, 429, 500, 503],
+    },
   },
   {
     method: 'POST',
@@ -144,7 +178,10 @@ export const routes: readonly Route[] = [
     method: 'DELETE',
     path: '/acc/me/totp',
     handler: disableSecondFactor,
-    doc: { summary: 'Disable the second factor (password and otp required)', auth: true, request: 'TotpRemovalRequest', success: { status: 204 }, errors: [400, 401, 403, 409, 413, 415, 429, 500, 503] },
+    doc: {
+      summary: 'Disable the second factor (password and otp required)', auth: true, request: 'TotpRemovalRequest',
+      success: { status: 204 }, errors: [400, 401, 403, 409, 413, 415, 429, 500, 503],
+    },
   },
   {
     method: 'POST',
@@ -174,19 +211,28 @@ export const routes: readonly Route[] = [
     method: 'GET',
     path: '/acc/me/passkeys',
     handler: listPasskeysRoute,
-    doc: { summary: "List the account's passkeys", auth: true, success: { status: 200, schema: 'Passkeys' }, errors: [401, 404, 500, 503] },
+    doc: {
+      summary: "List the account's passkeys", auth: true, success: { status: 200, schema: 'Passkeys' },
+      errors: [401, 404, 500, 503],
+    },
   },
   {
     method: 'PATCH',
     path: '/acc/me/passkeys/{id}',
     handler: renamePasskeyRoute,
-    doc: { summary: 'Rename a passkey', auth: true, request: 'PasskeyRenameRequest', success: { status: 200, schema: 'Passkey' }, errors: [400, 401, 404, 413, 415, 500, 503] },
+    doc: {
+      summary: 'Rename a passkey', auth: true, request: 'PasskeyRenameRequest',
+      success: { status: 200, schema: 'Passkey' }, errors: [400, 401, 404, 413, 415, 500, 503],
+    },
   },
   {
     method: 'DELETE',
     path: '/acc/me/passkeys/{id}',
     handler: removePasskeyRoute,
-    doc: { summary: 'Remove a passkey (password required)', auth: true, request: 'PasskeyRemovalRequest', success: { status: 204 }, errors: [400, 401, 403, 404, 413, 415, 429, 500, 503] },
+    doc: {
+      summary: 'Remove a passkey (password required)', auth: true, request: 'PasskeyRemovalRequest',
+      success: { status: 204 }, errors: [400, 401, 403, 404, 413, 415, 429, 500, 503],
+    },
   },
   {
     method: 'POST',
@@ -203,32 +249,49 @@ export const routes: readonly Route[] = [
     method: 'GET',
     path: '/acc/me/events',
     handler: getEvents,
-    doc: { summary: "The account's latest 50 security events, newest first", auth: true, success: { status: 200, schema: 'Events' }, errors: [401, 500, 503] },
+    doc: {
+      summary: "The account's latest 50 security events, newest first", auth: true,
+      success: { status: 200, schema: 'Events' }, errors: [401, 500, 503],
+    },
   },
   {
     method: 'GET',
     path: '/acc/me/sessions',
     handler: getSessions,
-    doc: { summary: "List the account's live sessions", auth: true, success: { status: 200, schema: 'Sessions' }, errors: [401, 429, 500, 503] },
+    doc: {
+      summary: "List the account's live sessions", auth: true, success: { status: 200, schema: 'Sessions' },
+      errors: [401, 429, 500, 503],
+    },
   },
   {
     method: 'DELETE',
     path: '/acc/me/sessions',
     handler: revokeAllSessions,
-    doc: { summary: 'Sign out everywhere: revoke every session of the account', auth: true, success: { status: 204 }, errors: [401, 500, 503] },
+    doc: {
+      summary: 'Sign out everywhere: revoke every session of the account', auth: true, success: { status: 204 },
+      errors: [401, 500, 503],
+    },
   },
   {
     method: 'DELETE',
     path: '/acc/me/sessions/{id}',
     handler: revokeSession,
-    doc: { summary: 'Revoke one session of the account', auth: true, success: { status: 204 }, errors: [401, 404, 500, 503] },
+    doc: {
+      summary: 'Revoke one session of the account', auth: true, success: { status: 204 }, errors: [401, 404, 500, 503],
+    },
   },
-  { method: 'GET', path: '/healthz', handler: checkHealth, doc: { summary: 'Liveness: the process serves', success: { status: 200, schema: 'Status' }, errors: [500] } },
+  {
+    method: 'GET', path: '/healthz', handler: checkHealth,
+    doc: { summary: 'Liveness: the process serves', success: { status: 200, schema: 'Status' }, errors: [500] },
+  },
   {
     method: 'GET',
     path: '/readyz',
     handler: checkReadiness,
-    doc: { summary: 'Readiness: the database answers and is migrated', success: { status: 200, schema: 'Status' }, errors: [500, 503] },
+    doc: {
+      summary: 'Readiness: the database answers and is migrated', success: { status: 200, schema: 'Status' },
+      errors: [500, 503],
+    },
   },
   {
     method: 'GET',
@@ -244,13 +307,22 @@ export const routes: readonly Route[] = [
     method: 'GET',
     path: '/.well-known/jwks.json',
     handler: getJwks,
-    doc: { summary: 'The public keys that verify access tokens (RFC 7517), when TOKEN_ALG is ES256', success: { status: 200, schema: 'JsonWebKeySet' }, errors: [404, 500] },
+    doc: {
+      summary: 'The public keys that verify access tokens (RFC 7517), when TOKEN_ALG is ES256',
+      success: { status: 200, schema: 'JsonWebKeySet' }, errors: [404, 500],
+    },
   },
-  { method: 'GET', path: '/openapi.json', handler: getApiDocument, doc: { summary: 'This document', success: { status: 200, schema: 'any' }, errors: [500] } },
+  {
+    method: 'GET', path: '/openapi.json', handler: getApiDocument,
+    doc: { summary: 'This document', success: { status: 200, schema: 'any' }, errors: [500] },
+  },
   {
     method: 'GET',
     path: '/metrics',
     handler: getMetrics,
-    doc: { summary: 'Metrics in the Prometheus text format', success: { status: 200, schema: 'any', contentType: 'text/plain' }, errors: [401, 500] },
+    doc: {
+      summary: 'Metrics in the Prometheus text format',
+      success: { status: 200, schema: 'any', contentType: 'text/plain' }, errors: [401, 500],
+    },
   },
 ];
