@@ -21,7 +21,8 @@ export type FieldRule = { pattern: RegExp; required: boolean; nullable: boolean;
 export type Schema = Record<string, FieldRule>;
 
 export function field(pattern: RegExp, options: { required?: boolean; nullable?: boolean } = {}): FieldRule {
-  return { pattern, required: options.required ?? true, nullable: options.nullable ?? false, mismatch: `must match ${pattern.source}` };
+  const { required = true, nullable = false } = options;
+  return { pattern, required, nullable, mismatch: `must match ${pattern.source}` };
 }
 
 export const registrationSchema = {
@@ -72,7 +73,9 @@ export const emailChangeRequestSchema = {
 /** Ours (passkeys): a name its owner gives a passkey, any printable text. */
 const passkeyName = /^[^\x00-\x1f\x7f]{1,64}$/u;
 
-export const passkeyOptionsSchema = { pwd: field(patterns.password), otp: field(patterns.otp, { required: false }) } satisfies Schema;
+export const passkeyOptionsSchema = {
+  pwd: field(patterns.password), otp: field(patterns.otp, { required: false }),
+} satisfies Schema;
 
 /** Without `credential`, an object that the verifier reads (passkeys/webauthn.ts). */
 export const passkeyAdditionSchema = {

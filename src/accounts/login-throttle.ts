@@ -41,11 +41,14 @@ export async function settleSuccess(
   sql: Sql, keys: ThrottleKeys, perHour: number, now: Date, tokenTaken: boolean,
 ): Promise<void> {
   await sql`
-    WITH forgotten AS (DELETE FROM login_delays WHERE identifier_key = ${keys.identifier} AND client_key = ${keys.client}),
+    WITH forgotten AS (
+        DELETE FROM login_delays WHERE identifier_key = ${keys.identifier} AND client_key = ${keys.client}),
       known AS (
-        INSERT INTO login_known_clients AS k (identifier_key, client_key, last_success_at) VALUES (${keys.identifier}, ${keys.client}, ${now})
+        INSERT INTO login_known_clients AS k (identifier_key, client_key, last_success_at)
+        VALUES (${keys.identifier}, ${keys.client}, ${now})
         ON CONFLICT (identifier_key, client_key) DO UPDATE SET last_success_at = ${now})
-    UPDATE login_budgets SET tokens = least(${perHour}, tokens + ${tokenTaken ? 1 : 0}) WHERE identifier_key = ${keys.identifier}`;
+    UPDATE login_budgets SET tokens = least(${perHour}, tokens + ${tokenTaken ? 1 : 0})
+    WHERE identifier_key = ${keys.identifier}`;
 }
 
 async function reserveDelay(sql: Sql, { identifier, client }: ThrottleKeys, now: Date): Promise<number> {
@@ -56,12 +59,14 @@ async function reserveDelay(sql: Sql, { identifier, client }: ThrottleKeys, now:
     ON CONFLICT (identifier_key, client_key) DO UPDATE
     SET failures = d.failures + 1,
         blocked_until = CASE WHEN d.failures + 1 < ${freeFailures} THEN NULL
-          ELSE ${now}::timestamptz + make_interval(secs => least(${maxDelaySeconds}, 2 ^ (d.failures + 1 - ${freeFailures}))) END,
+          ELSE ${now}::timestamptz
+            + make_interval(secs => least(${maxDelaySeconds}, 2 ^ (d.failures + 1 - ${freeFailures}))) END,
         updated_at = ${now}
     WHERE d.blocked_until IS NULL OR d.blocked_until <= ${now}
     RETURNING 1`;
   if (reserved.count === 1) return 0;
-  const [row] = await sql`SELECT blocked_until FROM login_delays WHERE identifier_key = ${identifier} AND client_key = ${client}`;
+  const [row] = await sql`
+    SELECT blocked_until FROM login_delays WHERE identifier_key = ${identifier} AND client_key = ${client}`;
   return secondsUntil(row?.blocked_until as Date | undefined, now);
 }
 
@@ -80,7 +85,9 @@ async function reserveDelay(sql: Sql, { identifier, client }: ThrottleKeys, now:
 async function reserveBudget(
   sql: Sql, { identifier, client }: ThrottleKeys, perHour: number, now: Date, exemptKnown = true,
 ): Promise<Reservation> {
-  const refilled = sql`least(${perHour}, b.tokens + greatest(0, extract(epoch FROM ${now}::timestamptz - b.updated_at)) * ${perHour / 3600})`;
+  const refilled = sql`
+    least(${perHour},
+      b.tokens + greatest(0, extract(epoch FROM ${now}::timestamptz - b.updated_at)) * ${perHour / 3600})`;
   const [reserved] = await sql`
     WITH taken AS (
       INSERT INTO login_budgets AS b (identifier_key, tokens, updated_at) VALUES (${identifier}, ${perHour - 1}, ${now})
@@ -89,7 +96,8 @@ async function reserveBudget(
       RETURNING 1)
     SELECT EXISTS (SELECT 1 FROM taken) AS taken, ${exemptKnown} AND EXISTS (
       SELECT 1 FROM login_known_clients
-      WHERE identifier_key = ${identifier} AND client_key = ${client} AND last_success_at > ${new Date(now.getTime() - knownClientMs)}) AS known`;
+      WHERE identifier_key = ${identifier} AND client_key = ${client}
+        AND last_success_at > ${new Date(now.getTime() - knownClientMs)}) AS known`;
   if (reserved!.taken === true) return { wait: 0, tokenTaken: true };
   if (reserved!.known === true) return { wait: 0, tokenTaken: false };
   const [row] = await sql`SELECT ${refilled} AS tokens FROM login_budgets AS b WHERE identifier_key = ${identifier}`;
@@ -168,12 +176,17 @@ export async function forgetKnownClients(tx: Transaction, identifiers: Buffer[])
   await tx`DELETE FROM login_known_clients WHERE identifier_key IN ${tx(identifiers)}`;
 }
 
-/** Forgets delays that stopped a day ago, budgets untouched for an hour (full again by then), and networks known for 30 days. */
+/**
+ * Forgets delays that stopped a day ago, budgets untouched for an hour (full again by then), and
+ * networks known for 30 days.
+ */
 export async function deleteStaleThrottleRows(sql: Sql, now: Date): Promise<number> {
   const delays = await sql`
     DELETE FROM login_delays
-    WHERE updated_at < ${new Date(now.getTime() - 24 * 3600 * 1000)} AND (blocked_until IS NULL OR blocked_until < ${now})`;
+    WHERE updated_at < ${new Date(now.getTime() - 24 * 3600 * 1000)}
+      AND (blocked_until IS NULL OR blocked_until < ${now})`;
   const budgets = await sql`DELETE FROM login_budgets WHERE updated_at < ${new Date(now.getTime() - 3600 * 1000)}`;
-  const known = await sql`DELETE FROM login_known_clients WHERE last_success_at <= ${new Date(now.getTime() - knownClientMs)}`;
+  const known = await sql`
+    DELETE FROM login_known_clients WHERE last_success_at <= ${new Date(now.getTime() - knownClientMs)}`;
   return delays.count + budgets.count + known.count;
 }

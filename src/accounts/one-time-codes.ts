@@ -41,16 +41,21 @@ export async function storeCode(
   await deleteCodes(tx, accountId, purpose);
   await tx`
     INSERT INTO one_time_codes (code_hash, purpose, account_id, expires_at, created_at, new_email, session_id)
-    VALUES (${codeHash}, ${purpose}, ${accountId}, ${expiresAt}, ${now}, ${change?.newEmail ?? null}, ${change?.sessionId ?? null})`;
+    VALUES (
+      ${codeHash}, ${purpose}, ${accountId}, ${expiresAt}, ${now}, ${change?.newEmail ?? null},
+      ${change?.sessionId ?? null})`;
 }
 
 /** A code as its lookup finds it: when it expires, and the account (or pending registration) it belongs to. */
-export type FoundCode = { expiresAt: Date; accountId: string; publicId: string; name: string; email: string; locale: string | null };
+export type FoundCode = {
+  expiresAt: Date; accountId: string; publicId: string; name: string; email: string; locale: string | null;
+};
 
 /** The code of this purpose with this hash, or null. Reads without a lock. */
 export async function findCode(sql: Sql, purpose: CodePurpose, codeHash: Buffer): Promise<FoundCode | null> {
   const [row] = await sql<FoundCode[]>`
-    SELECT c.expires_at AS "expiresAt", c.account_id AS "accountId", a.public_id AS "publicId", a.name, a.email, a.locale
+    SELECT c.expires_at AS "expiresAt", c.account_id AS "accountId", a.public_id AS "publicId",
+      a.name, a.email, a.locale
     FROM one_time_codes c JOIN accounts a ON a.id = c.account_id
     WHERE c.code_hash = ${codeHash} AND c.purpose = ${purpose}`;
   return row ?? null;
@@ -66,7 +71,9 @@ export async function consumeCodes(
   tx: Transaction, accountId: string, purpose: CodePurpose, codeHash: Buffer, now: Date,
 ): Promise<boolean> {
   const [row] = await tx`
-    WITH used AS (DELETE FROM one_time_codes WHERE account_id = ${accountId} AND purpose = ${purpose} RETURNING code_hash, expires_at)
+    WITH used AS (
+      DELETE FROM one_time_codes WHERE account_id = ${accountId} AND purpose = ${purpose}
+      RETURNING code_hash, expires_at)
     SELECT EXISTS (SELECT 1 FROM used WHERE code_hash = ${codeHash} AND expires_at > ${now}) AS consumed`;
   return row!.consumed as boolean;
 }

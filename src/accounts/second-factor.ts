@@ -25,8 +25,10 @@ export async function startEnrollment(
   tx: Transaction, accountId: string, sealedSecret: Buffer, now: Date,
 ): Promise<boolean> {
   const rows = await tx`
-    INSERT INTO second_factors AS f (account_id, sealed_secret, created_at) VALUES (${accountId}, ${sealedSecret}, ${now})
-    ON CONFLICT (account_id) DO UPDATE SET sealed_secret = excluded.sealed_secret, created_at = excluded.created_at, last_used_step = NULL
+    INSERT INTO second_factors AS f (account_id, sealed_secret, created_at)
+    VALUES (${accountId}, ${sealedSecret}, ${now})
+    ON CONFLICT (account_id) DO UPDATE
+    SET sealed_secret = excluded.sealed_secret, created_at = excluded.created_at, last_used_step = NULL
     WHERE f.activated_at IS NULL
     RETURNING 1`;
   return rows.count === 1;
@@ -39,7 +41,8 @@ export async function startEnrollment(
 export async function resealFactor(
   sql: Sql | Transaction, accountId: string, old: Buffer, resealed: Buffer,
 ): Promise<boolean> {
-  const rows = await sql`UPDATE second_factors SET sealed_secret = ${resealed} WHERE account_id = ${accountId} AND sealed_secret = ${old}`;
+  const rows = await sql`
+    UPDATE second_factors SET sealed_secret = ${resealed} WHERE account_id = ${accountId} AND sealed_secret = ${old}`;
   return rows.count === 1;
 }
 
@@ -56,7 +59,8 @@ export async function activateFactor(
     WHERE account_id = ${accountId} AND activated_at IS NULL AND sealed_secret = ${sealedSecret}`;
   if (rows.count === 0) return false;
   await tx`DELETE FROM recovery_codes WHERE account_id = ${accountId}`;
-  await tx`INSERT INTO recovery_codes ${tx(recoveryHashes.map((codeHash) => ({ account_id: accountId, code_hash: codeHash })))}`;
+  const codeRows = recoveryHashes.map((codeHash) => ({ account_id: accountId, code_hash: codeHash }));
+  await tx`INSERT INTO recovery_codes ${tx(codeRows)}`;
   return true;
 }
 
@@ -68,7 +72,8 @@ export async function activateFactor(
 export async function useTimeStep(sql: Sql | Transaction, accountId: string, step: number): Promise<boolean> {
   const rows = await sql`
     UPDATE second_factors SET last_used_step = ${step}
-    WHERE account_id = ${accountId} AND activated_at IS NOT NULL AND (last_used_step IS NULL OR last_used_step < ${step})`;
+    WHERE account_id = ${accountId} AND activated_at IS NOT NULL
+      AND (last_used_step IS NULL OR last_used_step < ${step})`;
   return rows.count === 1;
 }
 

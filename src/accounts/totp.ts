@@ -97,7 +97,9 @@ export function matchingStep(secret: Buffer, code: string, at: Date): number | n
  */
 export function otpauthUri(secret: Buffer, issuer: string, accountName: string): string {
   const label = `${encodeURIComponent(issuer)}:${encodeURIComponent(accountName)}`;
-  const query = `secret=${base32Encode(secret)}&issuer=${encodeURIComponent(issuer)}&algorithm=SHA1&digits=${codeDigits}&period=${stepSeconds}`;
+  const query =
+    `secret=${base32Encode(secret)}&issuer=${encodeURIComponent(issuer)}` +
+    `&algorithm=SHA1&digits=${codeDigits}&period=${stepSeconds}`;
   return `otpauth://totp/${label}?${query}`;
 }
 

@@ -54,10 +54,11 @@ export type RouteDoc = {
   auth?: true;
   /** A request schema of openapi.ts. */
   request?:
-    | 'RegistrationRequest' | 'ActivationRequest' | 'ResetCodeRequest' | 'PasswordResetRequest' | 'PasswordChangeRequest'
-    | 'TokenRequest' | 'RevocationRequest' | 'AccountDeletionRequest' | 'TotpEnrollmentRequest' | 'TotpConfirmationRequest'
-    | 'TotpRemovalRequest' | 'EmailChangeRequest' | 'EmailChangeConfirmation' | 'PasskeyOptionsRequest'
-    | 'PasskeyAdditionRequest' | 'PasskeyRenameRequest' | 'PasskeyRemovalRequest' | 'LocaleRequest';
+    | 'RegistrationRequest' | 'ActivationRequest' | 'ResetCodeRequest' | 'PasswordResetRequest'
+    | 'PasswordChangeRequest' | 'TokenRequest' | 'RevocationRequest' | 'AccountDeletionRequest'
+    | 'TotpEnrollmentRequest' | 'TotpConfirmationRequest' | 'TotpRemovalRequest' | 'EmailChangeRequest'
+    | 'EmailChangeConfirmation' | 'PasskeyOptionsRequest' | 'PasskeyAdditionRequest' | 'PasskeyRenameRequest'
+    | 'PasskeyRemovalRequest' | 'LocaleRequest';
   success: { status: 200 | 201 | 204; schema?: string; contentType?: string };
   errors: number[];
 };

@@ -44,7 +44,10 @@ export const mailKinds = {
     '{{code}}',
     `${codeHint} Send it to activate the account.`,
     link,
-    '{{#repeat}}This address already had a registration waiting. The code activates that registration as it was first asked for: the account "{{name}}" with the password chosen then, whatever a later request said. If you did not ask for "{{name}}" yourself, do not use the code; after {{expires_at}} the address is free for a registration of your own.{{/repeat}}',
+    '{{#repeat}}This address already had a registration waiting. The code activates that registration as it was ' +
+      'first asked for: the account "{{name}}" with the password chosen then, whatever a later request said. If ' +
+      'you did not ask for "{{name}}" yourself, do not use the code; after {{expires_at}} the address is free for ' +
+      'a registration of your own.{{/repeat}}',
     'If you did not ask to register "{{name}}", ignore this message: without the code no account is created.',
   ]),
   'account-active': spec('name', 'Your account is active', [
@@ -67,16 +70,18 @@ export const mailKinds = {
   // No account name: the code is issued before anything about the account is read.
   'reset-code': spec(`${codes} time client_address`, 'Your password reset code', [
     'Hello,',
-    'someone asked at {{time}}, from the address {{client_address}}, to reset the password of the account with this address. The code is:',
+    'someone asked at {{time}}, from the address {{client_address}}, to reset the password of the account with ' +
+      'this address. The code is:',
     '{{code}}',
     `${codeHint} Send it with a new password to set it.`,
     link,
     'Your password is unchanged. If it was not you, ignore this message.',
   ]),
-  // An operator's forced reset (use-cases/operator-actions.ts): the password no longer works, and this code sets a new one.
+  // An operator's forced reset (use-cases/operator-actions.ts): the password no longer works; this code sets a new one.
   'reset-forced': spec(`${codes} time`, 'Set a new password for your account', [
     'Hello,',
-    'at {{time}} our operators signed your account out everywhere and cancelled its password, to protect it. The code to set a new one is:',
+    'at {{time}} our operators signed your account out everywhere and cancelled its password, to protect it. The ' +
+      'code to set a new one is:',
     '{{code}}',
     `${codeHint} Send it with a new password to set it.`,
     link,
@@ -108,23 +113,30 @@ export const mailKinds = {
   ]),
   // To the current address. It reads the same whether or not the new address could take the
   // change: the owner must not learn from it whether another account holds the new address.
-  'email-change-requested': spec('name new_email_masked! time client_address', 'A change of your e-mail address was asked for', [
+  'email-change-requested': spec(
+    'name new_email_masked! time client_address', 'A change of your e-mail address was asked for', [
     'Hello {{name}},',
-    'at {{time}}, from the address {{client_address}}, a session of your account asked to change its e-mail address to {{new_email_masked}}.',
+    'at {{time}}, from the address {{client_address}}, a session of your account asked to change its e-mail ' +
+      'address to {{new_email_masked}}.',
     "Nothing changes until the change is confirmed from the new mailbox; until then this address stays the account's.",
-    'If it was not you, someone knows your password and is signed in: sign out everywhere (DELETE /acc/me/sessions) or change your password. Either cancels the change.',
+    'If it was not you, someone knows your password and is signed in: sign out everywhere (DELETE ' +
+      '/acc/me/sessions) or change your password. Either cancels the change.',
   ]),
   // To the holder of an address that someone asked to move another account to. Nothing was sent there but this.
   'email-change-attempt': spec('name pending', 'Someone tried to use your address', [
     'Hello,',
-    'someone asked to change the e-mail address of another account to this address, which already belongs to {{#pending}}a registration of the account "{{name}}" that waits for its code{{/pending}}{{^pending}}your account "{{name}}"{{/pending}}.',
+    'someone asked to change the e-mail address of another account to this address, which already belongs to ' +
+      '{{#pending}}a registration of the account "{{name}}" that waits for its code{{/pending}}{{^pending}}your ' +
+      'account "{{name}}"{{/pending}}.',
     'Nothing was changed, and no code was sent. If it was not you, you can ignore this message.',
   ]),
   // To the old address, once the change is confirmed: the last message this address gets about the account.
   'email-changed': spec('name new_email_masked! time client_address', 'Your e-mail address was changed', [
     'Hello {{name}},',
-    'the e-mail address of your account was changed to {{new_email_masked}} at {{time}}, confirmed from the address {{client_address}} with a code sent to the new address.',
-    'This address no longer belongs to the account: signing in and resetting the password with it no longer work. Every session except the one that asked for the change has been signed out.',
+    'the e-mail address of your account was changed to {{new_email_masked}} at {{time}}, confirmed from the ' +
+      'address {{client_address}} with a code sent to the new address.',
+    'This address no longer belongs to the account: signing in and resetting the password with it no longer ' +
+      'work. Every session except the one that asked for the change has been signed out.',
     `If you did not do this, someone knew your password: ${support}, and secure your other accounts.`,
   ]),
   // The code that enabling a second factor needs: a factor survives a reset, so only the mailbox's owner may add one.
@@ -149,20 +161,24 @@ export const mailKinds = {
   ]),
   'totp-disabled': spec('name time client_address', 'The second factor was disabled', [
     'Hello {{name}},',
-    'the second factor of your account was disabled at {{time}} from the address {{client_address}}. Its recovery codes no longer work, and signing in needs only the password.',
+    'the second factor of your account was disabled at {{time}} from the address {{client_address}}. Its ' +
+      'recovery codes no longer work, and signing in needs only the password.',
     'If you did not do this, someone knows your password and has your codes: reset the password at once.',
   ]),
   'recovery-code-used': spec('name time client_address codes_left few_left', 'A recovery code was used', [
     'Hello {{name}},',
-    'one of the recovery codes of your account was used at {{time}} from the address {{client_address}}; it no longer works. Recovery codes left: {{codes_left}}.',
-    '{{#few_left}}Only {{codes_left}} left. Disable the second factor and enable it again to get ten new ones.{{/few_left}}',
+    'one of the recovery codes of your account was used at {{time}} from the address {{client_address}}; it no ' +
+      'longer works. Recovery codes left: {{codes_left}}.',
+    '{{#few_left}}Only {{codes_left}} left. Disable the second factor and enable it again to get ten new ' +
+      'ones.{{/few_left}}',
     'If you did not do this, someone has your password and your recovery codes: reset the password at once, ' +
       'then disable the second factor and enable it again, which replaces the codes.',
   ]),
   // A passkey survives a password reset, so only the mailbox's owner may add one.
   'passkey-code': spec(`name ${codes} client_address`, 'Your code to add a passkey', [
     'Hello {{name}},',
-    'someone signed in to your account with its password asked, from the address {{client_address}}, to add a passkey. This code allows it:',
+    'someone signed in to your account with its password asked, from the address {{client_address}}, to add a ' +
+      'passkey. This code allows it:',
     '{{code}}',
     codeHint,
     link,
@@ -170,12 +186,14 @@ export const mailKinds = {
   ]),
   'passkey-added': spec('name passkey_name time client_address', 'A passkey was added', [
     'Hello {{name}},',
-    'the passkey "{{passkey_name}}" was added to your account at {{time}} from the address {{client_address}}. It signs in without the password, and a password reset does not remove it.',
+    'the passkey "{{passkey_name}}" was added to your account at {{time}} from the address {{client_address}}. ' +
+      'It signs in without the password, and a password reset does not remove it.',
     'If you did not do this, remove it (DELETE /acc/me/passkeys/{id}) and change your password.',
   ]),
   'passkey-removed': spec('name passkey_name time client_address', 'A passkey was removed', [
     'Hello {{name}},',
-    'the passkey "{{passkey_name}}" was removed from your account at {{time}} from the address {{client_address}}; it no longer signs in.',
+    'the passkey "{{passkey_name}}" was removed from your account at {{time}} from the address ' +
+      '{{client_address}}; it no longer signs in.',
     'If you did not do this, someone knows your password: reset it at once.',
   ]),
 } satisfies Record<string, KindSpec>;
@@ -229,7 +247,8 @@ export function registrationAttemptMail(to: Recipient): OutgoingMail {
 export function resetCodeMail(
   code: string, expiresAt: Date, now: Date, clientAddress: string, locale: string | null,
 ): UnaddressedMail {
-  return { kind: 'reset-code', locale, values: { ...codeValues(code, expiresAt, now), time: isoUtc(now), client_address: clientAddress } };
+  const values = { ...codeValues(code, expiresAt, now), time: isoUtc(now), client_address: clientAddress };
+  return { kind: 'reset-code', locale, values };
 }
 
 export function resetForcedMail(code: string, expiresAt: Date, now: Date, locale: string | null): UnaddressedMail {
@@ -239,10 +258,11 @@ export function resetForcedMail(code: string, expiresAt: Date, now: Date, locale
 /** A recovery code was used; `left` is how many remain, and the mail says so plainly when few do. */
 export function recoveryCodeUsedMail(to: Recipient, usedAt: Date, clientAddress: string, left: number): OutgoingMail {
   const few = left <= fewRecoveryCodesLeft ? 'yes' : '';
-  return mail('recovery-code-used', to, { time: isoUtc(usedAt), client_address: clientAddress, codes_left: String(left), few_left: few });
+  const values = { time: isoUtc(usedAt), client_address: clientAddress, codes_left: String(left), few_left: few };
+  return mail('recovery-code-used', to, values);
 }
 
-/** To the new address, which holds no account: in the locale of the request (`to.locale`), with the name of the account. */
+/** To the new address, which holds no account: in the request's locale (`to.locale`), with the account's name. */
 export function emailChangeCodeMail(to: Recipient, code: string, expiresAt: Date, now: Date): OutgoingMail {
   return mail('email-change-code', to, codeValues(code, expiresAt, now));
 }

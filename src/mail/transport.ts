@@ -26,13 +26,15 @@ export function createSmtpTransport(url: string, timeouts: typeof smtpTimeouts =
 
 /** Development stand-in for SMTP: each message becomes an `.eml` file in `dir`, whose path is logged. */
 export function createFileTransport(dir: string, log: Logger): MailTransport {
-  const transporter = lazily(async () => (await loadNodemailer()).createTransport({ streamTransport: true, buffer: true, newline: 'unix' }));
+  const transporter = lazily(async () =>
+    (await loadNodemailer()).createTransport({ streamTransport: true, buffer: true, newline: 'unix' }));
   return {
     async send(mail) {
       const info = await (await transporter.get()).sendMail({ ...mail, headers: automaticHeaders });
       await mkdir(dir, { recursive: true, mode: 0o700 });
       // Named by time, then by the Message-ID's local part, so a directory listing is in order.
-      const path = join(dir, `${Date.now()}-${mail.messageId.replace(/^<|@.*$/g, '').replace(/[^A-Za-z0-9-]/g, '_')}.eml`);
+      const name = mail.messageId.replace(/^<|@.*$/g, '').replace(/[^A-Za-z0-9-]/g, '_');
+      const path = join(dir, `${Date.now()}-${name}.eml`);
       await writeFile(path, info.message as Buffer, { mode: 0o600 });
       log.info('mail written', { path });
     },

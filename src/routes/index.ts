@@ -188,7 +188,9 @@ export const routes: readonly Route[] = [
     path: '/acc/me/passkeys/options',
     handler: passkeyRegistrationOptionsRoute,
     doc: {
-      summary: 'Start adding a passkey: creation options (PublicKeyCredentialCreationOptionsJSON), and a code mailed to the account',
+      summary:
+        'Start adding a passkey: creation options (PublicKeyCredentialCreationOptionsJSON), ' +
+        'and a code mailed to the account',
       auth: true,
       request: 'PasskeyOptionsRequest',
       success: { status: 200, schema: 'PasskeyOptions' },
@@ -240,7 +242,8 @@ export const routes: readonly Route[] = [
     handler: passkeySignInOptionsRoute,
     rateLimited: true,
     doc: {
-      summary: 'Start a passkey sign-in: request options (PublicKeyCredentialRequestOptionsJSON) for any discoverable passkey',
+      summary:
+        'Start a passkey sign-in: request options (PublicKeyCredentialRequestOptionsJSON) for any discoverable passkey',
       success: { status: 200, schema: 'PasskeyOptions' },
       errors: [404, 429, 500, 503],
     },
@@ -298,7 +301,8 @@ export const routes: readonly Route[] = [
     path: '/.well-known/oauth-authorization-server',
     handler: getAuthorizationServerMetadata,
     doc: {
-      summary: 'OAuth 2.0 authorization server metadata (RFC 8414), when TOKEN_ISSUER is the public URL of this service',
+      summary:
+        'OAuth 2.0 authorization server metadata (RFC 8414), when TOKEN_ISSUER is the public URL of this service',
       success: { status: 200, schema: 'AuthorizationServerMetadata' },
       errors: [404, 500],
     },

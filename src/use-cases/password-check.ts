@@ -90,10 +90,12 @@ export async function checkCallerPassword(
   checkFactor?: () => Promise<SecondFactorOutcome>,
 ): Promise<CallerCheck> {
   const { account, sessionId } = caller;
-  const check = await checkPassword(deps, signedInIdentifier(account), client.address, password, account.passwordHash, checkFactor);
+  const identifier = signedInIdentifier(account);
+  const check = await checkPassword(deps, identifier, client.address, password, account.passwordHash, checkFactor);
   if (check.outcome !== 'wrong') return check;
   await recordWrongPassword(deps.sql, account.id, client.address, sessionId, deps.clock());
-  return { outcome: check.factor === 'missing' ? 'otp-required' : check.factor === 'wrong' ? 'wrong-otp' : 'wrong-password' };
+  if (check.factor === 'missing') return { outcome: 'otp-required' };
+  return { outcome: check.factor === 'wrong' ? 'wrong-otp' : 'wrong-password' };
 }
 
 /**

@@ -9,7 +9,8 @@ import type { CallerFactorRefusal } from './password-check.ts';
 import { checkPasswordAndFactor, useSecondFactor } from './second-factor.ts';
 import { inTransaction, type Client, type UseCaseDeps } from './transaction.ts';
 
-export type EmailChangeRequest = { outcome: 'requested' } | { outcome: 'refused'; refusal: QuotaRefusal } | CallerFactorRefusal;
+export type EmailChangeRequest =
+  | { outcome: 'requested' } | { outcome: 'refused'; refusal: QuotaRefusal } | CallerFactorRefusal;
 
 /**
  * Starts an e-mail change: a code for the new address, which replaces any pending change of the
@@ -67,9 +68,11 @@ export async function requestEmailChange(
     const notice = await claimAttemptNotice(tx, holderId, newEmail, now);
     await storeCode(tx, 'email-change', account.id, hashCode(code), expiresAt, now, { newEmail, sessionId });
     await recordEvent(tx, account.id, 'email-change-requested', client.address, sessionId, now);
-    await enqueueMail(tx, emailChangeNoticeMail('email-change-requested', locked, newEmail, now, client.address), deps.mailer, now);
+    const requested = emailChangeNoticeMail('email-change-requested', locked, newEmail, now, client.address);
+    await enqueueMail(tx, requested, deps.mailer, now);
     if (holderId === null) {
-      await enqueueMail(tx, emailChangeCodeMail({ email: newEmail, name: locked.name, locale: requestLocale ?? locked.locale }, code, expiresAt, now), deps.mailer, now);
+      const to = { email: newEmail, name: locked.name, locale: requestLocale ?? locked.locale };
+      await enqueueMail(tx, emailChangeCodeMail(to, code, expiresAt, now), deps.mailer, now);
     } else if (notice !== null) {
       // To the address as its holder stored it, not as the caller typed it.
       await enqueueMail(tx, emailChangeAttemptMail(notice, notice.pending), deps.mailer, now);

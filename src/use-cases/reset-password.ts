@@ -26,7 +26,8 @@ export async function resetPassword(
     if (!(await lockAccount(tx, accountId))) return false;
     const account = await resetPasswordHash(tx, accountId, passwordHash);
     const webhook = deps.webhooks.event('password.reset', account!.publicId, now);
-    await endSessions(tx, { accountId, sessionId: null, event: { type: 'password-reset', clientAddress: client.address, sessionId: null }, webhook, record: 'always', now });
+    const event = { type: 'password-reset', clientAddress: client.address, sessionId: null } as const;
+    await endSessions(tx, { accountId, sessionId: null, event, webhook, record: 'always', now });
     // The code is consumed after the account row is locked (the lock order); a code used
     // first by a concurrent request rolls all of this back.
     if (!(await consumeCodes(tx, accountId, 'reset', codeHash, now))) throw codeGone;

@@ -31,7 +31,8 @@ export async function signIn(
 ): Promise<SignIn> {
   const account = await findAccountByLogin(deps.sql, username);
   const checkFactor = account === null ? undefined : () => checkSecondFactor(deps, account, otp);
-  const check = await checkPassword(deps, username, client.address, password, account?.passwordHash ?? null, checkFactor);
+  const storedHash = account?.passwordHash ?? null;
+  const check = await checkPassword(deps, username, client.address, password, storedHash, checkFactor);
   if (check.outcome === 'throttled') return check;
   if (check.outcome === 'wrong' && check.factor === 'missing') return { outcome: 'mfa-required' };
   if (account === null || check.outcome === 'wrong') {
