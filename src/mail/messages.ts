@@ -157,7 +157,8 @@ export const mailKinds = {
       'from the app, or one of the recovery codes shown once when it was enabled. Every other session was signed out.',
     'Keep the recovery codes somewhere safe: a password reset by e-mail does not remove the second factor.',
     `If you did not do this, someone has your password and can read this mailbox: secure the mailbox first, ` +
-      `then reset the password. Removing a factor you do not hold needs the operator of this service: ${support}.`,
+      'then reset the password. Removing a factor you do not hold needs the operator of this service: ' +
+      'contact them{{#support}} ({{support}}){{/support}}.',
   ]),
   'totp-disabled': spec('name time client_address', 'The second factor was disabled', [
     'Hello {{name}},',
