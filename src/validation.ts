@@ -71,7 +71,8 @@ export const emailChangeRequestSchema = {
 } satisfies Schema;
 
 /** Ours (passkeys): a name its owner gives a passkey, any printable text. */
-const passkeyName = /^[^\x00-\x1f\x7f]{1,64}$/u;
+// No control or format characters: a right-to-left override in a name would reorder the notices that show it.
+const passkeyName = /^[^\x00-\x1f\x7f\p{Cf}]{1,64}$/u;
 
 export const passkeyOptionsSchema = {
   pwd: field(patterns.password), otp: field(patterns.otp, { required: false }),

@@ -91,6 +91,8 @@ export const mailKinds = {
     'Hello {{name}},',
     'the password of your account was reset with an e-mailed code at {{time}} from the address {{client_address}}.',
     'All sessions have been signed out.',
+    'A reset leaves the passkeys of the account in place: look at them (GET /acc/me/passkeys) and remove any you ' +
+      'do not know; removing one also signs out every other session.',
     'If you did not do this, someone can read your e-mail: secure your mailbox, then reset the password again.',
   ]),
   // `by_operator`: an operator deleted it (admin delete), an act of ours and not of an address.

@@ -30,9 +30,9 @@ export async function credentialIdsOf(tx: Transaction, accountId: string) {
 }
 
 /**
- * Inserts the passkey if the account holds fewer than the cap; null otherwise. Called with the
- * account row locked, so that two concurrent additions cannot both pass the count. A credential id
- * held by any account already fails the unique constraint (the caller maps it).
+ * Inserts the passkey if the account holds fewer than the cap and no account holds its
+ * credential id; null otherwise. Called with the account row locked, so that two concurrent
+ * additions cannot both pass the count; the unique credential id decides between accounts.
  */
 export async function insertPasskey(
   tx: Transaction, accountId: string, credential: NewCredential, name: string, now: Date,
@@ -44,6 +44,7 @@ export async function insertPasskey(
     SELECT ${randomUUID()}, ${accountId}, ${credentialId}, ${publicKey}, ${algorithm}, ${signCount},
       ${transports}::text[], ${backupEligible}, ${backedUp}, ${aaguid}, ${name}, ${now}
     WHERE (SELECT count(*) FROM passkeys WHERE account_id = ${accountId}) < ${maxPasskeysPerAccount}
+    ON CONFLICT (credential_id) DO NOTHING
     RETURNING ${columns(tx)}`;
   return row ?? null;
 }

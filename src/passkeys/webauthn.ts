@@ -66,6 +66,8 @@ export function publicKeyFromCose(cose: Buffer): { key: KeyObject; algorithm: nu
   const map = decodeCbor(cose);
   if (!(map instanceof Map)) return null;
   const [kty, alg, crv, x, y] = [map.get(1), map.get(3), map.get(-1), map.get(-2), map.get(-3)];
+  // A private part (d, and RSA's primes, -4 and on) has no place in a public key: nothing of it is stored.
+  if ([...map.keys()].some((label) => typeof label !== 'number' || label < -3)) return null;
   const jwk = (fields: Record<string, string>) => createPublicKey({ key: fields, format: 'jwk' });
   const b64 = (bytes: Buffer) => bytes.toString('base64url');
   try {
@@ -75,10 +77,16 @@ export function publicKeyFromCose(cose: Buffer): { key: KeyObject; algorithm: nu
     if (alg === -8 && kty === 1 && crv === 6 && isBytes(x, 32)) {
       return { key: jwk({ kty: 'OKP', crv: 'Ed25519', x: b64(x) }), algorithm: alg };
     }
-    // RS256: n is -1 and e is -2 (RFC 8230); fewer than 2048 bits is refused, as NIST has for years.
+    // RS256: n is -1 and e is -2 (RFC 8230); 2048 to 4096 bits (under 2048 NIST refuses; over
+    // 4096 no authenticator makes, and verifying would cost more than the decoy an unknown
+    // credential is checked against), and an odd e of at least 3: e = 1 makes every padded
+    // hash its own signature.
     if (alg === -257 && kty === 3 && Buffer.isBuffer(crv) && Buffer.isBuffer(x) && x.length <= 8) {
+      const e = BigInt(`0x${x.toString('hex') || '0'}`);
+      if (e < 3n || e % 2n === 0n || crv.at(-1)! % 2 === 0) return null;
       const key = jwk({ kty: 'RSA', n: b64(crv), e: b64(x) });
-      return (key.asymmetricKeyDetails?.modulusLength ?? 0) >= 2048 ? { key, algorithm: alg } : null;
+      const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
+      return bits >= 2048 && bits <= 4096 ? { key, algorithm: alg } : null;
     }
   } catch {
     // Not a point on the curve, or a key OpenSSL refuses.

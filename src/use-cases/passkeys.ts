@@ -10,6 +10,7 @@ import {
   maxPasskeysPerAccount, renamePasskey, storeRegistrationChallenge, type Passkey,
 } from '../passkeys/passkeys.ts';
 import { coseAlgorithms, verifyRegistration, type RelyingParty, type Refusal } from '../passkeys/webauthn.ts';
+import { endSessions } from './end-sessions.ts';
 import { checkCallerPassword, type CallerFactorRefusal } from './password-check.ts';
 import { checkPasswordAndFactor, useSecondFactor } from './second-factor.ts';
 import { inTransaction, lockAccountIfSessionLives, wakeWorkers, type Client, type UseCaseDeps } from './transaction.ts';
@@ -138,10 +139,14 @@ export async function removePasskey(
   const check = await checkCallerPassword(deps, caller, password, client);
   if (check.outcome !== 'valid') return check;
   const now = deps.clock();
-  const result = await inTransaction(deps.sql, async (tx): Promise<Removal> => {
+  const result = await inTransaction(deps.sql, async (tx, rollBack): Promise<Removal> => {
     if (!(await lockAccountIfSessionLives(tx, caller))) return { outcome: 'session-ended' };
+    // The sessions the passkey may have started end with it: every session but the caller's,
+    // deleted before the passkey, in the lock order (transaction.ts).
+    const others = { accountId: account.id, sessionId: null, keptSessionId: sessionId, record: 'if-ended' } as const;
+    await endSessions(tx, { ...others, event: null, now });
     const name = await deletePasskey(tx, account.id, id);
-    if (name === null) return { outcome: 'unknown' };
+    if (name === null) return rollBack({ outcome: 'unknown' });
     await recordEvent(tx, account.id, 'passkey-removed', client.address, sessionId, now);
     await enqueueMail(tx, passkeyMail('passkey-removed', account, name, now, client.address), deps.mailer, now);
     await deps.webhooks.enqueue(tx, 'passkey.removed', account.publicId, now, { passkey_id: id });

@@ -102,6 +102,37 @@ describe('passkeys over HTTP', () => {
     assert.ok((await eventsOf(app, token)).some((event) => event.type === 'passkey-counter-regressed'));
   });
 
+  it('refuses a credential id another account holds with 409, and removing a passkey ends the sessions it began', async () => {
+    const owner = await registerAndSignIn(app);
+    const auth = createAuthenticator(-7);
+    assert.equal((await addPasskey(owner.token, owner.user.pwd, owner.user.email, auth)).status, 201);
+    // The same credential id again, from another account: 409, not a 500 (an outside tester's finding).
+    const other = await registerAndSignIn(app);
+    const copy = createAuthenticator(-7);
+    copy.credentialId = auth.credentialId;
+    const taken = await addPasskey(other.token, other.user.pwd, other.user.email, copy);
+    assert.equal(taken.status, 409, taken.text);
+    assert.equal(taken.json.type, 'urn:account-service:problem:passkey-registered');
+    // A session begun with the passkey (a thief's, say) ends when the owner removes it.
+    const stolen = (await passkeySignIn(auth)).answer.json;
+    assert.equal((await app.call('GET', '/acc/me', { token: stolen.access_token })).status, 200);
+    const [{ id }] = (await app.call('GET', '/acc/me/passkeys', { token: owner.token })).json.passkeys;
+    const removed = await app.call('DELETE', `/acc/me/passkeys/${id}`, { token: owner.token, json: { pwd: owner.user.pwd } });
+    assert.equal(removed.status, 204);
+    assert.equal((await app.call('GET', '/acc/me', { token: stolen.access_token })).status, 401);
+    const refresh = await app.call('POST', '/auth/token', form({ grant_type: 'refresh_token', refresh_token: stolen.refresh_token }));
+    assert.equal(refresh.json.error, 'invalid_grant');
+    assert.equal((await app.call('GET', '/acc/me', { token: owner.token })).status, 200, "the owner's own session stays");
+  });
+
+  it('refuses passkey names with control or format characters, such as a right-to-left override', async () => {
+    const { token } = await registerAndSignIn(app);
+    const rename = await app.call('PATCH', `/acc/me/passkeys/${'0'.repeat(8)}-0000-4000-8000-${'0'.repeat(12)}`, {
+      token, json: { name: 'Laptop \u202egpj.exe' },
+    });
+    assert.equal(rename.status, 400, rename.text);
+  });
+
   it('deleting the account removes its passkeys', async () => {
     const { user, token } = await registerAndSignIn(app);
     const auth = createAuthenticator(-7);

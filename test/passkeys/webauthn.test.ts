@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { decodeCbor } from '../../src/passkeys/cbor.ts';
@@ -120,6 +121,34 @@ for (const algorithm of [-7, -8, -257] as Algorithm[]) {
     });
   });
 }
+
+describe('COSE keys (found by an outside tester)', () => {
+  const rsa = (bits: number) => generateKeyPairSync('rsa', { modulusLength: bits }).publicKey.export({ format: 'jwk' });
+  const cose = (entries: Array<[number, unknown]>) => encodeCbor(new Map<number, unknown>(entries));
+  const rsaCose = (n: string, e: Buffer) => cose([[1, 3], [3, -257], [-1, Buffer.from(n, 'base64url')], [-2, e]]);
+
+  it('takes RSA keys of 2048 to 4096 bits with an odd exponent of at least 3, and nothing else', () => {
+    const { n } = rsa(2048);
+    assert.equal(publicKeyFromCose(rsaCose(n!, Buffer.from([1, 0, 1])))?.algorithm, -257);
+    assert.equal(publicKeyFromCose(rsaCose(rsa(4096).n!, Buffer.from([1, 0, 1])))?.algorithm, -257);
+    // e = 1 makes every padded hash its own signature; an even e is no RSA key.
+    assert.equal(publicKeyFromCose(rsaCose(n!, Buffer.from([1]))), null);
+    assert.equal(publicKeyFromCose(rsaCose(n!, Buffer.from([1, 0, 0]))), null);
+    // Over 4096 bits no authenticator makes, and it costs more to check than the decoy (a 500 before).
+    assert.equal(publicKeyFromCose(rsaCose(rsa(4608).n!, Buffer.from([1, 0, 1]))), null);
+  });
+
+  it('refuses a key that carries a private part', () => {
+    const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const jwk = publicKey.export({ format: 'jwk' });
+    const d = Buffer.from(privateKey.export({ format: 'jwk' }).d!, 'base64url');
+    const entries: Array<[number, unknown]> = [
+      [1, 2], [3, -7], [-1, 1], [-2, Buffer.from(jwk.x!, 'base64url')], [-3, Buffer.from(jwk.y!, 'base64url')],
+    ];
+    assert.equal(publicKeyFromCose(cose(entries))?.algorithm, -7);
+    assert.equal(publicKeyFromCose(cose([...entries, [-4, d]])), null);
+  });
+});
 
 describe('the CBOR reader', () => {
   it('reads definite items and refuses indefinite lengths, tags, floats, repeated keys, depth and trailing bytes', () => {
