@@ -32,10 +32,10 @@ describe('patterns', () => {
 });
 
 describe('validateFields', () => {
-  it('returns the values when all fields are valid, with phone null when absent', () => {
+  it('returns the values when all fields are valid, with phone and locale null when absent', () => {
     const { value, invalid } = validateFields({ name: 'ab', email: 'a@b.c', pwd: 'secret' }, registrationSchema);
     assert.deepEqual(invalid, []);
-    assert.deepEqual(value, { name: 'ab', email: 'a@b.c', pwd: 'secret', phone: null });
+    assert.deepEqual(value, { name: 'ab', email: 'a@b.c', pwd: 'secret', phone: null, locale: null });
   });
 
   it('reports every failing field in schema order, then unknown fields', () => {
