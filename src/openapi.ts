@@ -205,6 +205,12 @@ const responseSchemas: Record<string, JsonObject> = {
     },
     jwks_uri: { type: 'string', format: 'uri', description: 'With TOKEN_ALG=ES256 only: where the public keys are.' },
   }), ['jwks_uri']),
+  WebauthnOrigins: objectOf({
+    origins: {
+      type: 'array', items: { type: 'string' },
+      description: 'Exact origins (scheme, host and port) of the pages that create and use passkeys.',
+    },
+  }),
   JsonWebKeySet: objectOf({
     keys: {
       type: 'array',

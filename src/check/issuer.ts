@@ -43,6 +43,7 @@ export async function checkIssuer(ctx: CheckContext, session: Session | null): P
     }
   }
   findings.push(await checkJwks(ctx, metadata.json?.jwks_uri !== undefined), await checkPasskeys(ctx));
+  findings.push(await checkPasskeyOrigins(ctx));
   if (session !== null) findings.push(checkTokenIssuer(origin, session));
   return findings;
 }
@@ -82,9 +83,33 @@ function checkTokenIssuer(origin: string, session: Session): Finding {
 }
 
 /**
+ * The passkey origins (GET /.well-known/webauthn) must use the URL's scheme: behind a proxy
+ * that ends TLS, `http://` written for an `https://` site is the mistake operators make, and
+ * then no browser's passkey is accepted. `http://localhost` is a browser's one secure http.
+ */
+async function checkPasskeyOrigins(ctx: CheckContext): Promise<Finding> {
+  const name = 'issuer.passkey-origins';
+  const answer = await ctx.probe.request('GET', '/.well-known/webauthn');
+  if (answer.status === 404) return skip(name, 'passkeys are off, or the origins are not published');
+  const origins = answer.json?.origins;
+  if (answer.status !== 200 || !Array.isArray(origins)) {
+    return fail(name, `GET /.well-known/webauthn answers ${answer.status}`, 'let the proxy pass /.well-known/');
+  }
+  const scheme = ctx.url.protocol;
+  const secureHttp = /^http:\/\/localhost(:|$)/;
+  const wrong = origins.map(String).filter((origin) => !origin.startsWith(`${scheme}//`) && !secureHttp.test(origin));
+  if (wrong.length === 0) return pass(name, `origins ${origins.join(', ')} use ${scheme}, as the URL does`);
+  return fail(
+    name,
+    `origins ${wrong.join(', ')} do not use ${scheme}, as ${ctx.url.origin} does: passkeys fail there`,
+    `write WEBAUTHN_ORIGINS as the browser sees the pages, e.g. ${scheme}//${new URL(wrong[0]!).host}`,
+  );
+}
+
+/**
  * The RP ID that sign-in options carry must be the URL's host or a parent domain of it, or no
- * browser on this site makes or uses a passkey. WEBAUTHN_ORIGINS is not published, but the
- * service starts only with origins on its RP ID.
+ * browser on this site makes or uses a passkey. The service starts only with origins on its RP
+ * ID; their scheme is checkPasskeyOrigins's.
  */
 async function checkPasskeys(ctx: CheckContext): Promise<Finding> {
   const name = 'issuer.passkeys';
@@ -96,7 +121,7 @@ async function checkPasskeys(ctx: CheckContext): Promise<Finding> {
     return fail(name, `POST /auth/passkey/options answers ${answer.status}`, 'let the proxy pass /auth/passkey/');
   const host = ctx.url.hostname;
   if (rpId === host || host.endsWith(`.${rpId}`))
-    return pass(name, `RP ID ${rpId} covers ${host} (the origins are not published: each is on the RP ID)`);
+    return pass(name, `RP ID ${rpId} covers ${host} (the service starts only with origins on the RP ID)`);
   return fail(
     name,
     `RP ID ${rpId} is neither ${host} nor a parent domain of it: passkeys fail on this site`,

@@ -2,6 +2,7 @@ import type { Route } from '../http/router.ts';
 import { activateAccountRoute } from './activate-account.ts';
 import { getAuthorizationServerMetadata } from './authorization-server-metadata.ts';
 import { getJwks } from './jwks.ts';
+import { getWebauthnOrigins } from './webauthn-origins.ts';
 import { changePasswordRoute } from './change-password.ts';
 import { setLocaleRoute } from './set-locale.ts';
 import { getAccount } from './get-account.ts';
@@ -314,6 +315,15 @@ export const routes: readonly Route[] = [
     doc: {
       summary: 'The public keys that verify access tokens (RFC 7517), when TOKEN_ALG is ES256',
       success: { status: 200, schema: 'JsonWebKeySet' }, errors: [404, 500],
+    },
+  },
+  {
+    method: 'GET',
+    path: '/.well-known/webauthn',
+    handler: getWebauthnOrigins,
+    doc: {
+      summary: 'The origins whose pages may use the passkeys of this relying party (WEBAUTHN_ORIGINS)',
+      success: { status: 200, schema: 'WebauthnOrigins' }, errors: [404, 500],
     },
   },
   {

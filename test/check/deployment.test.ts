@@ -23,8 +23,8 @@ type Deployment = { url: string; app: TestService; proxy: Nginx; account: { name
 const metricsToken = 'metrics-token-of-the-check-test';
 
 /** The service on a fresh database behind nginx with TLS, passkeys on for its URL, with an activated account. */
-async function deploy(env: Record<string, string>): Promise<Deployment> {
-  const port = await freePort();
+async function deploy(env: Record<string, string>, chosenPort?: number): Promise<Deployment> {
+  const port = chosenPort ?? await freePort();
   const url = `https://127.0.0.1:${port}`;
   const app = await startTestService({
     env: {
@@ -63,8 +63,8 @@ function assertOthersPass(found: Record<string, string>, except: string[], skipp
 
 describe('check, against nginx in front of the service', { skip: nginx === null }, () => {
   const running: Deployment[] = [];
-  const setup = async (env: Record<string, string>) => {
-    const deployment = await deploy(env);
+  const setup = async (env: Record<string, string>, port?: number) => {
+    const deployment = await deploy(env, port);
     running.push(deployment);
     return deployment;
   };
@@ -104,7 +104,8 @@ describe('check, against nginx in front of the service', { skip: nginx === null 
     const found = await check(shared);
     assert.equal(found['proxy.client-address'], 'warn');
     assert.equal(found['issuer.passkeys'], 'skip', 'passkeys are off');
-    assertOthersPass(found, ['proxy.client-address', 'issuer.passkeys']);
+    assert.equal(found['issuer.passkey-origins'], 'skip', 'passkeys are off');
+    assertOthersPass(found, ['proxy.client-address', 'issuer.passkeys', 'issuer.passkey-origins']);
   });
 
   it('fails public metrics, unless --expect-public-metrics says they are meant to be', async () => {
@@ -122,6 +123,15 @@ describe('check, against nginx in front of the service', { skip: nginx === null 
     const found = await check(elsewhere);
     assert.equal(found['issuer.passkeys'], 'fail');
     assertOthersPass(found, ['issuer.passkeys']);
+  });
+
+  it('fails passkey origins written http:// for an https:// site (the proxy ends TLS)', async () => {
+    // The origin is written from the port the proxy will listen on.
+    const port = await freePort();
+    const plain = await setup({ METRICS_TOKEN: metricsToken, WEBAUTHN_ORIGINS: `http://127.0.0.1:${port}` }, port);
+    const found = await check(plain);
+    assert.equal(found['issuer.passkey-origins'], 'fail');
+    assertOthersPass(found, ['issuer.passkey-origins']);
   });
 
   it('fails an issuer that is not the public URL, and exits 1 from the command line', async () => {
