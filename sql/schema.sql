@@ -279,7 +279,7 @@ CREATE TABLE public.one_time_codes (
     CONSTRAINT email_change_codes_carry_the_change CHECK (((purpose = 'email-change'::text) = ((new_email IS NOT NULL) AND (session_id IS NOT NULL)))),
     CONSTRAINT one_time_codes_code_hash_check CHECK ((octet_length(code_hash) = 32)),
     CONSTRAINT one_time_codes_new_email_check CHECK ((length(new_email) <= 254)),
-    CONSTRAINT one_time_codes_purpose_check CHECK ((purpose = ANY ('{email-change,passkey,registration,reset,totp}'::text[])))
+    CONSTRAINT one_time_codes_purpose_check CHECK ((purpose = ANY ('{email-change,email-change-current,passkey,registration,reset,totp}'::text[])))
 );
 
 --

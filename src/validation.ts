@@ -89,7 +89,7 @@ export const passkeyRenameSchema = { name: field(passkeyName) } satisfies Schema
 
 export const passkeyRemovalSchema = { pwd: field(patterns.password) } satisfies Schema;
 
-export const emailChangeSchema = { code: field(patterns.code) } satisfies Schema;
+export const emailChangeSchema = { code: field(patterns.code), current_code: field(patterns.code) } satisfies Schema;
 
 
 export const passwordChangeSchema = {

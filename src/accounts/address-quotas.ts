@@ -54,6 +54,11 @@ export async function reserveAddressRequest(
   return { reason: 'daily-cap', retryAfterSeconds: Math.max(cooldownWait, secondsUntil(capFreesAt)) };
 }
 
+/** Forgets the request quotas of these purposes and keys. */
+export async function clearQuotas(sql: Sql, purposes: string[], keys: Buffer[]): Promise<void> {
+  await sql`DELETE FROM address_quotas WHERE purpose IN ${sql(purposes)} AND address_key IN ${sql(keys)}`;
+}
+
 /** Forgets addresses whose last request is a day old: they are under no limit any more. */
 export async function deleteStaleQuotas(sql: Sql, now: Date): Promise<number> {
   const rows = await sql`DELETE FROM address_quotas WHERE last_at < ${new Date(now.getTime() - dayMs)}`;

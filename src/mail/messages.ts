@@ -116,13 +116,17 @@ export const mailKinds = {
   // To the current address. It reads the same whether or not the new address could take the
   // change: the owner must not learn from it whether another account holds the new address.
   'email-change-requested': spec(
-    'name new_email_masked! time client_address', 'A change of your e-mail address was asked for', [
+    `name new_email_masked! ${codes} time client_address`, 'A change of your e-mail address was asked for', [
     'Hello {{name}},',
     'at {{time}}, from the address {{client_address}}, a session of your account asked to change its e-mail ' +
-      'address to {{new_email_masked}}.',
-    "Nothing changes until the change is confirmed from the new mailbox; until then this address stays the account's.",
-    'If it was not you, someone knows your password and is signed in: sign out everywhere (DELETE ' +
-      '/acc/me/sessions) or change your password. Either cancels the change.',
+      'address to {{new_email_masked}}. If it was you, this code confirms the change from this mailbox, ' +
+      'together with the one mailed to the new address (POST /acc/email, as current_code):',
+    '{{code}}',
+    codeHint,
+    link,
+    "Nothing changes without it; until then this address stays the account's.",
+    'If it was not you, someone knows your password and is signed in: do not pass the code on, and sign out ' +
+      'everywhere (DELETE /acc/me/sessions) or change your password. Either cancels the change.',
   ]),
   // To the holder of an address that someone asked to move another account to. Nothing was sent there but this.
   'email-change-attempt': spec('name pending', 'Someone tried to use your address', [
@@ -289,9 +293,17 @@ export function passkeyMail(
   return mail(kind, to, { passkey_name: passkeyName, time: isoUtc(at), client_address: clientAddress });
 }
 
-/** To the current address when a change is asked for (`requested`), or once it is confirmed (`changed`). */
+/** To the current address when a change is asked for, with the code that confirms it from there. */
+export function emailChangeRequestedMail(
+  to: Recipient, newEmail: string, code: string, expiresAt: Date, at: Date, clientAddress: string,
+): OutgoingMail {
+  const values = { new_email_masked: maskAddress(newEmail), time: isoUtc(at), client_address: clientAddress };
+  return mail('email-change-requested', to, { ...codeValues(code, expiresAt, at), ...values });
+}
+
+/** To the current address once a change is confirmed. */
 export function emailChangeNoticeMail(
-  kind: 'email-change-requested' | 'email-changed', to: Recipient, newEmail: string, at: Date, clientAddress: string,
+  kind: 'email-changed', to: Recipient, newEmail: string, at: Date, clientAddress: string,
 ): OutgoingMail {
   return mail(kind, to, { new_email_masked: maskAddress(newEmail), time: isoUtc(at), client_address: clientAddress });
 }

@@ -1,6 +1,6 @@
 import { setEmail } from '../accounts/email-changes.ts';
 import { forgetKnownClients } from '../accounts/login-throttle.ts';
-import { consumeCodes, deleteCodes, findEmailChange } from '../accounts/one-time-codes.ts';
+import { consumeCodes, deleteCodes, findEmailChange, hashCode } from '../accounts/one-time-codes.ts';
 import { emailChangeNoticeMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import { isUniqueViolation } from '../database-errors.ts';
@@ -19,8 +19,9 @@ export type EmailChangeConfirmation =
 
 /**
  * Confirms an e-mail change with the code mailed to the new address (found by the caller's code
- * lookup). In one transaction: the account takes the new address as typed at the request, every
- * session but the one that asked ends, the code is used up, reset codes mailed to the old
+ * lookup) and the one mailed to the current address. In one transaction: the account takes the
+ * new address as typed at the request, every session but the one that asked ends, both codes
+ * are used up, reset codes mailed to the old
  * address stop working, the networks known to the old address for sign-in are forgotten, the
  * event is recorded and the old address is told, with the new one
  * partly masked, and the application's webhook `account.email_changed` is queued. Sign-in by
@@ -35,7 +36,7 @@ export type EmailChangeConfirmation =
  * address, deleted before the update), then sessions, codes, events, outbox.
  */
 export async function changeEmail(
-  deps: UseCaseDeps, account: ChangingAccount, codeHash: Buffer, client: Client,
+  deps: UseCaseDeps, account: ChangingAccount, codeHash: Buffer, currentCode: string, client: Client,
 ): Promise<EmailChangeConfirmation> {
   const now = deps.clock();
   try {
@@ -58,6 +59,8 @@ export async function changeEmail(
       // Only the end of the kept session (which takes its code along) can come between the
       // read and this; the change is then rolled back as a whole.
       if (!(await consumeCodes(tx, account.id, 'email-change', codeHash, now))) throw codeGone;
+      // The code mailed to the current address: a wrong one rolls everything back, both codes included.
+      if (!(await consumeCodes(tx, account.id, 'email-change-current', hashCode(currentCode), now))) throw codeGone;
       // A reset code mailed to the old address must not open the account any more.
       await deleteCodes(tx, account.id, 'reset');
       await forgetKnownClients(tx, [deps.keys.loginIdentifier(account.email)]);

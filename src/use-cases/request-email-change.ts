@@ -3,7 +3,7 @@ import { reserveAddressRequest, type QuotaRefusal } from '../accounts/address-qu
 import { claimAttemptNotice, findOtherHolder, lockAccountsForChange } from '../accounts/email-changes.ts';
 import { generateCode, hashCode, storeCode } from '../accounts/one-time-codes.ts';
 import { recordEvent } from '../accounts/security-events.ts';
-import { emailChangeAttemptMail, emailChangeCodeMail, emailChangeNoticeMail } from '../mail/messages.ts';
+import { emailChangeAttemptMail, emailChangeCodeMail, emailChangeRequestedMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import type { CallerFactorRefusal } from './password-check.ts';
 import { checkPasswordAndFactor, useSecondFactor } from './second-factor.ts';
@@ -14,8 +14,10 @@ export type EmailChangeRequest =
 
 /**
  * Starts an e-mail change: a code for the new address, which replaces any pending change of the
- * account, and a notice to the current address. The password is checked under the throttle of
- * the account itself, as for a password change, so that a stolen token alone cannot move it.
+ * account, and a notice with a second code to the current address: the confirmation needs both
+ * mailboxes, so that a password alone cannot move the account to a thief's. The password is
+ * checked under the throttle of the account itself, as for a password change, so that a stolen
+ * token alone cannot move it.
  *
  * No oracle: whatever the new address holds, the same statements run and the same rows are
  * written (the quota, the code row with its change, the event, the notice to the current
@@ -46,6 +48,7 @@ export async function requestEmailChange(
 
   const now = deps.clock();
   const code = generateCode();
+  const currentCode = generateCode();
   const expiresAt = new Date(now.getTime() + deps.config.emailCodeTtlSeconds * 1000);
   const result = await inTransaction(deps.sql, async (tx, rollBack): Promise<EmailChangeRequest> => {
     // The account's own quota first (a purpose of its own, keyed by its public id): every
@@ -67,8 +70,10 @@ export async function requestEmailChange(
 
     const notice = await claimAttemptNotice(tx, holderId, newEmail, now);
     await storeCode(tx, 'email-change', account.id, hashCode(code), expiresAt, now, { newEmail, sessionId });
+    // The current mailbox must agree too: a password alone must not move the account away from it.
+    await storeCode(tx, 'email-change-current', account.id, hashCode(currentCode), expiresAt, now);
     await recordEvent(tx, account.id, 'email-change-requested', client.address, sessionId, now);
-    const requested = emailChangeNoticeMail('email-change-requested', locked, newEmail, now, client.address);
+    const requested = emailChangeRequestedMail(locked, newEmail, currentCode, expiresAt, now, client.address);
     await enqueueMail(tx, requested, deps.mailer, now);
     if (holderId === null) {
       const to = { email: newEmail, name: locked.name, locale: requestLocale ?? locked.locale };

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { eventsOf, passwordGrant } from '../helpers/accounts.ts';
+import { emailChangeBody, eventsOf, passwordGrant } from '../helpers/accounts.ts';
 import { stopWallClock } from '../helpers/clock.ts';
 import { seen, type HttpResult } from '../helpers/http.ts';
 import { codeIn, type ReceivedMail } from '../helpers/smtp.ts';
@@ -23,7 +23,7 @@ const changedSubject = 'Your e-mail address was changed';
 const attemptSubject = 'Someone tried to use your address';
 
 const askChange = (token: string, json: unknown) => app.call('POST', '/acc/me/email', { token, json });
-const confirm = (code: string) => app.call('POST', '/acc/email', { json: { code } });
+const confirm = async (code: string) => app.call('POST', '/acc/email', { json: await emailChangeBody(app, code) });
 /** Every request resolved and every message it caused delivered: counts of mail are final (wait.ts). */
 const settled = () => untilQueuesDrained(app.service.sql);
 
@@ -47,6 +47,15 @@ async function requestChangeCode(token: string, pwd: string, email: string): Pro
 }
 
 describe('POST /acc/me/email and POST /acc/email', () => {
+  it("needs the code mailed to the current address too: a password and a thief's own mailbox move nothing", async () => {
+    const { user, token } = await newAccount();
+    const code = await requestChangeCode(token, user.pwd, `thief-${user.email}`);
+    const without = await app.call('POST', '/acc/email', { json: { code, current_code: 'ABCD-EFGH-JKLM-NPQR' } });
+    assert.equal(without.status, 404, without.text);
+    assert.equal((await app.call('GET', '/acc/me', { token })).json.email, user.email, 'the address stays');
+    assert.equal((await confirm(code)).status, 204, 'the refused attempt used up neither code');
+  });
+
   it('moves the account to the new address: a code to the new one, notices to the old one, sign-in by the new only', async () => {
     const { user, token } = await newAccount();
     const other = await signIn(app, user.name, user.pwd);
@@ -211,7 +220,8 @@ describe('POST /acc/me/email and POST /acc/email', () => {
     assert.equal(noToken.status, 401);
     assert.equal(noToken.headers['www-authenticate'], 'Bearer realm="accounts"');
     assert.equal((await app.call('POST', '/acc/me/email', { token, body: '{}', headers: { 'content-type': 'text/plain' } })).status, 415);
-    for (const body of [{}, { code: 'not-a-code' }, { code: 'ABCD-EFGH-IJKL-MNOP', extra: 1 }, { code: 42 }]) {
+    const current = 'ABCD-EFGH-JKLM-NPQR';
+    for (const body of [{}, { code: 'not-a-code', current_code: current }, { code: 'ABCD-EFGH-IJKL-MNOP', extra: 1 }, { code: 42 }, { code: current }]) {
       const response = await app.call('POST', '/acc/email', { json: body });
       assert.equal(response.status, 400, JSON.stringify(body));
     }
@@ -422,7 +432,7 @@ describe('POST /acc/me/email and POST /acc/email', () => {
       const from = hooked.smtp.messages.length;
       assert.equal((await hooked.call('POST', '/acc/me/email', { token, json: { pwd: user.pwd, email: newEmail } })).status, 204);
       const code = codeIn(await hooked.smtp.waitFor((mail) => hooked.smtp.messages.indexOf(mail) >= from && mail.subject === codeSubject));
-      assert.equal((await hooked.call('POST', '/acc/email', { json: { code } })).status, 204);
+      assert.equal((await hooked.call('POST', '/acc/email', { json: await emailChangeBody(hooked, code) })).status, 204);
       const changed = () => acceptedEvents(receiver.received).filter((event) => event.data.account_id === account && event.type === 'account.email_changed');
       await receiver.waitFor(() => changed().length === 1);
       assert.deepEqual(changed()[0]!.data, { email: newEmail, account_id: account });

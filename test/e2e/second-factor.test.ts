@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { enableTotp, eventsOf, passwordGrant, signedIn, startTotp } from '../helpers/accounts.ts';
+import { emailChangeBody, enableTotp, eventsOf, passwordGrant, signedIn, startTotp } from '../helpers/accounts.ts';
 import { codeIn, type ReceivedMail } from '../helpers/smtp.ts';
 import { referenceTotp } from '../helpers/totp.ts';
 import { registerAndSignIn, startTestService, type TestService } from '../helpers/service.ts';
@@ -352,7 +352,7 @@ describe('changing the e-mail address with a second factor', () => {
     assert.equal(wrongPassword.json.type, 'urn:account-service:problem:wrong-password', 'the password first: a wrong one says nothing of the factor');
     assert.equal((await ask({ otp: codeAt(secret, step + 1) })).status, 204);
     const code = codeIn(await mailTo(`moved-${user.email}`, 'Confirm your new e-mail address'));
-    assert.equal((await app.call('POST', '/acc/email', { json: { code } })).status, 204);
+    assert.equal((await app.call('POST', '/acc/email', { json: await emailChangeBody(app, code) })).status, 204);
     assert.equal((await app.call('GET', '/acc/me', { token })).json.email, `moved-${user.email}`);
   });
 });

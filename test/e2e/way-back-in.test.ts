@@ -50,6 +50,21 @@ async function inBatches(requests: (() => Promise<{ status: number }>)[]): Promi
 }
 
 describe('the owner always gets back in (issue 30)', () => {
+  it("7. a thief's ten enrollment requests a day do not keep the owner who reset from enrolling (an outside tester's)", async () => {
+    const { user } = await registerAndSignIn(app);
+    const thief = (await signedIn(app, user.name, user.pwd, { source: '127.7.0.1' })).access_token;
+    const ask = (token: string) => app.call('POST', '/acc/me/totp', { token, json: { pwd: user.pwd } });
+    for (let request = 0; request < 10; request += 1) {
+      assert.equal((await ask(thief)).status, 200);
+      app.clock.advance(61);
+    }
+    assert.equal((await ask(thief)).status, 429, 'ten a day');
+    await resetFrom(user, '127.7.0.2', 'owner-takes-it-back-7');
+    const owner = (await signedIn(app, user.name, user.pwd, { source: '127.7.0.2' })).access_token;
+    // The quotas are cleared after the reset's commit, before its answer.
+    assert.equal((await ask(owner)).status, 200, 'the reset cleared the account quotas');
+  });
+
   it('1. a password alone cannot enroll a factor: the code goes to the mailbox; a reset makes it enough', async () => {
     const { user } = await registerAndSignIn(app);
     const thief = (await signedIn(app, user.name, user.pwd, { source: '127.1.0.1' })).access_token;

@@ -85,3 +85,24 @@ export async function enableTotp(app: TotpApp, token: string, account: Owner, he
   if (confirmed.status !== 200) throw new Error(`confirmation failed: ${confirmed.status} ${confirmed.text}`);
   return { secret, recoveryCodes: confirmed.json.recovery_codes as string[], step };
 }
+
+/**
+ * The body of POST /acc/email for a code mailed to a new address: that code, and the one the
+ * same request mailed to the current address. The two are matched by the account's name, which
+ * both mails carry, and by arrival: the notice that came nearest the code mail. A code no mail
+ * carries gets a well-formed code that matches nothing.
+ */
+export async function emailChangeBody(
+  app: Pick<TestService, 'smtp'>, code: string,
+): Promise<{ code: string; current_code: string }> {
+  const { messages } = app.smtp;
+  const codeMail = messages.find((mail) => mail.subject === 'Confirm your new e-mail address' && mail.text.includes(code.toUpperCase()));
+  const name = codeMail === undefined ? null : /the account "([^"]+)"/.exec(codeMail.text)?.[1];
+  if (name === null || name === undefined) return { code, current_code: 'ABCD-EFGH-JKLM-NPQR' };
+  const isNotice = (mail: ReceivedMail) =>
+    mail.subject === 'A change of your e-mail address was asked for' && mail.text.startsWith(`Hello ${name},`);
+  await app.smtp.waitFor(isNotice);
+  const at = messages.indexOf(codeMail!);
+  const notices = messages.filter(isNotice).sort((a, b) => Math.abs(messages.indexOf(a) - at) - Math.abs(messages.indexOf(b) - at));
+  return { code, current_code: codeIn(notices[0]!) };
+}

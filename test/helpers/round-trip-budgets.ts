@@ -9,7 +9,7 @@ export const roundTripBudgets: Record<string, number> = {
   activation: 2,
   'registration request': 6,
   'reset request': 4,
-  'reset confirmation': 10,
+  'reset confirmation': 11,
   'password change': 10,
   deletion: 11,
   'revoke one session': 2,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { emailChangeAttemptMail, emailChangeNoticeMail, maskAddress, type UnaddressedMail } from '../../src/mail/messages.ts';
+import { emailChangeAttemptMail, emailChangeRequestedMail, maskAddress, type UnaddressedMail } from '../../src/mail/messages.ts';
 import { createMailRenderer } from '../../src/mail/templates.ts';
 
 const render = (mail: UnaddressedMail) => createMailRenderer().render(mail);
@@ -23,10 +23,13 @@ describe('e-mail change messages', () => {
 
   it('tell the current address the same whatever the new address holds: they name only the masked address', () => {
     const at = new Date('2026-11-21T10:00:00Z');
-    const mail = emailChangeNoticeMail('email-change-requested', { email: 'old@example.com', name: 'alice', locale: null }, 'new@example.org', at, '192.0.2.7');
+    const to = { email: 'old@example.com', name: 'alice', locale: null };
+    const expiresAt = new Date(at.getTime() + 30 * 60_000);
+    const mail = emailChangeRequestedMail(to, 'new@example.org', 'ABCD-EFGH-JKLM-NPQR', expiresAt, at, '192.0.2.7');
     assert.equal(mail.to, 'old@example.com');
     const content = render(mail);
     assert.match(content.text, /at 2026-11-21T10:00:00Z, from the address 192\.0\.2\.7, .* to n\*\*\*@e\*\*\*\.org\./);
+    assert.match(content.text, /ABCD-EFGH-JKLM-NPQR/, 'the code that confirms the change from the current mailbox');
     assert.equal(content.text.includes('new@example.org'), false);
     assert.match(content.html, /account&#39;s/, 'HTML escaped');
   });

@@ -4,7 +4,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import postgres from 'postgres';
 import { connectDatabase } from '../../src/storage/db.ts';
 import { loadMigrations, migrate } from '../../src/storage/migrations.ts';
-import { enableTotp, passwordGrant } from '../helpers/accounts.ts';
+import { emailChangeBody, enableTotp, passwordGrant } from '../helpers/accounts.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { form } from '../helpers/http.ts';
 import { codeIn } from '../helpers/smtp.ts';
@@ -96,7 +96,7 @@ describe('table scans', () => {
     const newEmail = `${uniqueUser('scans').name}@example.com`;
     assert.equal((await app.call('POST', '/acc/me/email', { token: current, json: { pwd: user.pwd, email: newEmail } })).status, 204);
     const change = await mailTo(newEmail, /.*/);
-    assert.equal((await app.call('POST', '/acc/email', { json: { code: codeIn(change) } })).status, 204);
+    assert.equal((await app.call('POST', '/acc/email', { json: await emailChangeBody(app, codeIn(change)) })).status, 204);
     user.email = newEmail;
 
     current = (await signIn()).json.access_token as string;
