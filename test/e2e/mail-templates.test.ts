@@ -13,7 +13,7 @@ const german: Record<string, string> = {
   'account-active.de.txt': 'Subject: Ihr Konto ist aktiv\n\nHallo {{name}}, Ihr Konto ist aktiv.\n',
   'reset-code.de.txt': 'Subject: Ihr Code zum Zurücksetzen\n\nAngefragt um {{time}} von {{client_address}}. Der Code:\n\n{{code}}\n',
   'password-changed.de.txt': 'Subject: Ihr Passwort wurde geändert\n\nHallo {{name}}, um {{time}} von {{client_address}}. Waren Sie es nicht, schreiben Sie an {{support}}.\n',
-  'email-change-requested.de.txt': 'Subject: Adressänderung angefragt\n\nHallo {{name}}, neue Adresse: {{new_email_masked}}.\n',
+  'email-change-requested.de.txt': 'Subject: Adressänderung angefragt\n\nHallo {{name}}, neue Adresse: {{new_email_masked}}. Bestätigungscode: {{code}}\n',
 };
 
 let app: TestService;
