@@ -302,10 +302,9 @@ export function emailChangeRequestedMail(
 }
 
 /** To the current address once a change is confirmed. */
-export function emailChangeNoticeMail(
-  kind: 'email-changed', to: Recipient, newEmail: string, at: Date, clientAddress: string,
-): OutgoingMail {
-  return mail(kind, to, { new_email_masked: maskAddress(newEmail), time: isoUtc(at), client_address: clientAddress });
+export function emailChangedMail(to: Recipient, newEmail: string, at: Date, clientAddress: string): OutgoingMail {
+  const values = { new_email_masked: maskAddress(newEmail), time: isoUtc(at), client_address: clientAddress };
+  return mail('email-changed', to, values);
 }
 
 export function emailChangeAttemptMail(to: Recipient, pending: boolean): OutgoingMail {

@@ -1,7 +1,7 @@
 import { setEmail } from '../accounts/email-changes.ts';
 import { forgetKnownClients } from '../accounts/login-throttle.ts';
 import { consumeCodes, deleteCodes, findEmailChange, hashCode } from '../accounts/one-time-codes.ts';
-import { emailChangeNoticeMail } from '../mail/messages.ts';
+import { emailChangedMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import { isUniqueViolation } from '../database-errors.ts';
 import { endSessions } from './end-sessions.ts';
@@ -64,7 +64,7 @@ export async function changeEmail(
       // A reset code mailed to the old address must not open the account any more.
       await deleteCodes(tx, account.id, 'reset');
       await forgetKnownClients(tx, [deps.keys.loginIdentifier(account.email)]);
-      const notice = emailChangeNoticeMail('email-changed', account, change.newEmail, now, client.address);
+      const notice = emailChangedMail(account, change.newEmail, now, client.address);
       await enqueueMail(tx, notice, deps.mailer, now);
       return { outcome: 'changed' };
     }).then((result) => {

@@ -23,11 +23,9 @@ export async function resetPassword(
 ): Promise<boolean> {
   const passwordHash = await deps.passwords.hash(newPassword);
   const now = deps.clock();
-  let publicId: string | null = null;
   const reset = await inTransaction(deps.sql, async (tx) => {
-    if (!(await lockAccount(tx, accountId))) return false;
+    if (!(await lockAccount(tx, accountId))) return null;
     const account = await resetPasswordHash(tx, accountId, passwordHash);
-    publicId = account!.publicId;
     const webhook = deps.webhooks.event('password.reset', account!.publicId, now);
     const event = { type: 'password-reset', clientAddress: client.address, sessionId: null } as const;
     await endSessions(tx, { accountId, sessionId: null, event, webhook, record: 'always', now });
@@ -38,21 +36,21 @@ export async function resetPassword(
     const identifiers = [account!.name, account!.email].map((identifier) => deps.keys.loginIdentifier(identifier));
     await rememberClient(tx, identifiers, deps.keys.client(clientNetwork(client.address)), now);
     await enqueueMail(tx, noticeMail('password-reset', account!, now, client.address), deps.mailer, now);
-    return true;
+    return account!;
   }).catch((error: unknown) => {
-    if (error === codeGone) return false;
+    if (error === codeGone) return null;
     throw error;
   });
-  if (reset) {
+  if (reset !== null) {
     wakeWorkers(deps);
     // The account's own request quotas start afresh (found by an outside tester): a thief's ten
     // enrollment or passkey requests a day must not keep the owner who took the account back
     // from adding a factor. After the commit, apart: quota rows come before the account row in
     // the lock order, and a reset holds the account row.
-    const keys = [deps.keys.address(`account:${publicId}`), deps.keys.address(publicId!)];
+    const keys = [deps.keys.address(`account:${reset.publicId}`), deps.keys.address(reset.publicId)];
     await clearQuotas(deps.sql, ['totp', 'passkey', 'account-email-change'], keys);
   }
-  return reset;
+  return reset !== null;
 }
 
 /** Thrown inside the transaction to roll it back; never leaves this module. */
