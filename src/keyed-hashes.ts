@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, createSecretKey, randomBytes } from 'node:crypto';
 import type { Sealer } from './sealing.ts';
 import type { Sql } from './storage/db.ts';
 
@@ -21,7 +21,11 @@ export const keyedHashPurposes = ['address', 'loginIdentifier', 'client'] as con
 type Purpose = (typeof keyedHashPurposes)[number];
 
 export function createKeyedHashes(keys: Record<Purpose, Buffer>): KeyedHashes {
-  const hasher = (key: Buffer) => (value: string) => createHmac('sha256', key).update(value.toLowerCase()).digest();
+  // A key object made once: given bytes, node:crypto would build one for every hash.
+  const hasher = (bytes: Buffer) => {
+    const key = createSecretKey(bytes);
+    return (value: string) => createHmac('sha256', key).update(value.toLowerCase()).digest();
+  };
   return { address: hasher(keys.address), loginIdentifier: hasher(keys.loginIdentifier), client: hasher(keys.client) };
 }
 

@@ -91,7 +91,6 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     bounds: config.database,
     onDown: () => log.warn('database unreachable or its connections broken; failing requests at once until it answers'),
     onUp: () => log.info('database answers again; serving with a new connection pool'),
-    onRenew: () => log.debug('renewed the connection pool (driver queue defect, see storage/db.ts)'),
     ...(options.onQuery === undefined ? {} : { onQuery: options.onQuery }),
   });
   const { sql } = database;

@@ -1,4 +1,4 @@
-import { createHmac, randomUUID, sign, timingSafeEqual, verify, type KeyObject } from 'node:crypto';
+import { createHmac, createSecretKey, randomUUID, sign, timingSafeEqual, verify, type KeyObject } from 'node:crypto';
 import { isUuid } from '../validation.ts';
 
 /** Claims of an access token. `sub` is the account's public id, `sid` its session. */
@@ -63,15 +63,17 @@ export function createTokenService({ keys, ttlSeconds, issuer, audience }: Token
 
 /** HS256 under TOKEN_SECRET: the first secret signs, every one verifies. Whoever verifies can also sign. */
 export function hmacTokenKeys(secrets: readonly Buffer[]): TokenKeys {
-  const [current] = secrets;
+  // As key objects: given bytes, node:crypto would build one for every signature.
+  const keys = secrets.map((secret) => createSecretKey(secret));
+  const [current] = keys;
   if (current === undefined) throw new Error('at least one token secret is required');
   const header = encodeJson({ alg: 'HS256', typ: 'JWT' });
-  const mac = (secret: Buffer, data: string) => createHmac('sha256', secret).update(data).digest('base64url');
+  const mac = (secret: KeyObject, data: string) => createHmac('sha256', secret).update(data).digest('base64url');
   return {
     signer: () => ({ header, sign: (data) => mac(current, data) }),
     // Every secret is tried, in constant time, so the time taken tells nothing of a forged signature.
     verify: (given, data, signature) =>
-      given === header && secrets.some((secret) => equalInConstantTime(mac(secret, data), signature)),
+      given === header && keys.some((secret) => equalInConstantTime(mac(secret, data), signature)),
   };
 }
 

@@ -29,23 +29,6 @@ const connectTimeoutSeconds = 2;
 const queryMethods = new Set<PropertyKey>(['begin', 'reserve', 'unsafe', 'file']);
 
 /**
- * postgres 3.4.9 gets slower with every query a pool serves, and holds more memory
- * (docs/operations.md, "Driver defects"): its queue of busy (or idle) connections keeps an empty slot for every
- * connection taken from its head until the queue is empty, which it never is while the pool is
- * busy, and each hand-over searches all the slots. A fresh pool starts with empty queues, so the
- * handle renews its pool after this many queries. The search then stays short (a few µs a query)
- * for the price of ten new connections every one to three seconds at full load. Written for
- * postgres 3.4.9 (test/storage/db.test.ts fails on another version): drop the renewal once the
- * driver's Queue no longer keeps a slot per shift() (test/bench/driver-queue.ts shows it).
- */
-export const defaultQueriesPerPool = 10_000;
-/**
- * What a renewed pool had started may finish: longer than a request (30 s); no outbox send
- * holds a connection (outbox.ts).
- */
-const retiredPoolTimeoutSeconds = 60;
-
-/**
  * How long PostgreSQL may work on one statement and wait for one lock, in milliseconds, sent as
  * startup parameters of every connection (no statement per transaction); 0 sends nothing and
  * leaves it to the server's or the role's settings, as behind a pooler that refuses them
@@ -63,9 +46,6 @@ export type PoolOptions = {
   onDown?: () => void;
   onUp?: () => void;
   onQuery?: (text: string, connection: number) => void;
-  queriesPerPool?: number;
-  /** Called when a renewed pool's predecessor has been asked to end. */
-  onRenew?: () => void;
 };
 
 /**
@@ -80,74 +60,21 @@ export type PoolOptions = {
  * opens only if that fails too; meanwhile the pool goes on serving.
  */
 export function openDatabase(url: string, options: PoolOptions = {}): Database {
-  const { onDown = () => {}, onUp = () => {}, onRenew = () => {}, queriesPerPool = defaultQueriesPerPool } = options;
+  const { onDown = () => {}, onUp = () => {} } = options;
   const bounds = options.bounds ?? unbounded;
+  // As many slots as the pool has connections: the driver is never handed more work than it
+  // has connections, which keeps its queues short (see poolSize).
   const gate = createGate(poolSize, maxQueued, bounds.queueTimeoutMs);
   let current = connectDatabase(url, options);
-  let served = 0;
   let down = false;
   let checking = false;
   let ended = false;
-  const retiring = new Set<Sql>();
-  const retire = (pool: Sql) => {
-    retiring.add(pool);
-    // end() mishandles a query still waiting in the old pool's own queue: the driver serves it
-    // later on a connection that reopens after the end and then idles until idle_timeout. Queries
-    // made on the handle just before the switch reach that queue a microtask later; a reservation
-    // queues behind all of them, and once it is granted they have all been sent. end() then lets
-    // them finish, open transactions included, before it closes the connections.
-    setImmediate(() => {
-      void pool
-        .reserve()
-        .then((reserved) => reserved.release(), () => {})
-        .then(() => {
-          onRenew();
-          return pool.end({ timeout: retiredPoolTimeoutSeconds });
-        })
-        .catch(() => {})
-        .finally(() => retiring.delete(pool));
-    });
-  };
-  // The next pool, while its connections open: queries stay on the current one until all ten
-  // are open, so that no request waits for a connection handshake (the renewal showed as a
-  // p99 of 60 ms at full load when the switch came first and the connections after).
-  let warming: Sql | null = null;
-  const renew = () => {
-    const fresh = connectDatabase(url, options);
-    warming = fresh;
-    // A reservation opens a connection without a statement (none shows in onQuery).
-    Promise.all(Array.from({ length: poolSize }, () => fresh.reserve())).then(
-      (reserved) => {
-        for (const connection of reserved) connection.release();
-        warming = null;
-        // The breaker opened or the handle ended meanwhile: this pool is not wanted.
-        if (down || ended) return void fresh.end({ timeout: 0 }).catch(() => {});
-        const retired = current;
-        current = fresh;
-        served = 0;
-        retire(retired);
-      },
-      // The database did not open the connections (unreachable, or at its connection limit): the
-      // current pool goes on, and the next try is due after as many queries again, not on the
-      // next query, so that a database refusing connections is not asked ten more per query.
-      () => {
-        warming = null;
-        served = 0;
-        void fresh.end({ timeout: 0 }).catch(() => {});
-      },
-    );
-  };
-  // Every call on the handle counts (queries, fragments, begin, unsafe): a signal, not a tally.
-  const use = (): Sql => {
-    if (++served >= queriesPerPool && warming === null && !down) renew();
-    return current;
-  };
   const sql = new Proxy(function pool() {}, {
     apply: (_target, _this, args: unknown[]) => {
       // A tagged template sends a query; any other call builds a fragment or helper, sends nothing.
       if (!isTemplate(args[0])) return (current as unknown as (...args: unknown[]) => unknown)(...args);
       if (down) return refusedQuery();
-      const pool = use() as unknown as (...args: unknown[]) => Promise<unknown>;
+      const pool = current as unknown as (...args: unknown[]) => Promise<unknown>;
       const again = () => (current === (pool as unknown) ? null : (current as unknown as typeof pool)(...args));
       return queryThroughGate(pool(...args), again, gate);
     },
@@ -158,18 +85,17 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
       type Methods = Record<PropertyKey, (...args: unknown[]) => PromiseLike<unknown>>;
       const method = (pool: Sql) => (pool as unknown as Methods)[property]!.bind(pool);
       // A transaction holds its connection throughout, so it holds its place in the gate throughout.
-      if (queryMethods.has(property)) return (...args: unknown[]) => throughGate(() => method(use())(...args), gate);
+      if (queryMethods.has(property)) return (...args: unknown[]) => throughGate(() => method(current)(...args), gate);
       return method(current);
     },
   }) as unknown as Sql;
 
-  const allPools = () => [current, ...retiring, ...(warming === null ? [] : [warming])];
   const open = () => {
     down = true;
     onDown();
     // Queries waiting in the driver for a connection would wait out its backoff: ending the
-    // pools fails them now. They are not used again; the probe's success makes a new one.
-    for (const pool of allPools()) void pool.end({ timeout: 0 }).catch(() => {});
+    // pool fails them now. It is not used again; the probe's success makes a new one.
+    void current.end({ timeout: 0 }).catch(() => {});
     void probeUntilUp();
   };
 
@@ -178,7 +104,6 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
       const answered = await answersOnFreshConnection(url, options.applicationName);
       if (answered && !ended) {
         current = connectDatabase(url, options);
-        served = 0;
         down = false;
         onUp();
         return;
@@ -201,7 +126,7 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
     isUp: () => !down,
     async end() {
       ended = true;
-      await Promise.all(allPools().map((pool) => pool.end({ timeout: 5 })));
+      await current.end({ timeout: 5 });
     },
   };
 }
@@ -224,8 +149,9 @@ function throughGate(start: () => PromiseLike<unknown>, gate: Gate): Promise<unk
 /**
  * The same for a tagged query, which must stay the driver's own query object: it may be a
  * fragment of another query, and then it is never awaited itself. The driver sends a query when
- * it is first awaited (then, catch or finally); here that waits for a place in the gate. If its
- * pool was renewed meanwhile (and has ended), `again` makes the same query on the current one.
+ * it is first awaited (then, catch or finally); here that waits for a place in the gate. If the
+ * breaker replaced its pool meanwhile (the old one has ended), `again` makes the same query on
+ * the current one.
  */
 function queryThroughGate(query: Promise<unknown>, again: () => Promise<unknown> | null, gate: Gate): Promise<unknown> {
   const { then } = query;
@@ -297,7 +223,14 @@ function sessionAttrs(url: string): { target_session_attrs?: 'primary' } {
   return /[?&]target_session_attrs=read-write(?:&|$)/.test(url) ? { target_session_attrs: 'primary' } : {};
 }
 
-/** Connections of a pool. */
+/**
+ * Connections of the pool, and places in the gate. The gate never lets more queries or
+ * transactions into the pool than it has connections, and that is what keeps postgres 3.4.9
+ * fast over uptime: handed more, the driver pipelines onto busy connections, and its queue of
+ * busy connections then keeps an empty slot for every query it ever served while the pool stays
+ * busy, which every later query searches (docs/operations.md, "Driver defects";
+ * test/storage/db.test.ts shows that the handle never sends a query on a busy connection).
+ */
 const poolSize = 10;
 
 /** `onQuery` sees the text of every statement (never its parameters), for tests that compare paths. */

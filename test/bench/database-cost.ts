@@ -2,7 +2,7 @@
 // sends (counted by test/e2e/round-trips.test.ts), the CPU time PostgreSQL spends per request,
 // and the scale figure that follows, requests a second per PostgreSQL core. The CPU time is
 // read from /proc: every process of the local PostgreSQL (the postmaster and its children,
-// whose time the postmaster also collects when a backend exits, as the pool renewal makes
+// whose time the postmaster also collects when a backend exits, as backends may
 // them), before and after a run, less what the idle service costs it over the same time (its
 // workers poll). Only a local PostgreSQL can be measured so.
 //

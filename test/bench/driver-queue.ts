@@ -2,10 +2,10 @@
 // but the driver: a pool of 10, 50 concurrent loops of one indexed read, queries a second per
 // 5 s interval and their last/first ratio. Usage:
 //   DATABASE_URL=postgres://... node --import tsx test/bench/driver-queue.ts [--seconds=20] [--loops=50]
-//     [--pool=workaround]   the service's pool handle (src/storage/db.ts, with its renewal) instead of the bare driver
-//     [--queries-per-pool=N] with --pool=workaround: renew after N queries instead of db.ts's default
+//     [--pool=handle]   the service's pool handle (src/storage/db.ts, whose gate hands the driver at
+//                       most one query a connection) instead of the bare driver
 import postgres from 'postgres';
-import { defaultQueriesPerPool, openDatabase } from '../../src/storage/db.ts';
+import { openDatabase } from '../../src/storage/db.ts';
 
 const option = (name: string, fallback: string) => process.argv.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const seconds = Number(option('seconds', '20'));
@@ -14,8 +14,7 @@ const interval = 5;
 const url = process.env.DATABASE_URL;
 if (url === undefined || url === '') throw new Error('set DATABASE_URL');
 
-const queriesPerPool = Number(option('queries-per-pool', String(defaultQueriesPerPool)));
-const database = option('pool', 'driver') === 'workaround' ? openDatabase(url, { queriesPerPool }) : null;
+const database = option('pool', 'driver') === 'handle' ? openDatabase(url) : null;
 const sql = database?.sql ?? postgres(url, { max: 10 });
 let done = 0;
 let running = true;
