@@ -2,9 +2,8 @@
 // sends (counted by test/e2e/round-trips.test.ts), the CPU time PostgreSQL spends per request,
 // and the scale figure that follows, requests a second per PostgreSQL core. The CPU time is
 // read from /proc: every process of the local PostgreSQL (the postmaster and its children,
-// whose time the postmaster also collects when a backend exits, as backends may
-// them), before and after a run, less what the idle service costs it over the same time (its
-// workers poll). Only a local PostgreSQL can be measured so.
+// whose time the postmaster also collects when a backend exits), before and after a run, less
+// what the idle service costs it over the same time (its workers poll). Only a local PostgreSQL can be measured so.
 //
 // Every path of the round-trip table is driven with requests of its own, each using up what
 // it needs (a token, a code, an account). The paths that hash a password run on a second
