@@ -1,3 +1,4 @@
+import type { KeyedHashes } from '../keyed-hashes.ts';
 import type { Sql, Transaction } from '../storage/db.ts';
 import type { CodePurpose } from './one-time-codes.ts';
 
@@ -11,9 +12,20 @@ export type QuotaRefusal = { reason: 'cooldown' | 'daily-cap'; retryAfterSeconds
 
 /**
  * A code purpose, counted per address; or 'account-email-change', an account's own e-mail change
- * requests, counted per account (its key is the keyed hash of the account's public id).
+ * requests, counted per account (accountQuotaKey).
  */
 export type QuotaPurpose = CodePurpose | 'account-email-change';
+
+/** The purposes counted per account, not per address: the account's own requests that mail it. */
+const accountPurposes: QuotaPurpose[] = ['totp', 'passkey', 'account-email-change'];
+
+/**
+ * The key of an account's own quotas: the keyed hash of its public id. No address is one (it
+ * has no @), and its purposes are counted per account only.
+ */
+export function accountQuotaKey(keys: KeyedHashes, publicId: string): Buffer {
+  return keys.address(publicId);
+}
 
 /**
  * Counts one request of `purpose` for the address (or account), or refuses it. Every address is
@@ -54,9 +66,10 @@ export async function reserveAddressRequest(
   return { reason: 'daily-cap', retryAfterSeconds: Math.max(cooldownWait, secondsUntil(capFreesAt)) };
 }
 
-/** Forgets the request quotas of these purposes and keys. */
-export async function clearQuotas(sql: Sql, purposes: string[], keys: Buffer[]): Promise<void> {
-  await sql`DELETE FROM address_quotas WHERE purpose IN ${sql(purposes)} AND address_key IN ${sql(keys)}`;
+/** Forgets the account's own request quotas. */
+export async function clearAccountQuotas(sql: Sql, keys: KeyedHashes, publicId: string): Promise<void> {
+  const key = accountQuotaKey(keys, publicId);
+  await sql`DELETE FROM address_quotas WHERE purpose IN ${sql(accountPurposes)} AND address_key = ${key}`;
 }
 
 /** Forgets addresses whose last request is a day old: they are under no limit any more. */

@@ -24,12 +24,10 @@ import { confirmSecondFactor } from './confirm-totp.ts';
 import { disableSecondFactor } from './remove-totp.ts';
 import { requestEmailChangeRoute } from './request-email-change.ts';
 import { changeEmailRoute } from './change-email.ts';
-import { passkeyRegistrationOptionsRoute } from './passkey-registration-options.ts';
-import { addPasskeyRoute } from './add-passkey.ts';
-import { listPasskeysRoute } from './list-passkeys.ts';
-import { renamePasskeyRoute } from './rename-passkey.ts';
-import { removePasskeyRoute } from './remove-passkey.ts';
-import { passkeySignInOptionsRoute } from './passkey-sign-in-options.ts';
+import {
+  addPasskeyRoute, listPasskeysRoute, passkeyRegistrationOptionsRoute, passkeySignInOptionsRoute, removePasskeyRoute,
+  renamePasskeyRoute,
+} from './passkeys.ts';
 
 /** Every route, with what the API document says of it. Error statuses are all those the route can answer. */
 export const routes: readonly Route[] = [

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Account } from '../accounts/accounts.ts';
-import { reserveAddressRequest, type QuotaRefusal } from '../accounts/address-quotas.ts';
+import { accountQuotaKey, reserveAddressRequest, type QuotaRefusal } from '../accounts/address-quotas.ts';
 import { consumeCodes, generateCode, hashCode, storeCode } from '../accounts/one-time-codes.ts';
 import { recordEvent } from '../accounts/security-events.ts';
 import { passkeyCodeMail, passkeyMail } from '../mail/messages.ts';
@@ -48,7 +48,7 @@ export async function startPasskeyRegistration(
   const challenge = randomBytes(32);
   const code = generateCode();
   const result = await inTransaction(deps.sql, async (tx, rollBack): Promise<RegistrationStart> => {
-    const refusal = await reserveAddressRequest(tx, 'passkey', deps.keys.address(`account:${account.publicId}`), now);
+    const refusal = await reserveAddressRequest(tx, 'passkey', accountQuotaKey(deps.keys, account.publicId), now);
     if (refusal !== null) return rollBack({ outcome: 'refused', refusal });
     if (!(await lockAccountIfSessionLives(tx, caller))) return rollBack({ outcome: 'session-ended' });
     const existing = await credentialIdsOf(tx, account.id);

@@ -1,5 +1,5 @@
 import type { Account } from '../accounts/accounts.ts';
-import { reserveAddressRequest, type QuotaRefusal } from '../accounts/address-quotas.ts';
+import { accountQuotaKey, reserveAddressRequest, type QuotaRefusal } from '../accounts/address-quotas.ts';
 import { claimAttemptNotice, findOtherHolder, lockAccountsForChange } from '../accounts/email-changes.ts';
 import { generateCode, hashCode, storeCode } from '../accounts/one-time-codes.ts';
 import { recordEvent } from '../accounts/security-events.ts';
@@ -57,7 +57,8 @@ export async function requestEmailChange(
     // quota, counted whatever the address holds, so that a cooldown or a cap never tells them
     // apart. Both rows are step 1 of the lock order, the account's first: only its own requests
     // take it. A refusal rolls back, so that a refused request spends nothing of the other quota.
-    const own = await reserveAddressRequest(tx, 'account-email-change', deps.keys.address(account.publicId), now);
+    const ownKey = accountQuotaKey(deps.keys, account.publicId);
+    const own = await reserveAddressRequest(tx, 'account-email-change', ownKey, now);
     if (own !== null) return rollBack({ outcome: 'refused', refusal: own });
     const refusal = await reserveAddressRequest(tx, 'email-change', deps.keys.address(newEmail), now);
     if (refusal !== null) return rollBack({ outcome: 'refused', refusal });

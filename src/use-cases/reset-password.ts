@@ -1,4 +1,4 @@
-import { clearQuotas } from '../accounts/address-quotas.ts';
+import { clearAccountQuotas } from '../accounts/address-quotas.ts';
 import { clearThrottle, rememberClient } from '../accounts/login-throttle.ts';
 import { consumeCodes } from '../accounts/one-time-codes.ts';
 import { resetPasswordHash } from '../accounts/password-resets.ts';
@@ -47,8 +47,7 @@ export async function resetPassword(
     // enrollment or passkey requests a day must not keep the owner who took the account back
     // from adding a factor. After the commit, apart: quota rows come before the account row in
     // the lock order, and a reset holds the account row.
-    const keys = [deps.keys.address(`account:${reset.publicId}`), deps.keys.address(reset.publicId)];
-    await clearQuotas(deps.sql, ['totp', 'passkey', 'account-email-change'], keys);
+    await clearAccountQuotas(deps.sql, deps.keys, reset.publicId);
   }
   return reset !== null;
 }

@@ -1,5 +1,5 @@
 import type { Account } from '../accounts/accounts.ts';
-import { reserveAddressRequest, type QuotaRefusal } from '../accounts/address-quotas.ts';
+import { accountQuotaKey, reserveAddressRequest, type QuotaRefusal } from '../accounts/address-quotas.ts';
 import { forgetKnownClients, refundBudget, reserveFactorGuess } from '../accounts/login-throttle.ts';
 import { consumeCodes, generateCode, hashCode, storeCode } from '../accounts/one-time-codes.ts';
 import { generateRecoveryCode, hashRecoveryCode, recoveryCodeCount } from '../accounts/recovery-codes.ts';
@@ -59,7 +59,7 @@ export async function enrollTotp(
   const now = deps.clock();
   const expiresAt = new Date(now.getTime() + enrollmentCodeTtlSeconds * 1000);
   const result = await inTransaction(deps.sql, async (tx, rollBack): Promise<Enrollment> => {
-    const refusal = await reserveAddressRequest(tx, 'totp', deps.keys.address(`account:${account.publicId}`), now);
+    const refusal = await reserveAddressRequest(tx, 'totp', accountQuotaKey(deps.keys, account.publicId), now);
     if (refusal !== null) return rollBack({ outcome: 'refused', refusal });
     if (!(await lockAccountIfSessionLives(tx, caller))) return rollBack({ outcome: 'session-ended' });
     if (!(await startEnrollment(tx, account.id, sealed, now))) return rollBack({ outcome: 'active' });
