@@ -1,4 +1,4 @@
-// npm run bench [-- --quick] [-- --only=throughput,database-cost,timing,footprint,sessions-memory,decay,outage] [-- --workload=refresh]: the service
+// npm run bench [-- --quick] [-- --only=throughput,database-cost,timing,footprint,sessions-memory,decay,outage] [-- --workload=refresh] [-- --pairs=passkey]: the service
 // against references that do the same work and nothing else, measured in one run on one machine.
 // See README "Performance". Nothing here is asserted: it reports.
 //

@@ -85,7 +85,9 @@ export async function timing(bench: Bench): Promise<void> {
       },
     ];
     const lines: string[] = [];
-    for (const pair of pairs) {
+    // --pairs=passkey: only the pairs whose endpoint contains one of the words.
+    const only = process.argv.find((arg) => arg.startsWith('--pairs='))?.slice('--pairs='.length).split(',');
+    for (const pair of pairs.filter(({ endpoint }) => only?.some((word) => endpoint.includes(word)) ?? true)) {
       const times = { a: [] as number[], b: [] as number[] };
       const timeOne = async (index: number, side: 'a' | 'b') => {
         const body = await pair.prepare?.(index, side);
