@@ -84,6 +84,8 @@ export async function openBench(argv: string[]): Promise<Bench> {
   const smtpUrl = `smtp://127.0.0.1:${(smtp.server.address() as { port: number }).port}`;
 
   const secret = randomBytes(32).toString('base64url');
+  // One for the whole run: every service of the run shares the database, whose keyed-hash keys it seals.
+  const encryptionKeys = `bench:${randomBytes(32).toString('base64')}`;
   const hashConcurrency = 4;
   const tokens = createTokenService({ keys: hmacTokenKeys([Buffer.from(secret)]), ttlSeconds: 3600, issuer: 'account-service', audience: null });
   const children = new Set<ChildProcess>();
@@ -109,7 +111,7 @@ export async function openBench(argv: string[]): Promise<Bench> {
       // The compiled build, as production runs it (npm run bench builds first).
       const child = spawn(process.execPath, ['dist/main.js'], {
         cwd: root,
-        env: { PATH: process.env.PATH, DATABASE_URL: databaseUrl, TOKEN_SECRET: secret, ENCRYPTION_KEYS: `bench:${randomBytes(32).toString('base64')}`, SMTP_URL: smtpUrl, PORT: '0', RATE_LIMIT: '0', ACCOUNT_RATE_LIMIT: '0', HASH_CONCURRENCY: String(hashConcurrency), ...env },
+        env: { PATH: process.env.PATH, DATABASE_URL: databaseUrl, TOKEN_SECRET: secret, ENCRYPTION_KEYS: encryptionKeys, SMTP_URL: smtpUrl, PORT: '0', RATE_LIMIT: '0', ACCOUNT_RATE_LIMIT: '0', HASH_CONCURRENCY: String(hashConcurrency), ...env },
         stdio: ['ignore', log, 'inherit'],
       });
       closeSync(log);
