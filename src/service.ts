@@ -151,6 +151,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       accountRateLimiter: config.accountRateLimit === 0 ? null : createRateLimiter(config.accountRateLimit),
       noteDatabaseFailure: database.noteFailure,
       databaseUp: database.isUp,
+      databaseConnections: database.connections,
       apiDocument: buildOpenApiDocument(routes, version),
       metrics: createMetrics(),
       passwordLimiter,

@@ -23,6 +23,8 @@ export type Deps = UseCaseDeps & {
   accountRateLimiter: RateLimiter | null;
   /** False while the pool knows the database is away (db.ts); asks nothing of the database. */
   databaseUp(): boolean;
+  /** The most database connections this instance opens (db.ts). */
+  databaseConnections: number;
   /** Told of every database error, so that a broken pool can replace itself. */
   noteDatabaseFailure(error: unknown): void;
   /** The OpenAPI document, made once at start-up. */

@@ -29,7 +29,7 @@ export const getMetrics: Handler = async (ctx, deps) => {
     gauge('password_hash_queued', 'scrypt computations waiting for a slot.', hashing.queued),
     gauge('rate_limit_tracked_addresses', 'Client addresses the rate limiter remembers.', tracked),
     gauge('process_resident_memory_bytes', 'Resident memory of this process.', process.memoryUsage.rss()),
-    gauge('database_pool_max', 'Most database connections this instance opens.', deps.sql.options.max),
+    gauge('database_pool_max', 'Most database connections this instance opens.', deps.databaseConnections),
   ];
   const databaseUp = (up: boolean) =>
     gauge('database_up', '1 when the database answers (a public scrape: as the pool last saw it).', up ? 1 : 0);

@@ -19,6 +19,8 @@ export type Database = {
   noteFailure(error: unknown): void;
   /** False while the breaker is open. */
   isUp(): boolean;
+  /** The most connections it opens: one for each driver pool. */
+  connections: number;
   end(): Promise<void>;
 };
 
@@ -132,6 +134,7 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
       });
     },
     isUp: () => !down,
+    connections: poolSize,
     async end() {
       ended = true;
       await Promise.all(pools.map((pool) => pool.end({ timeout: 5 })));
