@@ -8,10 +8,9 @@ export type Transaction = postgres.TransactionSql;
 export type Fragment = postgres.Fragment;
 
 /**
- * Ten connections, each a driver pool of its own, behind one handle that is used like a driver
- * pool: a bounded queue in front of them (gate.ts) gives each query or transaction a connection,
- * and a circuit breaker replaces them: while the database is known to be unreachable, every
- * query fails at once instead of waiting in the driver.
+ * The pool behind a stable handle, so that it can be replaced without rewiring, a bounded queue
+ * in front of it (gate.ts), and a circuit breaker: while the database is known to be
+ * unreachable, every query fails at once instead of waiting in the driver.
  */
 export type Database = {
   sql: Sql;
@@ -54,9 +53,9 @@ export type PoolOptions = {
 /**
  * Why a breaker: when PostgreSQL goes away, postgres 3.4.9 keeps the queries it is given and
  * retries its connections with a backoff of up to 20 s, so requests would hang that long. On an
- * error that shows the database unreachable, the pools are ended (which fails the queries they
- * hold), every new query fails at once (503 at the HTTP edge), and a probe asks every 250 ms
- * with a connection of its own; its first answer brings fresh pools.
+ * error that shows the database unreachable, the pool is ended (which fails the queries it
+ * holds), every new query fails at once (503 at the HTTP edge), and a probe asks every 250 ms
+ * with a connection of its own; its first answer brings a fresh pool.
  *
  * An error of one connection (its backend terminated, a proxy dropping it) does not show that:
  * the other connections may be fine. Then a fresh connection is tried first, and the breaker
@@ -65,38 +64,31 @@ export type PoolOptions = {
 export function openDatabase(url: string, options: PoolOptions = {}): Database {
   const { onDown = () => {}, onUp = () => {} } = options;
   const bounds = options.bounds ?? unbounded;
-  const gate = createGate(poolSize, pipelineDepth, maxQueued, bounds.queueTimeoutMs);
-  // One driver pool of one connection for each connection of the gate (see poolSize).
-  const connectAll = () => Array.from({ length: poolSize }, () => connectDatabase(url, { ...options, connections: 1 }));
-  let pools = connectAll();
+  // As many slots as the pool has connections: the driver is never handed more work than it
+  // has connections, which keeps its queues short (see poolSize).
+  const gate = createGate(poolSize, maxQueued, bounds.queueTimeoutMs);
+  let current = connectDatabase(url, options);
   let down = false;
   let checking = false;
   let ended = false;
-  type Call = (...args: unknown[]) => Promise<unknown>;
   const sql = new Proxy(function pool() {}, {
     apply: (_target, _this, args: unknown[]) => {
       // A tagged template sends a query; any other call builds a fragment or helper, sends nothing.
-      const first = pools[0] as unknown as Call;
-      if (!isTemplate(args[0])) return first(...args);
+      if (!isTemplate(args[0])) return (current as unknown as (...args: unknown[]) => unknown)(...args);
       if (down) return refusedQuery();
-      // Made on the first pool, so that it can be a fragment of another query; sent on the one the gate gives.
-      const on = (connection: number) => {
-        const pool = pools[connection] as unknown as Call;
-        return pool === first ? null : pool(...args);
-      };
-      return queryThroughGate(first(...args), on, gate);
+      const pool = current as unknown as (...args: unknown[]) => Promise<unknown>;
+      const again = () => (current === (pool as unknown) ? null : (current as unknown as typeof pool)(...args));
+      return queryThroughGate(pool(...args), again, gate);
     },
     get: (_target, property) => {
-      const value = (pools[0] as unknown as Record<PropertyKey, unknown>)[property];
+      const value = (current as unknown as Record<PropertyKey, unknown>)[property];
       if (typeof value !== 'function') return value;
       if (down && queryMethods.has(property)) return () => refusedQuery();
       type Methods = Record<PropertyKey, (...args: unknown[]) => PromiseLike<unknown>>;
       const method = (pool: Sql) => (pool as unknown as Methods)[property]!.bind(pool);
-      if (!queryMethods.has(property)) return method(pools[0]!);
-      if (property === 'reserve') return () => reserveThroughGate((connection) => pools[connection]!.reserve(), gate);
-      // A transaction holds its connection throughout, and has it to itself.
-      const exclusive = property === 'begin';
-      return (...args: unknown[]) => throughGate((connection) => method(pools[connection]!)(...args), gate, exclusive);
+      // A transaction holds its connection throughout, so it holds its place in the gate throughout.
+      if (queryMethods.has(property)) return (...args: unknown[]) => throughGate(() => method(current)(...args), gate);
+      return method(current);
     },
   }) as unknown as Sql;
 
@@ -104,8 +96,8 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
     down = true;
     onDown();
     // Queries waiting in the driver for a connection would wait out its backoff: ending the
-    // pools fails them now. They are not used again; the probe's success makes new ones.
-    for (const pool of pools) void pool.end({ timeout: 0 }).catch(() => {});
+    // pool fails them now. It is not used again; the probe's success makes a new one.
+    void current.end({ timeout: 0 }).catch(() => {});
     void probeUntilUp();
   };
 
@@ -113,7 +105,7 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
     while (down && !ended) {
       const answered = await answersOnFreshConnection(url, options.applicationName);
       if (answered && !ended) {
-        pools = connectAll();
+        current = connectDatabase(url, options);
         down = false;
         onUp();
         return;
@@ -137,18 +129,18 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
     connections: poolSize,
     async end() {
       ended = true;
-      await Promise.all(pools.map((pool) => pool.end({ timeout: 5 })));
+      await current.end({ timeout: 5 });
     },
   };
 }
 
 /**
- * A transaction (or unsafe query) that takes a connection of the gate when first awaited, and
- * keeps it until answered. It is begun only then, on the pool of that connection.
+ * A transaction (or unsafe query) that takes its place in the gate when first awaited, and
+ * keeps it until answered. It is begun only once a place is free, on the pool current then.
  */
-function throughGate(start: (connection: number) => PromiseLike<unknown>, gate: Gate, exclusive: boolean) {
+function throughGate(start: () => PromiseLike<unknown>, gate: Gate): Promise<unknown> {
   let answer: Promise<unknown> | null = null;
-  const settle = () => (answer ??= gate.run(start, exclusive));
+  const settle = () => (answer ??= gate.run(start));
   return {
     then: (onFulfilled, onRejected) => settle().then(onFulfilled, onRejected),
     catch: (onRejected) => settle().catch(onRejected),
@@ -157,35 +149,18 @@ function throughGate(start: (connection: number) => PromiseLike<unknown>, gate: 
   } as Promise<unknown>;
 }
 
-/** A reserved connection: it keeps its connection of the gate, to itself, until it is released. */
-function reserveThroughGate(reserve: (connection: number) => Promise<postgres.ReservedSql>, gate: Gate) {
-  return new Promise<postgres.ReservedSql>((resolve, reject) => {
-    const held = (connection: number) => reserve(connection).then((reserved) => new Promise<void>((released) => {
-      const release = reserved.release;
-      reserved.release = () => {
-        release();
-        released();
-      };
-      resolve(reserved);
-    }));
-    gate.run(held, true).catch(reject);
-  });
-}
-
 /**
  * The same for a tagged query, which must stay the driver's own query object: it may be a
  * fragment of another query, and then it is never awaited itself. The driver sends a query when
- * it is first awaited (then, catch or finally); here that waits for a connection of the gate.
- * `on` makes the same query on that connection's pool, or returns null when it is the pool
- * the query was made on.
+ * it is first awaited (then, catch or finally); here that waits for a place in the gate. If the
+ * breaker replaced its pool meanwhile (the old one has ended), `again` makes the same query on
+ * the current one.
  */
-function queryThroughGate(
-  query: Promise<unknown>, on: (connection: number) => Promise<unknown> | null, gate: Gate,
-): Promise<unknown> {
+function queryThroughGate(query: Promise<unknown>, again: () => Promise<unknown> | null, gate: Gate): Promise<unknown> {
   const { then } = query;
   let answer: Promise<unknown> | null = null;
   const send = () => new Promise((resolve, reject) => void then.call(query, resolve, reject));
-  const settle = () => (answer ??= gate.run((connection) => on(connection) ?? send()));
+  const settle = () => (answer ??= gate.run(() => again() ?? send()));
   query.then = ((onFulfilled, onRejected) => settle().then(onFulfilled, onRejected)) as Promise<unknown>['then'];
   query.catch = ((onRejected) => settle().catch(onRejected)) as Promise<unknown>['catch'];
   query.finally = ((onFinally) => settle().finally(onFinally)) as Promise<unknown>['finally'];
@@ -252,26 +227,24 @@ function sessionAttrs(url: string): { target_session_attrs?: 'primary' } {
 }
 
 /**
- * Connections of the handle, each a driver pool of its own, and the pieces of work the gate
- * sends down one connection at once (pipelined: the driver writes the queries given in one turn
- * of the event loop together). One connection per driver pool is what keeps postgres 3.4.9
- * fast over uptime: a pool of several, kept busy, keeps an empty slot in its queue of busy
- * connections for every query it ever served, which every later query searches; with one
- * connection that queue never holds more than it (docs/operations.md, "Driver defects";
- * test/storage/db.test.ts).
+ * Connections of the pool, and places in the gate. The gate never lets more queries or
+ * transactions into the pool than it has connections, and that is what keeps postgres 3.4.9
+ * fast over uptime: handed more, the driver pipelines onto busy connections, and its queue of
+ * busy connections then keeps an empty slot for every query it ever served while the pool stays
+ * busy, which every later query searches (docs/operations.md, "Driver defects";
+ * test/storage/db.test.ts shows that the handle never sends a query on a busy connection).
  */
 const poolSize = 10;
-const pipelineDepth = 4;
 
 /** `onQuery` sees the text of every statement (never its parameters), for tests that compare paths. */
 export function connectDatabase(
-  url: string, options: Pick<PoolOptions, 'applicationName' | 'onQuery' | 'bounds'> & { connections?: number } = {},
+  url: string, options: Pick<PoolOptions, 'applicationName' | 'onQuery' | 'bounds'> = {},
 ): Sql {
-  const { applicationName = 'account-service', onQuery, bounds = unbounded, connections = poolSize } = options;
+  const { applicationName = 'account-service', onQuery, bounds = unbounded } = options;
   return postgres(url, {
     ...sessionAttrs(url),
     ...(onQuery === undefined ? {} : { debug: (connection: number, text: string) => onQuery(text, connection) }),
-    max: connections,
+    max: poolSize,
     connect_timeout: connectTimeoutSeconds,
     idle_timeout: 60,
     max_lifetime: 30 * 60,

@@ -56,9 +56,8 @@ describe('bounded waits on PostgreSQL', () => {
     const { token } = await registerAndSignIn(statementBound);
     const lock = await lockAccounts(urlOf(statementBound));
     try {
-      // Sixty at once: forty are sent, four to each of the ten connections, where each waits its
-      // turn and then the statement timeout; the rest wait in the bounded queue.
-      const answers = await Promise.all(Array.from({ length: 60 }, () => timed(statementBound.call('GET', '/acc/me', { token }))));
+      // Thirty at once: ten hold the pool's connections, the rest wait in the bounded queue.
+      const answers = await Promise.all(Array.from({ length: 30 }, () => timed(statementBound.call('GET', '/acc/me', { token }))));
       for (const answer of answers) {
         assert.equal(answer.status, 503);
         assert.equal(answer.json.type, 'urn:account-service:problem:overloaded');

@@ -9,8 +9,8 @@ describe('createGate', () => {
     return { held, release };
   };
 
-  it('runs at most `connections` × `depth` at once and hands a freed slot to the first waiter', async () => {
-    const gate = createGate(2, 1, 10, 1_000);
+  it('runs at most `slots` at once and hands a freed slot to the first waiter', async () => {
+    const gate = createGate(2, 10, 1_000);
     const first = hold();
     const second = hold();
     const order: string[] = [];
@@ -28,7 +28,7 @@ describe('createGate', () => {
   });
 
   it('refuses at once when the queue is full, and after maxWaitMs in it, with DATABASE_BUSY', async () => {
-    const gate = createGate(1, 1, 1, 50);
+    const gate = createGate(1, 1, 50);
     const blocker = hold();
     const running = gate.run(() => blocker.held);
     const waiting = gate.run(async () => 'never');
@@ -42,47 +42,8 @@ describe('createGate', () => {
   });
 
   it('frees the slot of a task that fails', async () => {
-    const gate = createGate(1, 1, 1, 1_000);
+    const gate = createGate(1, 1, 1_000);
     await assert.rejects(gate.run(async () => Promise.reject(new Error('boom'))), /boom/);
     assert.deepEqual(gate.stats(), { running: 0, queued: 0 });
-  });
-
-  it('spreads work over the least busy connections, up to `depth` each', async () => {
-    const gate = createGate(2, 2, 10, 1_000);
-    const blocker = hold();
-    const given: number[] = [];
-    const tasks = Array.from({ length: 5 }, () => gate.run(async (connection) => {
-      given.push(connection);
-      await blocker.held;
-    }));
-    assert.deepEqual(given.sort(), [0, 0, 1, 1]);
-    assert.deepEqual(gate.stats(), { running: 4, queued: 1 });
-    blocker.release();
-    await Promise.all(tasks);
-    assert.equal(given.length, 5);
-    assert.deepEqual(gate.stats(), { running: 0, queued: 0 });
-  });
-
-  it("keeps a transaction's connection to it alone until it ends", async () => {
-    const gate = createGate(2, 3, 10, 1_000);
-    const transaction = hold();
-    const queries = hold();
-    let held = -1;
-    const exclusive = gate.run(async (connection) => {
-      held = connection;
-      await transaction.held;
-    }, true);
-    const given: number[] = [];
-    const tasks = Array.from({ length: 4 }, () => gate.run(async (connection) => {
-      given.push(connection);
-      await queries.held;
-    }));
-    assert.deepEqual(given, [1 - held, 1 - held, 1 - held], 'three on the other connection; the fourth waits');
-    assert.deepEqual(gate.stats(), { running: 4, queued: 1 });
-    transaction.release();
-    await exclusive;
-    assert.deepEqual(given, [1 - held, 1 - held, 1 - held, held], 'then the freed one');
-    queries.release();
-    await Promise.all(tasks);
   });
 });
