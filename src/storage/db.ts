@@ -18,7 +18,7 @@ export type Database = {
   noteFailure(error: unknown): void;
   /** False while the breaker is open. */
   isUp(): boolean;
-  /** The most connections it opens: one for each driver pool. */
+  /** The most connections it opens: those of its pool. */
   connections: number;
   end(): Promise<void>;
 };
