@@ -98,12 +98,12 @@ describe('the gate against the driver queue defect (db.ts, poolSize)', () => {
         WHERE l.locktype = 'advisory' AND NOT l.granted AND a.application_name = ${applicationName}`;
       return row!.n === 10;
     });
-    const locked = sent;
+    const sentWhileBlocked = sent;
     await holder`SELECT pg_advisory_unlock(4242)`;
     holder.release();
     assert.equal((await Promise.all(queries)).length, 50, 'all fifty answered');
     await (database === null ? sql.end() : database.end());
-    return locked;
+    return sentWhileBlocked;
   };
 
   it('never hands the driver more queries than it has connections', async () => {
