@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { createTestDatabase } from './helpers/database.ts';
 import { call } from './helpers/http.ts';
-import { runMain, runMainAs, runNode } from './helpers/process.ts';
+import { imageCommand, runMain, runMainAs, runNode } from './helpers/process.ts';
 import { testEncryptionKeys, testSecret } from './helpers/service.ts';
 import { codeIn, startTestSmtp, type TestSmtp } from './helpers/smtp.ts';
 
@@ -34,10 +34,10 @@ describe('the production install (what the image runs)', () => {
     assert.deepEqual((await readdir(join(dir, 'node_modules'))).filter((name) => !name.startsWith('.')).sort(), ['nodemailer', 'postgres']);
   });
 
-  it('serves a registration end to end with node dist/main.js', async () => {
+  it("serves a registration end to end with the image's CMD", async () => {
     const database = await createTestDatabase();
     try {
-      const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, ENCRYPTION_KEYS: testEncryptionKeys, SMTP_URL: smtp.url, PORT: '0', HOST: '0.0.0.0' }, [], ['dist/main.js'], dir);
+      const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, ENCRYPTION_KEYS: testEncryptionKeys, SMTP_URL: smtp.url, PORT: '0', HOST: '0.0.0.0' }, [], imageCommand(), dir);
       const { url } = (await running.waitFor(/"msg":"listening"/)) as { url: string };
       const local = url.replace('0.0.0.0', '127.0.0.1');
       assert.equal((await call(local, 'GET', '/readyz')).status, 200);
@@ -60,7 +60,7 @@ describe('the production install (what the image runs)', () => {
     try {
       // 127.0.0.2: an address of this machine that is not 127.0.0.1, which the check once always asked.
       const env = { DATABASE_URL: database.url, TOKEN_SECRET: testSecret, ENCRYPTION_KEYS: testEncryptionKeys, SMTP_URL: smtp.url, HOST: '127.0.0.2' };
-      const running = runMain({ ...env, PORT: '0' }, [], ['dist/main.js'], dir);
+      const running = runMain({ ...env, PORT: '0' }, [], imageCommand(), dir);
       const { url } = (await running.waitFor(/"msg":"listening"/)) as { url: string };
       const port = new URL(url).port;
       assert.equal((await runNode(args, dir, { HOST: '127.0.0.2', PORT: port })).code, 0, 'healthy');
@@ -76,7 +76,7 @@ describe('the production install (what the image runs)', () => {
     const database = await createTestDatabase();
     try {
       // Production scrypt parameters (32 MiB a hash) and the default HASH_CONCURRENCY of 4.
-      const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, ENCRYPTION_KEYS: testEncryptionKeys, SMTP_URL: smtp.url, PORT: '0', RATE_LIMIT: '0' }, [], ['dist/main.js'], dir);
+      const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, ENCRYPTION_KEYS: testEncryptionKeys, SMTP_URL: smtp.url, PORT: '0', RATE_LIMIT: '0' }, [], imageCommand(), dir);
       const { url } = (await running.waitFor(/"msg":"listening"/)) as { url: string };
       const flood = Array.from({ length: 300 }, (_, index) =>
         call(url, 'POST', '/acc/reg/code', { json: { name: `flood-${index}`, email: `flood-${index}@example.com`, pwd: 'secret-1' } }).then((response) => response.status),
@@ -99,7 +99,7 @@ describe('the production install (what the image runs)', () => {
     const database = await createTestDatabase();
     try {
       // Production scrypt cost, two hashing slots: the bulk lane may hold one, sign-ins keep the other.
-      const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, ENCRYPTION_KEYS: testEncryptionKeys, SMTP_URL: smtp.url, PORT: '0', RATE_LIMIT: '0', HASH_CONCURRENCY: '2' }, [], ['dist/main.js'], dir);
+      const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, ENCRYPTION_KEYS: testEncryptionKeys, SMTP_URL: smtp.url, PORT: '0', RATE_LIMIT: '0', HASH_CONCURRENCY: '2' }, [], imageCommand(), dir);
       const { url } = (await running.waitFor(/"msg":"listening"/)) as { url: string };
       const owner = { name: `owner-${process.pid}`, email: `owner-${process.pid}@example.com`, pwd: 'owner-secret-1' };
       const started = performance.now();
@@ -136,7 +136,7 @@ describe('the production install (what the image runs)', () => {
   });
 
   it('stops with a clear line, not a crash, when DATABASE_URL is missing (no embedded database in production)', async () => {
-    const running = runMain({ PORT: '0' }, [], ['dist/main.js'], dir);
+    const running = runMain({ PORT: '0' }, [], imageCommand(), dir);
     assert.equal(await running.exit, 2, 'a configuration error');
     assert.equal(running.stderr(), 'account-service: DATABASE_URL is not set, and the embedded PostgreSQL (a development dependency) is not installed\n');
   });
@@ -160,13 +160,13 @@ describe('the production install (what the image runs)', () => {
     const database = await createTestDatabase();
     try {
       const env = { DATABASE_URL: database.url, TOKEN_SECRET: testSecret, ENCRYPTION_KEYS: testEncryptionKeys, PORT: '0' };
-      const refused = runMainAs(nobody, env, ['dist/main.js'], dir);
+      const refused = runMainAs(nobody, env, imageCommand(), dir);
       assert.equal(await refused.exit, 2);
       assert.match(refused.stderr(), /^account-service: DATA_DIR .*\.data cannot be created or written \(permission denied\); set DATA_DIR/);
 
       await mkdir(join(dir, '.data'));
       await chown(join(dir, '.data'), nobody.uid, nobody.gid);
-      const running = runMainAs(nobody, env, ['dist/main.js'], dir);
+      const running = runMainAs(nobody, env, imageCommand(), dir);
       const { url } = (await running.waitFor(/"msg":"listening"/)) as { url: string };
       const email = `container-${process.pid}@example.com`;
       assert.equal((await call(url, 'POST', '/acc/reg/code', { json: { name: `container-${process.pid}`, email, pwd: 'secret-1' } })).status, 204);

@@ -13,6 +13,7 @@ import { SMTPServer } from 'smtp-server';
 import { createPasswordHasher } from '../../src/accounts/passwords.ts';
 import { defaultScrypt } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
+import { imageCommand } from '../helpers/process.ts';
 import { createTokenService, hmacTokenKeys } from '../../src/sessions/tokens.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../src/storage/embedded-db.ts';
 import { loadMigrations, migrate } from '../../src/storage/migrations.ts';
@@ -37,7 +38,7 @@ export type Bench = {
   passwordHash: string;
   /** An access token for the session, signed as the service signs them. */
   accessToken(publicId: string, sessionId: string): string;
-  /** The compiled build (`node dist/main.js`) on the bench database, ready to serve. */
+  /** The compiled build, as the image runs it (its CMD), on the bench database, ready to serve. */
   startService(env?: Record<string, string>): Promise<RunningService>;
   startReference(plan: ReferencePlan): Promise<RunningProcess>;
   wrk(plan: WrkPlan): Promise<WrkResult>;
@@ -109,7 +110,7 @@ export async function openBench(argv: string[]): Promise<Bench> {
       const log = openSync(logFile, 'w');
       const started = performance.now();
       // The compiled build, as production runs it (npm run bench builds first).
-      const child = spawn(process.execPath, ['dist/main.js'], {
+      const child = spawn(process.execPath, imageCommand(), {
         cwd: root,
         env: { PATH: process.env.PATH, DATABASE_URL: databaseUrl, TOKEN_SECRET: secret, ENCRYPTION_KEYS: encryptionKeys, SMTP_URL: smtpUrl, PORT: '0', RATE_LIMIT: '0', ACCOUNT_RATE_LIMIT: '0', HASH_CONCURRENCY: String(hashConcurrency), ...env },
         stdio: ['ignore', log, 'inherit'],

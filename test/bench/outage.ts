@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { startEmbeddedDatabase } from '../../src/storage/embedded-db.ts';
 import { createLogger } from '../../src/log.ts';
+import { imageCommand } from '../helpers/process.ts';
 import { call } from '../helpers/http.ts';
 
 export type OutageResult = { requests: number; duringOutage: number; statuses: Record<string, number>; slowestMs: number; recoveryMs: number };
@@ -23,7 +24,7 @@ export async function runOutage(outageSeconds = 10, clients = 20): Promise<Outag
   const quiet = createLogger('error', () => {});
   let database = await startEmbeddedDatabase(work, quiet);
   const port = Number(new URL(database.url).port);
-  const service = spawn(process.execPath, ['dist/main.js'], {
+  const service = spawn(process.execPath, imageCommand(), {
     cwd: root,
     env: { PATH: process.env.PATH, DATABASE_URL: database.url, TOKEN_SECRET: randomBytes(32).toString('hex'), ENCRYPTION_KEYS: `bench:${randomBytes(32).toString('base64')}`, PORT: '0', RATE_LIMIT: '0', ACCOUNT_RATE_LIMIT: '0', DATA_DIR: work },
     stdio: ['ignore', 'pipe', 'inherit'],

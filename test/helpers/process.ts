@@ -1,10 +1,24 @@
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 
 const root = new URL('../..', import.meta.url).pathname;
 
 export type Running = { pid: number; lines: string[]; stderr: () => string; waitFor(pattern: RegExp): Promise<Record<string, unknown>>; exit: Promise<number | null>; kill(signal: NodeJS.Signals): void };
 
 export const fromSource = ['--import', 'tsx', 'src/main.ts'];
+
+/**
+ * The arguments after `node` of the image's CMD, as the Dockerfile writes them (its V8 flags and
+ * the entry point), so that tests and the bench run what the image runs.
+ */
+export function imageCommand(): string[] {
+  const dockerfile = readFileSync(`${root}/Dockerfile`, 'utf8');
+  // The image's own CMD starts its line; the HEALTHCHECK's is indented.
+  const cmd = /^CMD (\[.*\])$/m.exec(dockerfile);
+  const [command, ...args] = JSON.parse(cmd![1]!) as string[];
+  if (command !== 'node') throw new Error(`the image's CMD runs ${command}, not node`);
+  return args;
+}
 
 /** Runs the service as its own process, as `npm start` does, with only the given environment. */
 export function runMain(env: Record<string, string>, args: string[] = [], entry = fromSource, cwd = root): Running {
