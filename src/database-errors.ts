@@ -6,8 +6,10 @@
 
 const unavailableCodes = new Set([
   'DATABASE_DOWN', // the breaker of openDatabase (storage/db.ts) is open
+  'DATABASE_STUCK', // a query or transaction held its connection too long (storage/gate.ts)
   'ECONNREFUSED',
   'ECONNRESET',
+  'EPIPE', // a write to a connection whose backend has gone
   'ETIMEDOUT',
   'EHOSTUNREACH',
   'ENOTFOUND',

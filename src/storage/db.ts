@@ -66,7 +66,10 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
   const bounds = options.bounds ?? unbounded;
   // As many slots as the pool has connections: the driver is never handed more work than it
   // has connections, which keeps its queues short (see poolSize).
-  const gate = createGate(poolSize, maxQueued, bounds.queueTimeoutMs);
+  // A slot held past four statement bounds and a connection attempt is stuck in the driver.
+  const maxHoldMs = bounds.statementTimeoutMs > 0 ? 4 * bounds.statementTimeoutMs + connectTimeoutSeconds * 1000 : 0;
+  const onStuck = () => void (!down && !ended && open());
+  const gate = createGate(poolSize, { maxQueued, maxWaitMs: bounds.queueTimeoutMs, maxHoldMs, onStuck });
   let current = connectDatabase(url, options);
   let down = false;
   let checking = false;
@@ -170,7 +173,7 @@ function queryThroughGate(query: Promise<unknown>, again: () => Promise<unknown>
 /** Whether a connection of its own, outside the pool, gets an answer from the database. */
 async function answersOnFreshConnection(url: string, applicationName = 'account-service'): Promise<boolean> {
   const probe = postgres(url, {
-    ...sessionAttrs(url), max: 1, connect_timeout: 1, idle_timeout: 1, onnotice: () => {},
+    ...sessionAttrs(url), max: 1, connect_timeout: 1, idle_timeout: 1, fetch_types: false, onnotice: () => {},
     connection: { application_name: applicationName },
   });
   const answered = await probe`SELECT 1`.then(() => true, () => false);
@@ -245,6 +248,10 @@ export function connectDatabase(
     ...sessionAttrs(url),
     ...(onQuery === undefined ? {} : { debug: (connection: number, text: string) => onQuery(text, connection) }),
     max: poolSize,
+    // No query of the driver's own on each new connection (the array types): a backend ended
+    // during it was an unhandled rejection, which stops the process (docs/operations.md, "Driver
+    // defects"). Arrays travel as JSON instead (passkeys' transports).
+    fetch_types: false,
     connect_timeout: connectTimeoutSeconds,
     idle_timeout: 60,
     max_lifetime: 30 * 60,

@@ -4,6 +4,10 @@
  * Here at most `slots` pieces of work (a query, or a whole transaction) hold a connection,
  * at most `maxQueued` wait, none longer than `maxWaitMs`; past either bound the work is
  * refused with DATABASE_BUSY, which the HTTP edge answers 503 with Retry-After.
+ *
+ * Work that holds its slot past `maxHoldMs` (0: no bound) is failed with DATABASE_STUCK and
+ * its slot freed, and `onStuck` is told: the driver can keep a query forever on a connection
+ * whose backend ended (docs/operations.md, "Driver defects"), and only a fresh pool ends it.
  */
 export type Gate = {
   run<T>(task: () => PromiseLike<T>): Promise<T>;
@@ -12,7 +16,10 @@ export type Gate = {
 
 type Waiter = { start: () => void; timer: NodeJS.Timeout };
 
-export function createGate(slots: number, maxQueued: number, maxWaitMs: number): Gate {
+export type GateBounds = { maxQueued: number; maxWaitMs: number; maxHoldMs: number; onStuck: () => void };
+
+export function createGate(slots: number, bounds: GateBounds): Gate {
+  const { maxQueued, maxWaitMs, maxHoldMs, onStuck } = bounds;
   let running = 0;
   const waiting: Waiter[] = [];
 
@@ -47,9 +54,19 @@ export function createGate(slots: number, maxQueued: number, maxWaitMs: number):
     async run(task) {
       const entered = enter();
       if (entered !== null) await entered;
+      let timer: NodeJS.Timeout | undefined;
+      const stuck = new Promise<never>((_resolve, reject) => {
+        if (maxHoldMs <= 0) return;
+        timer = setTimeout(() => {
+          const error = new Error(`held a database connection over ${maxHoldMs} ms`);
+          reject(Object.assign(error, { code: 'DATABASE_STUCK' }));
+          onStuck();
+        }, maxHoldMs);
+      });
       try {
-        return await task();
+        return await Promise.race([task(), stuck]);
       } finally {
+        clearTimeout(timer);
         leave();
       }
     },

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { createGate } from '../../src/storage/gate.ts';
 
 describe('createGate', () => {
+  const bounds = (maxQueued: number, maxWaitMs: number) => ({ maxQueued, maxWaitMs, maxHoldMs: 0, onStuck: () => {} });
   const hold = () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
@@ -10,7 +11,7 @@ describe('createGate', () => {
   };
 
   it('runs at most `slots` at once and hands a freed slot to the first waiter', async () => {
-    const gate = createGate(2, 10, 1_000);
+    const gate = createGate(2, bounds(10, 1_000));
     const first = hold();
     const second = hold();
     const order: string[] = [];
@@ -28,7 +29,7 @@ describe('createGate', () => {
   });
 
   it('refuses at once when the queue is full, and after maxWaitMs in it, with DATABASE_BUSY', async () => {
-    const gate = createGate(1, 1, 50);
+    const gate = createGate(1, bounds(1, 50));
     const blocker = hold();
     const running = gate.run(() => blocker.held);
     const waiting = gate.run(async () => 'never');
@@ -42,8 +43,19 @@ describe('createGate', () => {
   });
 
   it('frees the slot of a task that fails', async () => {
-    const gate = createGate(1, 1, 1_000);
+    const gate = createGate(1, bounds(1, 1_000));
     await assert.rejects(gate.run(async () => Promise.reject(new Error('boom'))), /boom/);
     assert.deepEqual(gate.stats(), { running: 0, queued: 0 });
+  });
+
+  it('fails work that holds its slot past maxHoldMs with DATABASE_STUCK, frees the slot, and says so once', async () => {
+    let stuck = 0;
+    const gate = createGate(1, { maxQueued: 1, maxWaitMs: 1_000, maxHoldMs: 50, onStuck: () => (stuck += 1) });
+    const never = hold();
+    await assert.rejects(gate.run(() => never.held), (error: { code?: string }) => error.code === 'DATABASE_STUCK');
+    assert.equal(stuck, 1);
+    assert.deepEqual(gate.stats(), { running: 0, queued: 0 });
+    assert.equal(await gate.run(async () => 'in time'), 'in time');
+    assert.equal(stuck, 1, 'work that ends in time is not stuck');
   });
 });
