@@ -4,7 +4,7 @@ import { commandNames, commandUsage, runCommand } from './commands.ts';
 import { ConfigError, parseConfig, parseEncryptionKeys } from './config.ts';
 import { lockDataDir, prepareDataDir, type DataDirLock } from './storage/data-dir.ts';
 import { isDatabaseUnavailable, poolerHint } from './database-errors.ts';
-import { connectDatabase, isDriverWriteDefect } from './storage/db.ts';
+import { connectDatabase, isUncaughtDriverDefect } from './storage/db.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './storage/embedded-db.ts';
 import { checkListenAddress } from './http/listen-check.ts';
 import { loadOrCreateSecret } from './storage/local-secrets.ts';
@@ -138,9 +138,10 @@ async function main(argv: string[]): Promise<void> {
     }
     const service = await startService({ config: settled, log });
     process.on('uncaughtException', (error) => {
-      // A known defect of the postgres driver, thrown from its own timer (see db.ts): the pool is
-      // replaced instead of the process crashing. Anything else is a bug: log it and exit.
-      if (isDriverWriteDefect(error)) {
+      // Known defects of the postgres driver that no caller can catch (see db.ts): handed to the
+      // pool, which replaces what is broken, instead of the process crashing. Anything else is
+      // a bug: log it and exit.
+      if (isUncaughtDriverDefect(error)) {
         service.noteDatabaseFailure(error);
         return;
       }

@@ -52,18 +52,17 @@ export async function reserveAddressRequest(
       AND (SELECT count(*) FROM unnest(q.requested_at) AS t WHERE t > ${dayAgo}) < ${dailyCap}
     RETURNING 1`;
   if (reserved.count === 1) return null;
-  // How many requests of the last day, and the oldest of the last `dailyCap`: the cap frees when it turns a day old.
   const [row] = await tx`
-    SELECT last_at, (SELECT count(*)::int FROM unnest(requested_at) AS t WHERE t > ${dayAgo}) AS recent,
-      (SELECT t FROM unnest(requested_at) AS t WHERE t > ${dayAgo} ORDER BY t DESC OFFSET ${dailyCap - 1} LIMIT 1)
-        AS cap_oldest
+    SELECT last_at, ARRAY(SELECT t FROM unnest(requested_at) AS t WHERE t > ${dayAgo} ORDER BY t) AS recent
     FROM address_quotas WHERE purpose = ${purpose} AND address_key = ${addressKey}`;
+  const recent = row!.recent as Date[];
   const secondsUntil = (at: number) => Math.max(1, Math.ceil((at - now.getTime()) / 1000));
   // Capped: a concurrent request that won the row may have read the clock a moment later.
   const lastAt = (row!.last_at as Date).getTime();
   const cooldownWait = Math.min(cooldownSeconds, secondsUntil(lastAt + cooldownSeconds * 1000));
-  if ((row!.recent as number) < dailyCap) return { reason: 'cooldown', retryAfterSeconds: cooldownWait };
-  const capFreesAt = (row!.cap_oldest as Date).getTime() + dayMs;
+  if (recent.length < dailyCap) return { reason: 'cooldown', retryAfterSeconds: cooldownWait };
+  // The cap frees when the oldest of the last `dailyCap` requests turns a day old.
+  const capFreesAt = recent[recent.length - dailyCap]!.getTime() + dayMs;
   return { reason: 'daily-cap', retryAfterSeconds: Math.max(cooldownWait, secondsUntil(capFreesAt)) };
 }
 

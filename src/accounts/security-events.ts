@@ -94,10 +94,10 @@ export async function listEvents(sql: Sql, accountId: string): Promise<SecurityE
   return sql<SecurityEvent[]>`
     SELECT type, occurred_at AS "occurredAt", client_address AS "clientAddress", session_id AS "sessionId", actor
     FROM (
-      (SELECT * FROM security_events WHERE account_id = ${accountId} AND type NOT IN ${sql(strangerKinds)}
+      (SELECT * FROM security_events WHERE account_id = ${accountId} AND type <> ALL(${strangerKinds as EventType[]})
        ORDER BY occurred_at DESC, id DESC LIMIT ${shownEvents})
       UNION ALL
-      (SELECT * FROM security_events WHERE account_id = ${accountId} AND type IN ${sql(strangerKinds)}
+      (SELECT * FROM security_events WHERE account_id = ${accountId} AND type = ANY(${strangerKinds as EventType[]})
        ORDER BY occurred_at DESC, id DESC LIMIT ${shownStrangerEvents})
     ) AS latest
     ORDER BY occurred_at DESC, id DESC LIMIT ${shownEvents}`;

@@ -17,8 +17,7 @@ export type PasskeyOwner = {
 };
 
 const columns = (sql: Sql | Transaction) =>
-  sql`id, name, created_at AS "createdAt", last_used_at AS "lastUsedAt", backed_up AS "backedUp",
-    to_json(transports) AS transports`;
+  sql`id, name, created_at AS "createdAt", last_used_at AS "lastUsedAt", backed_up AS "backedUp", transports`;
 
 export async function listPasskeys(sql: Sql, accountId: string): Promise<Passkey[]> {
   return sql<Passkey[]>`SELECT ${columns(sql)} FROM passkeys WHERE account_id = ${accountId} ORDER BY created_at, id`;
@@ -27,7 +26,7 @@ export async function listPasskeys(sql: Sql, accountId: string): Promise<Passkey
 /** The credential ids of the account, for excludeCredentials, and how many there are. */
 export async function credentialIdsOf(tx: Transaction, accountId: string) {
   return tx<{ id: Buffer; transports: string[] }[]>`
-    SELECT credential_id AS id, to_json(transports) AS transports FROM passkeys WHERE account_id = ${accountId}`;
+    SELECT credential_id AS id, transports FROM passkeys WHERE account_id = ${accountId}`;
 }
 
 /**
@@ -43,8 +42,7 @@ export async function insertPasskey(
     INSERT INTO passkeys (id, account_id, credential_id, public_key, algorithm, sign_count, transports,
       backup_eligible, backed_up, aaguid, name, created_at)
     SELECT ${randomUUID()}, ${accountId}, ${credentialId}, ${publicKey}, ${algorithm}, ${signCount},
-      ARRAY(SELECT jsonb_array_elements_text(${tx.json(transports)}::jsonb)),
-      ${backupEligible}, ${backedUp}, ${aaguid}, ${name}, ${now}
+      ${transports}::text[], ${backupEligible}, ${backedUp}, ${aaguid}, ${name}, ${now}
     WHERE (SELECT count(*) FROM passkeys WHERE account_id = ${accountId}) < ${maxPasskeysPerAccount}
     ON CONFLICT (credential_id) DO NOTHING
     RETURNING ${columns(tx)}`;

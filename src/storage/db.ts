@@ -173,7 +173,7 @@ function queryThroughGate(query: Promise<unknown>, again: () => Promise<unknown>
 /** Whether a connection of its own, outside the pool, gets an answer from the database. */
 async function answersOnFreshConnection(url: string, applicationName = 'account-service'): Promise<boolean> {
   const probe = postgres(url, {
-    ...sessionAttrs(url), max: 1, connect_timeout: 1, idle_timeout: 1, fetch_types: false, onnotice: () => {},
+    ...sessionAttrs(url), max: 1, connect_timeout: 1, idle_timeout: 1, onnotice: () => {},
     connection: { application_name: applicationName },
   });
   const answered = await probe`SELECT 1`.then(() => true, () => false);
@@ -208,6 +208,17 @@ function refusedQuery(): PromiseLike<never> {
  */
 export function isPoolBroken(error: unknown): boolean {
   return isDriverWriteDefect(error) || (error as { code?: unknown } | null)?.code === 'CONNECT_TIMEOUT';
+}
+
+/**
+ * What the driver throws or rejects where no caller can catch it, as main.ts hands it to the
+ * pool: the write defect, or its own query of the array types on a new connection (never
+ * awaited) failing because the backend ended (docs/operations.md, "Driver defects").
+ */
+export function isUncaughtDriverDefect(error: unknown): boolean {
+  const query = (error as { query?: unknown } | null)?.query;
+  const typesQuery = typeof query === 'string' && query.includes('b.typarray');
+  return isDriverWriteDefect(error) || (typesQuery && isDatabaseUnavailable(error));
 }
 
 /** The uncatchable throw of the first defect above: a queued write to a socket that is gone. */
@@ -248,10 +259,6 @@ export function connectDatabase(
     ...sessionAttrs(url),
     ...(onQuery === undefined ? {} : { debug: (connection: number, text: string) => onQuery(text, connection) }),
     max: poolSize,
-    // No query of the driver's own on each new connection (the array types): a backend ended
-    // during it was an unhandled rejection, which stops the process (docs/operations.md, "Driver
-    // defects"). Arrays travel as JSON instead (passkeys' transports).
-    fetch_types: false,
     connect_timeout: connectTimeoutSeconds,
     idle_timeout: 60,
     max_lifetime: 30 * 60,

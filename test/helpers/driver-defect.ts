@@ -1,21 +1,35 @@
-import { isDriverWriteDefect } from '../../src/storage/db.ts';
+import { isUncaughtDriverDefect } from '../../src/storage/db.ts';
+
+type Handler = (...args: unknown[]) => void;
 
 /**
  * For a test whose service runs in this process: does what main.ts does with the driver's
- * uncatchable write defect (db.ts), hands it to the pool, instead of letting the test runner's
- * own handler count it as a failure of the test; that handler steps aside meanwhile. Anything
- * else is thrown on. Returns the function that puts the runner's handlers back.
+ * defects that no caller can catch (db.ts), hands them to the pool, instead of letting the test
+ * runner's own handlers count them as failures of the test. A process without a handler of
+ * unhandled rejections, as main.ts is, meets a rejection as an uncaught exception; the runner
+ * has one, so both kinds are taken here, and anything else goes on to the runner's handlers.
+ * Returns the function that puts the runner's handlers back.
  */
 export function handleDriverDefects(noteDatabaseFailure: (error: unknown) => void): () => void {
-  const runnerHandlers = process.listeners('uncaughtException');
-  const onDefect = (error: Error) => {
-    if (!isDriverWriteDefect(error)) throw error;
-    noteDatabaseFailure(error);
+  const events = ['uncaughtException', 'unhandledRejection'] as const;
+  const emitter = process as unknown as {
+    listeners(event: string): Handler[]; removeAllListeners(event: string): void;
+    on(event: string, handler: Handler): void; off(event: string, handler: Handler): void;
   };
-  process.removeAllListeners('uncaughtException');
-  process.on('uncaughtException', onDefect);
+  const taken = events.map((event) => {
+    const runners = emitter.listeners(event);
+    const handler: Handler = (error, ...rest) => {
+      if (isUncaughtDriverDefect(error)) return noteDatabaseFailure(error);
+      for (const runner of runners) runner(error, ...rest);
+    };
+    emitter.removeAllListeners(event);
+    emitter.on(event, handler);
+    return { event, runners, handler };
+  });
   return () => {
-    process.off('uncaughtException', onDefect);
-    for (const handler of runnerHandlers) process.on('uncaughtException', handler);
+    for (const { event, runners, handler } of taken) {
+      emitter.off(event, handler);
+      for (const runner of runners) emitter.on(event, runner);
+    }
   };
 }

@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
 import { isDatabaseUnavailable, isUniqueViolation } from '../../src/database-errors.ts';
 import {
-  connectDatabase, isDriverWriteDefect, isPoolBroken, openDatabase, type Database, type Sql,
+  connectDatabase, isDriverWriteDefect, isPoolBroken, isUncaughtDriverDefect, openDatabase, type Database, type Sql,
 } from '../../src/storage/db.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { waitUntil } from '../helpers/wait.ts';
@@ -125,6 +125,22 @@ describe('error classification', () => {
     assert.equal(isPoolBroken(defect), true);
     assert.equal(isPoolBroken({ code: 'CONNECT_TIMEOUT' }), true);
     assert.equal(isPoolBroken({ code: 'ECONNREFUSED' }), false);
+  });
+
+  it("recognises the driver's own types query failing on a connection that ended, and nothing else", () => {
+    const types = "\n      select b.oid, b.typarray\n      from pg_catalog.pg_type a";
+    const ended = Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
+    Object.defineProperty(ended, 'query', { value: types });
+    assert.equal(isUncaughtDriverDefect(ended), true);
+    const reset = Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+    Object.defineProperty(reset, 'query', { value: types });
+    assert.equal(isUncaughtDriverDefect(reset), true);
+    const badQuery = Object.assign(new Error('syntax error'), { code: '42601' });
+    Object.defineProperty(badQuery, 'query', { value: types });
+    assert.equal(isUncaughtDriverDefect(badQuery), false, 'not an ended connection');
+    const mine = Object.assign(new Error('terminating connection'), { code: '57P01' });
+    Object.defineProperty(mine, 'query', { value: 'SELECT 1' });
+    assert.equal(isUncaughtDriverDefect(mine), false, "a query of the service's own");
   });
 
   it('tells an unreachable database from a bad query', () => {
