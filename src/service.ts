@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Config } from './config.ts';
-import { openDatabase, type Sql } from './storage/db.ts';
+import { connectDatabase, openDatabase, type Sql } from './storage/db.ts';
 import type { Deps } from './http/router.ts';
 import { createServer, type ServerTimeouts } from './http/server.ts';
 import { describeError, type Logger } from './log.ts';
@@ -96,7 +96,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const { sql } = database;
   try {
     const migrations = await loadMigrations();
-    const applied = await migrate(sql, migrations);
+    // On a pool of their own, outside the gate: a migration is one transaction that may
+    // outlast the gate's bound on how long request work holds a connection (storage/gate.ts).
+    const migrator = connectDatabase(config.databaseUrl, { applicationName, bounds: config.database });
+    const applied = await migrate(migrator, migrations).finally(() => migrator.end());
     if (applied.length > 0) log.info('migrations applied', { applied });
 
     const transport = options.transport ?? createTransport(config, log);
