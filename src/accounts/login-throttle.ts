@@ -36,19 +36,20 @@ export async function reserveAttempt(sql: Sql, keys: ThrottleKeys, perHour: numb
 /**
  * The password was right: the client's failures are forgotten, the budget gets its token back,
  * and the client's network becomes known to the identifier (see reserveBudget).
+ *
+ * One statement per row, as every write outside a transaction here (the lock order,
+ * transaction.ts): as one statement it held the budget row while it waited for the delay row
+ * that a reset held, and deadlocked with it.
  */
 export async function settleSuccess(
   sql: Sql, keys: ThrottleKeys, perHour: number, now: Date, tokenTaken: boolean,
 ): Promise<void> {
+  await sql`DELETE FROM login_delays WHERE identifier_key = ${keys.identifier} AND client_key = ${keys.client}`;
   await sql`
-    WITH forgotten AS (
-        DELETE FROM login_delays WHERE identifier_key = ${keys.identifier} AND client_key = ${keys.client}),
-      known AS (
-        INSERT INTO login_known_clients AS k (identifier_key, client_key, last_success_at)
-        VALUES (${keys.identifier}, ${keys.client}, ${now})
-        ON CONFLICT (identifier_key, client_key) DO UPDATE SET last_success_at = ${now})
-    UPDATE login_budgets SET tokens = least(${perHour}, tokens + ${tokenTaken ? 1 : 0})
-    WHERE identifier_key = ${keys.identifier}`;
+    INSERT INTO login_known_clients AS k (identifier_key, client_key, last_success_at)
+    VALUES (${keys.identifier}, ${keys.client}, ${now})
+    ON CONFLICT (identifier_key, client_key) DO UPDATE SET last_success_at = ${now}`;
+  if (tokenTaken) await refundBudget(sql, keys.identifier, perHour);
 }
 
 async function reserveDelay(sql: Sql, { identifier, client }: ThrottleKeys, now: Date): Promise<number> {

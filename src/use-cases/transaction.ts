@@ -25,6 +25,11 @@ import type { Webhooks } from '../webhooks/events.ts';
  *   6. its security events;
  *   7. the outbox and webhook events (inserts only, of rows no one else holds).
  *
+ * The sign-in throttle's rows (login-throttle.ts) sit outside the order: a use case that clears
+ * them (reset, deletion, unlock, e-mail change) does so after step 2, and the sign-in path,
+ * which holds no account row, writes them one row per statement, so it never holds one while it
+ * waits for another.
+ *
  * Invariants that follow:
  * - FOR NO KEY UPDATE, not FOR UPDATE: an insert into sessions or security_events checks its
  *   foreign key with FOR KEY SHARE on the account row, which FOR UPDATE would block. That is

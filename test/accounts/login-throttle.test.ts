@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { createKeyedHashes } from '../../src/keyed-hashes.ts';
-import { delaySeconds } from '../../src/accounts/login-throttle.ts';
+import { clearThrottle, delaySeconds, rememberClient, settleSuccess } from '../../src/accounts/login-throttle.ts';
+import { connectDatabase, type Sql } from '../../src/storage/db.ts';
+import { loadMigrations, migrate } from '../../src/storage/migrations.ts';
+import { createTestDatabase } from '../helpers/database.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 describe('login throttle', () => {
   it('allows four failures, then doubles the wait from 1 s up to 15 minutes', () => {
@@ -19,5 +23,44 @@ describe('login throttle', () => {
     assert.notDeepEqual(keys.loginIdentifier('alice'), keys.address('alice'), 'another purpose, another key');
     assert.notDeepEqual(keys.loginIdentifier('alice'), createKeyedHashes(keysOf(7)).loginIdentifier('alice'), 'another key, another hash');
     assert.equal(keys.client('192.0.2.1').toString('latin1').includes('192.0.2.1'), false);
+  });
+});
+
+describe("the throttle's rows and the lock order", () => {
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let sql: Sql;
+  before(async () => {
+    database = await createTestDatabase();
+    sql = connectDatabase(database.url);
+    await migrate(sql, await loadMigrations());
+  });
+  after(async () => {
+    await sql.end();
+    await database.drop();
+  });
+
+  it("a right password's settlement waits for a reset that clears the same rows, and never deadlocks with it", async () => {
+    const [name, email, client] = [1, 2, 3].map((byte) => Buffer.alloc(32, byte)) as [Buffer, Buffer, Buffer];
+    const now = new Date();
+    await sql`INSERT INTO login_budgets (identifier_key, tokens, updated_at) VALUES (${name}, 5, ${now})`;
+    await sql`INSERT INTO login_delays (identifier_key, client_key, failures, updated_at) VALUES (${name}, ${client}, 3, ${now})`;
+    let settled: Promise<void> | null = null;
+    // The reset's transaction holds the delay row; the settlement starts and waits for a lock
+    // (the barrier); then the reset goes on to the budget row. One statement that held the
+    // budget row while it waited for the delay row ended in a deadlock here (40P01).
+    await sql.begin(async (tx) => {
+      await tx`DELETE FROM login_delays WHERE identifier_key = ${name}`;
+      settled = settleSuccess(sql, { identifier: name, client }, 10, now, true);
+      await waitUntil(async () => {
+        const [row] = await sql`
+          SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`;
+        return row!.n === 1;
+      });
+      await clearThrottle(tx, [name, email]);
+      await rememberClient(tx, [name, email], client, now);
+    });
+    await settled;
+    const known = await sql`SELECT identifier_key FROM login_known_clients ORDER BY identifier_key`;
+    assert.deepEqual(known.map((row) => row.identifier_key), [name, email]);
   });
 });

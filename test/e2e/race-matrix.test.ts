@@ -84,6 +84,7 @@ const jitter = () => delay(Math.random() * 4);
 
 async function runRound(first: Writer, second: Writer): Promise<void> {
   const round = await newRound();
+  const logsBefore = app.logs.length;
   const pair = [first, second];
   const results = await Promise.all(pair.map(async (writer, index) => {
     await jitter();
@@ -91,8 +92,11 @@ async function runRound(first: Writer, second: Writer): Promise<void> {
   }));
   const label = `${first.kind} × ${second.kind}`;
   const won = (kind: string) => pair.some((writer, index) => writer.kind === kind && [200, 204].includes(results[index]!.status));
+  // A refusal names what the service logged for it (a busy database's code, say).
+  const warnings = () => app.logs.slice(logsBefore).filter((line) => /"level":"(warn|error)"/.test(line)).join('\n');
   pair.forEach((writer, index) => {
-    assert.ok(writer.allowed.includes(results[index]!.status), `${label}: ${writer.kind} answered ${results[index]!.status} ${results[index]!.text}`);
+    const { status, text } = results[index]!;
+    assert.ok(writer.allowed.includes(status), `${label}: ${writer.kind} answered ${status} ${text}\n${warnings()}`);
   });
 
   const sql = app.service.sql;
