@@ -350,25 +350,6 @@ ALTER TABLE public.outbox ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 );
 
 --
--- Name: passkey_challenges; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.passkey_challenges (
-    id uuid NOT NULL,
-    account_id bigint NOT NULL,
-    session_id uuid NOT NULL,
-    challenge bytea NOT NULL,
-    expires_at timestamp with time zone NOT NULL,
-    CONSTRAINT passkey_challenges_challenge_check CHECK ((octet_length(challenge) = 32))
-);
-
---
--- Name: TABLE passkey_challenges; Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON TABLE public.passkey_challenges IS 'Registration challenges: one per account, bound to its session, used once, 5 minutes';
-
---
 -- Name: passkeys; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -662,7 +643,7 @@ CREATE TABLE public.spent_passkey_challenges (
 -- Name: TABLE spent_passkey_challenges; Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON TABLE public.spent_passkey_challenges IS 'Sign-in challenges already presented, kept until they expire (single use)';
+COMMENT ON TABLE public.spent_passkey_challenges IS 'Passkey challenges already presented, kept until they expire (single use)';
 
 --
 -- Name: webhook_events; Type: TABLE; Schema: public; Owner: -
@@ -789,20 +770,6 @@ ALTER TABLE ONLY public.outbox
 
 ALTER TABLE ONLY public.outbox
     ADD CONSTRAINT outbox_pkey PRIMARY KEY (id);
-
---
--- Name: passkey_challenges passkey_challenges_account_id_key; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.passkey_challenges
-    ADD CONSTRAINT passkey_challenges_account_id_key UNIQUE (account_id);
-
---
--- Name: passkey_challenges passkey_challenges_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.passkey_challenges
-    ADD CONSTRAINT passkey_challenges_pkey PRIMARY KEY (id);
 
 --
 -- Name: passkeys passkeys_credential_id_key; Type: CONSTRAINT; Schema: public; Owner: -
@@ -1005,18 +972,6 @@ CREATE INDEX outbox_finished ON public.outbox USING btree (created_at) WHERE (st
 CREATE INDEX outbox_recipient ON public.outbox USING btree (lower(recipient)) WHERE (recipient IS NOT NULL);
 
 --
--- Name: passkey_challenges_expiry; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX passkey_challenges_expiry ON public.passkey_challenges USING btree (expires_at);
-
---
--- Name: passkey_challenges_session; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX passkey_challenges_session ON public.passkey_challenges USING btree (session_id);
-
---
 -- Name: passkeys_account; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1131,20 +1086,6 @@ ALTER TABLE ONLY public.one_time_codes
 
 ALTER TABLE ONLY public.one_time_codes
     ADD CONSTRAINT one_time_codes_session_id_fkey FOREIGN KEY (session_id) REFERENCES public.sessions(id) ON DELETE CASCADE;
-
---
--- Name: passkey_challenges passkey_challenges_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.passkey_challenges
-    ADD CONSTRAINT passkey_challenges_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id) ON DELETE CASCADE;
-
---
--- Name: passkey_challenges passkey_challenges_session_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.passkey_challenges
-    ADD CONSTRAINT passkey_challenges_session_id_fkey FOREIGN KEY (session_id) REFERENCES public.sessions(id) ON DELETE CASCADE;
 
 --
 -- Name: passkeys passkeys_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

@@ -78,9 +78,12 @@ export const passkeyOptionsSchema = {
   pwd: field(patterns.password), otp: field(patterns.otp, { required: false }),
 } satisfies Schema;
 
-/** Without `credential`, an object that the verifier reads (passkeys/webauthn.ts). */
+/**
+ * Without `credential`, an object that the verifier reads (passkeys/webauthn.ts). The
+ * challenge_id is a sealed value in base64url (use-cases/passkeys.ts sealChallenge).
+ */
 export const passkeyAdditionSchema = {
-  challenge_id: field(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/),
+  challenge_id: field(/^[A-Za-z0-9_-]{1,200}$/),
   email_code: field(patterns.code),
   name: field(passkeyName, { required: false }),
 } satisfies Schema;

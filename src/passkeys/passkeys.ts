@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Sql, Transaction } from '../storage/db.ts';
 import type { NewCredential } from './webauthn.ts';
 
-/** The passkeys table (sql/020) and the registration challenges. The use cases hold the locks. */
+/** The passkeys table (sql/020) and the spent challenges. The use cases hold the locks. */
 export const maxPasskeysPerAccount = 20;
 
 /** A passkey as its owner sees it. */
@@ -90,35 +90,8 @@ export async function findUserHandle(tx: Transaction, accountId: string): Promis
   return row!.user_handle as Buffer;
 }
 
-/** Stores the account's registration challenge, replacing any earlier one. */
-export async function storeRegistrationChallenge(
-  tx: Transaction, accountId: string, sessionId: string, challenge: Buffer, expiresAt: Date,
-): Promise<string> {
-  const id = randomUUID();
-  await tx`
-    INSERT INTO passkey_challenges (id, account_id, session_id, challenge, expires_at)
-    VALUES (${id}, ${accountId}, ${sessionId}, ${challenge}, ${expiresAt})
-    ON CONFLICT (account_id) DO UPDATE
-    SET id = EXCLUDED.id, session_id = EXCLUDED.session_id, challenge = EXCLUDED.challenge,
-      expires_at = EXCLUDED.expires_at`;
-  return id;
-}
-
-/**
- * Uses up the account's registration challenge: the delete is the single-use guarantee. Null
- * unless it is live and this session's.
- */
-export async function consumeRegistrationChallenge(
-  tx: Transaction, id: string, accountId: string, sessionId: string, now: Date,
-): Promise<Buffer | null> {
-  const [row] = await tx`
-    DELETE FROM passkey_challenges WHERE account_id = ${accountId}
-    RETURNING challenge, (id = ${id} AND session_id = ${sessionId} AND expires_at > ${now}) AS usable`;
-  return row?.usable === true ? (row.challenge as Buffer) : null;
-}
-
-/** Marks a sign-in challenge spent; false if it was already. Exactly one of concurrent presenters inserts the row. */
-export async function spendSignInChallenge(sql: Sql, challenge: Buffer, expiresAt: Date): Promise<boolean> {
+/** Marks a challenge spent; false if it was already. Exactly one of concurrent presenters inserts the row. */
+export async function spendChallenge(sql: Sql | Transaction, challenge: Buffer, expiresAt: Date): Promise<boolean> {
   const rows = await sql`
     INSERT INTO spent_passkey_challenges (challenge, expires_at) VALUES (${challenge}, ${expiresAt})
     ON CONFLICT DO NOTHING`;
@@ -126,7 +99,5 @@ export async function spendSignInChallenge(sql: Sql, challenge: Buffer, expiresA
 }
 
 export async function deleteExpiredChallenges(sql: Sql, now: Date): Promise<number> {
-  const registration = await sql`DELETE FROM passkey_challenges WHERE expires_at < ${now}`;
-  const spent = await sql`DELETE FROM spent_passkey_challenges WHERE expires_at < ${now}`;
-  return registration.count + spent.count;
+  return (await sql`DELETE FROM spent_passkey_challenges WHERE expires_at < ${now}`).count;
 }

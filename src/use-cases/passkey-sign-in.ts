@@ -1,32 +1,25 @@
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { recordEvent } from '../accounts/security-events.ts';
-import { findPasskeyOwner, recordPasskeyUse, spendSignInChallenge } from '../passkeys/passkeys.ts';
-import {
-  decodeBase64Url, readAssertion, verifyAssertion, type RelyingParty, type StoredCredential,
-} from '../passkeys/webauthn.ts';
+import { findPasskeyOwner, recordPasskeyUse, spendChallenge } from '../passkeys/passkeys.ts';
+import { readAssertion, verifyAssertion, type RelyingParty, type StoredCredential } from '../passkeys/webauthn.ts';
 import { startSession } from '../sessions/sessions.ts';
-import { challengeTtlSeconds } from './passkeys.ts';
+import { challengeTtlSeconds, openChallenge, sealChallenge } from './passkeys.ts';
 import type { SignIn } from './sign-in.ts';
 import { retryOnce, type Client, type UseCaseDeps } from './transaction.ts';
 
 /**
  * Usernameless sign-in with a passkey. The options name no account, so every caller gets the
  * same answer, and nothing is stored for them: the challenge travels sealed in challenge_id
- * (sealing.ts, bound to its purpose) with its expiry, so a stranger's flood of options requests
- * writes nothing. A presented challenge is spent in the database, once, whatever follows.
+ * (sealChallenge). A presented challenge is spent in the database, once, whatever follows.
  */
 export function startPasskeySignIn(
   deps: UseCaseDeps, rp: RelyingParty,
 ): { challengeId: string; options: Record<string, unknown> } {
-  const challenge = randomBytes(32);
-  const expiry = Buffer.alloc(8);
-  expiry.writeBigUInt64BE(BigInt(deps.clock().getTime() + challengeTtlSeconds * 1000));
-  const sealed = deps.sealer.seal(Buffer.concat([expiry, challenge]), 'passkey-challenge', 'sign-in');
+  const { challenge, challengeId } = sealChallenge(deps, 'sign-in');
   const options = {
     challenge: challenge.toString('base64url'), rpId: rp.id, timeout: challengeTtlSeconds * 1000,
     userVerification: 'required', allowCredentials: [],
   };
-  return { challengeId: sealed.toString('base64url'), options };
+  return { challengeId, options };
 }
 
 /**
@@ -41,11 +34,11 @@ export async function signInWithPasskey(
   takeAllowance: (accountId: string) => number,
 ): Promise<SignIn> {
   const assertion = readAssertion(credential);
-  const challenge = openChallenge(deps, challengeId);
+  const challenge = openChallenge(deps, challengeId, 'sign-in');
   if (assertion === null || challenge === null) return { outcome: 'refused' };
-  if (!(await spendSignInChallenge(deps.sql, challenge.challenge, challenge.expiresAt))) return { outcome: 'refused' };
+  if (!(await spendChallenge(deps.sql, challenge.challenge, challenge.expiresAt))) return { outcome: 'refused' };
   const owner = await findPasskeyOwner(deps.sql, assertion.credentialId);
-  const verified = verifyAssertion(rp, challenge.challenge, assertion, owner ?? decoy());
+  const verified = verifyAssertion(rp, challenge.challenge, assertion, owner ?? decoy);
   if (owner === null) return { outcome: 'refused' };
   const now = deps.clock();
   if (verified.outcome === 'refused') {
@@ -70,23 +63,16 @@ export async function signInWithPasskey(
   return { outcome: 'signed-in', accountPublicId: owner.publicId, ...started };
 }
 
-/** The challenge a challenge_id carries, if this service sealed it for sign-in and it has not expired. */
-function openChallenge(deps: UseCaseDeps, challengeId: string): { challenge: Buffer; expiresAt: Date } | null {
-  const sealed = challengeId.length <= 200 ? decodeBase64Url(challengeId) : null;
-  const opened = sealed === null ? null : deps.sealer.open(sealed, 'passkey-challenge', 'sign-in');
-  if (opened === null || opened.plaintext.length !== 40) return null;
-  const expiresAt = new Date(Number(opened.plaintext.readBigUInt64BE(0)));
-  return expiresAt > deps.clock() ? { challenge: opened.plaintext.subarray(8), expiresAt } : null;
-}
-
-let decoyCredential: StoredCredential | null = null;
-
-/** An ES256 key nobody holds, so that an unknown credential costs the signature check a known one costs. */
-function decoy(): StoredCredential {
-  if (decoyCredential !== null) return decoyCredential;
-  const jwk = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'jwk' });
-  const [x, y] = [Buffer.from(jwk.x!, 'base64url'), Buffer.from(jwk.y!, 'base64url')];
-  // COSE_Key {1: 2, 3: -7, -1: 1, -2: x, -3: y}, as an authenticator encodes it.
-  const publicKey = Buffer.concat([Buffer.from('a5010203262001215820', 'hex'), x, Buffer.from('225820', 'hex'), y]);
-  return (decoyCredential = { publicKey, signCount: 0, backupEligible: false, userHandle: randomBytes(16) });
-}
+/**
+ * The key an unknown credential is checked against, so that it costs the signature check a known
+ * one costs: an ES256 COSE_Key {1: 2, 3: -7, -1: 1, -2: x, -3: y}. Whoever held its private half
+ * would gain nothing: an unknown credential is refused whatever the check says.
+ */
+const decoy: StoredCredential = {
+  publicKey: Buffer.from(
+    'a5010203262001215820119514753dac2f43519211c10c488cf57836d70877ae078ce1e9ea22f22744e0' +
+      '22582099053559a8f2818254299b590eb1b46fb02498c22bbc2a89a08c701670fa1a9c',
+    'hex',
+  ),
+  signCount: 0, backupEligible: false, userHandle: Buffer.alloc(16),
+};

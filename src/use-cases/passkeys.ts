@@ -6,10 +6,12 @@ import { recordEvent } from '../accounts/security-events.ts';
 import { passkeyCodeMail, passkeyMail } from '../mail/messages.ts';
 import { enqueueMail } from '../mail/outbox.ts';
 import {
-  consumeRegistrationChallenge, credentialIdsOf, deletePasskey, findUserHandle, insertPasskey, listPasskeys,
-  maxPasskeysPerAccount, renamePasskey, storeRegistrationChallenge, type Passkey,
+  credentialIdsOf, deletePasskey, findUserHandle, insertPasskey, listPasskeys, maxPasskeysPerAccount, renamePasskey,
+  spendChallenge, type Passkey,
 } from '../passkeys/passkeys.ts';
-import { coseAlgorithms, verifyRegistration, type RelyingParty, type Refusal } from '../passkeys/webauthn.ts';
+import {
+  coseAlgorithms, decodeBase64Url, verifyRegistration, type RelyingParty, type Refusal,
+} from '../passkeys/webauthn.ts';
 import { endSessions } from './end-sessions.ts';
 import { checkCallerPassword, type CallerFactorRefusal } from './password-check.ts';
 import { checkPasswordAndFactor, useSecondFactor } from './second-factor.ts';
@@ -17,14 +19,41 @@ import { inTransaction, lockAccountIfSessionLives, wakeWorkers, type Client, typ
 
 /**
  * Adding, listing, renaming and removing passkeys. Lock order (transaction.ts): the address
- * quota row (step 1), the account row, then the account's codes, challenge and passkeys
- * (step 5), events, outbox.
+ * quota row (step 1), the account row, then the account's codes and passkeys (step 5), events,
+ * outbox.
  */
 type Caller = { account: Account; sessionId: string };
 export type { Passkey };
 
 /** Challenges live five minutes: long enough for a person at a browser prompt, short for a thief. */
 export const challengeTtlSeconds = 300;
+
+/**
+ * A new challenge, and the challenge_id that carries it sealed with its expiry (sealing.ts),
+ * bound to its ceremony: 'sign-in', or registration by one account's session. Nothing is
+ * stored until it is presented (spendChallenge, once), so a flood of options requests writes
+ * nothing.
+ */
+export function sealChallenge(deps: UseCaseDeps, ceremony: string): { challenge: Buffer; challengeId: string } {
+  const challenge = randomBytes(32);
+  const expiry = Buffer.alloc(8);
+  expiry.writeBigUInt64BE(BigInt(deps.clock().getTime() + challengeTtlSeconds * 1000));
+  const sealed = deps.sealer.seal(Buffer.concat([expiry, challenge]), 'passkey-challenge', ceremony);
+  return { challenge, challengeId: sealed.toString('base64url') };
+}
+
+/** The challenge a challenge_id carries, if this service sealed it for this ceremony and it has not expired. */
+export function openChallenge(
+  deps: UseCaseDeps, challengeId: string, ceremony: string,
+): { challenge: Buffer; expiresAt: Date } | null {
+  const sealed = challengeId.length <= 200 ? decodeBase64Url(challengeId) : null;
+  const opened = sealed === null ? null : deps.sealer.open(sealed, 'passkey-challenge', ceremony);
+  if (opened === null || opened.plaintext.length !== 40) return null;
+  const expiresAt = new Date(Number(opened.plaintext.readBigUInt64BE(0)));
+  return expiresAt > deps.clock() ? { challenge: opened.plaintext.subarray(8), expiresAt } : null;
+}
+
+const registration = ({ account, sessionId }: Caller) => `registration ${account.id} ${sessionId}`;
 
 export type RegistrationStart =
   | { outcome: 'started'; challengeId: string; options: Record<string, unknown> }
@@ -45,7 +74,7 @@ export async function startPasskeyRegistration(
   if (check.outcome !== 'valid') return check;
   const now = deps.clock();
   const expiresAt = new Date(now.getTime() + challengeTtlSeconds * 1000);
-  const challenge = randomBytes(32);
+  const { challenge, challengeId } = sealChallenge(deps, registration(caller));
   const code = generateCode();
   const result = await inTransaction(deps.sql, async (tx, rollBack): Promise<RegistrationStart> => {
     const refusal = await reserveAddressRequest(tx, 'passkey', accountQuotaKey(deps.keys, account.publicId), now);
@@ -57,7 +86,6 @@ export async function startPasskeyRegistration(
     if (!used) return rollBack({ outcome: 'wrong-otp' });
     const userHandle = await findUserHandle(tx, account.id);
     await storeCode(tx, 'passkey', account.id, hashCode(code), expiresAt, now);
-    const challengeId = await storeRegistrationChallenge(tx, account.id, sessionId, challenge, expiresAt);
     await enqueueMail(tx, passkeyCodeMail(account, code, expiresAt, now, client.address), deps.mailer, now);
     const options = {
       rp: { id: rp.id, name: rp.name },
@@ -94,13 +122,14 @@ export async function addPasskey(
 ): Promise<Addition> {
   const { account, sessionId } = caller;
   const now = deps.clock();
+  const challenge = openChallenge(deps, request.challengeId, registration(caller));
   const result = await inTransaction(deps.sql, async (tx): Promise<Addition> => {
     if (!(await lockAccountIfSessionLives(tx, caller))) return { outcome: 'session-ended' };
-    const challenge = await consumeRegistrationChallenge(tx, request.challengeId, account.id, sessionId, now);
+    const spent = challenge !== null && (await spendChallenge(tx, challenge.challenge, challenge.expiresAt));
     const codeUsed = await consumeCodes(tx, account.id, 'passkey', hashCode(request.emailCode), now);
-    if (challenge === null) return { outcome: 'unknown-challenge' };
+    if (challenge === null || !spent) return { outcome: 'unknown-challenge' };
     if (!codeUsed) return { outcome: 'wrong-code' };
-    const verified = verifyRegistration(rp, challenge, request.credential);
+    const verified = verifyRegistration(rp, challenge.challenge, request.credential);
     if (verified.outcome === 'refused') return { outcome: 'invalid', reason: verified.reason };
     const name = request.name ?? `Passkey of ${now.toISOString().slice(0, 10)}`;
     const passkey = await insertPasskey(tx, account.id, verified.credential, name, now);

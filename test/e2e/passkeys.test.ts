@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { eventsOf } from '../helpers/accounts.ts';
 import { createAuthenticator, type TestAuthenticator } from '../helpers/authenticator.ts';
 import { form } from '../helpers/http.ts';
-import { registerAndSignIn, startTestService, type TestService } from '../helpers/service.ts';
+import { registerAndSignIn, signIn, startTestService, type TestService } from '../helpers/service.ts';
 import { codeIn } from '../helpers/smtp.ts';
 
 const origin = 'https://app.example.test';
@@ -78,6 +78,27 @@ describe('passkeys over HTTP', () => {
     const again = await app.call('POST', '/acc/me/passkeys', { token, json: body });
     assert.equal(again.json.type, 'urn:account-service:problem:unknown-challenge', 'the challenge was used up');
     assert.equal((await app.call('GET', '/acc/me/passkeys', { token })).json.passkeys.length, 0);
+  });
+
+  it("binds a registration challenge to the caller's session, and to registration", async () => {
+    const { user, token } = await registerAndSignIn(app);
+    const otherSession = await signIn(app, user.name, user.pwd);
+    const auth = createAuthenticator(-7);
+    const present = async (challengeId: string, bearer: string) => {
+      app.clock.advance(61);
+      const options = await app.call('POST', '/acc/me/passkeys/options', { token, json: { pwd: user.pwd } });
+      const mail = await app.smtp.waitFor((m) => m.to === user.email && m.subject === 'Your code to add a passkey' && !used.has(m.messageId));
+      used.add(mail.messageId);
+      const credential = auth.register(options.json.options, origin, rpId);
+      const json = { challenge_id: challengeId || options.json.challenge_id, credential, email_code: codeIn(mail) };
+      return app.call('POST', '/acc/me/passkeys', { token: bearer, json });
+    };
+    const fromOtherSession = await present('', otherSession);
+    assert.equal(fromOtherSession.json.type, 'urn:account-service:problem:unknown-challenge', 'another session of the account');
+    const signInChallenge = (await app.call('POST', '/auth/passkey/options')).json.challenge_id as string;
+    const fromSignIn = await present(signInChallenge, token);
+    assert.equal(fromSignIn.json.type, 'urn:account-service:problem:unknown-challenge', 'a sign-in challenge');
+    assert.equal((await present('', token)).status, 201, 'the session that asked');
   });
 
   it('answers unknown, foreign and badly signed credentials alike, refuses replays, and records a counter regression', async () => {
