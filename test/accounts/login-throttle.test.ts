@@ -2,9 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createKeyedHashes } from '../../src/keyed-hashes.ts';
 import { clearThrottle, delaySeconds, rememberClient, settleSuccess } from '../../src/accounts/login-throttle.ts';
-import { connectDatabase, type Sql } from '../../src/storage/db.ts';
-import { loadMigrations, migrate } from '../../src/storage/migrations.ts';
-import { createTestDatabase } from '../helpers/database.ts';
+import { createMigratedDatabase } from '../helpers/database.ts';
 import { waitUntil } from '../helpers/wait.ts';
 
 describe('login throttle', () => {
@@ -27,19 +25,12 @@ describe('login throttle', () => {
 });
 
 describe("the throttle's rows and the lock order", () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let sql: Sql;
-  before(async () => {
-    database = await createTestDatabase();
-    sql = connectDatabase(database.url);
-    await migrate(sql, await loadMigrations());
-  });
-  after(async () => {
-    await sql.end();
-    await database.drop();
-  });
+  let database: Awaited<ReturnType<typeof createMigratedDatabase>>;
+  before(async () => (database = await createMigratedDatabase()));
+  after(() => database.drop());
 
   it("a right password's settlement waits for a reset that clears the same rows, and never deadlocks with it", async () => {
+    const { sql } = database;
     const [name, email, client] = [1, 2, 3].map((byte) => Buffer.alloc(32, byte)) as [Buffer, Buffer, Buffer];
     const now = new Date();
     await sql`INSERT INTO login_budgets (identifier_key, tokens, updated_at) VALUES (${name}, 5, ${now})`;

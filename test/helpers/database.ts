@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
+import { connectDatabase, type Sql } from '../../src/storage/db.ts';
+import { loadMigrations, migrate } from '../../src/storage/migrations.ts';
 
 /** A fresh, empty database on the test server; dropped again by `drop()`. */
 export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
@@ -17,4 +19,12 @@ export async function createTestDatabase(): Promise<{ url: string; drop(): Promi
       await admin.end();
     },
   };
+}
+
+/** A fresh database with every migration, and the service's own handle on it; `drop()` ends both. */
+export async function createMigratedDatabase(): Promise<{ sql: Sql; drop(): Promise<void> }> {
+  const database = await createTestDatabase();
+  const sql = connectDatabase(database.url);
+  await migrate(sql, await loadMigrations());
+  return { sql, drop: async () => (await sql.end(), await database.drop()) };
 }

@@ -4,15 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { connectDatabase, type Sql } from '../../src/storage/db.ts';
-import { loadMigrations, migrate } from '../../src/storage/migrations.ts';
+import type { Sql } from '../../src/storage/db.ts';
 import { createLogger } from '../../src/log.ts';
 import { accountActiveMail } from '../../src/mail/messages.ts';
 import { createOutboxWorker, enqueueMail, type OutboxOptions } from '../../src/mail/outbox.ts';
 import { backoffMs } from '../../src/queue.ts';
 import { createFileTransport, createSmtpTransport, isPermanentFailure } from '../../src/mail/transport.ts';
 import { createSealer } from '../../src/sealing.ts';
-import { createTestDatabase } from '../helpers/database.ts';
+import { createMigratedDatabase } from '../helpers/database.ts';
 import { untilQueuesDrained, waitUntil } from '../helpers/wait.ts';
 import { codeIn, startTestSmtp } from '../helpers/smtp.ts';
 import { builtInMailer, requestCode, startTestService, testEncryptionKeys, uniqueUser, type TestService } from '../helpers/service.ts';
@@ -166,10 +165,7 @@ describe('outbox workers on a queue of their own', () => {
   const quiet = createLogger('error', () => {});
   let queue: { sql: Sql; drop(): Promise<void> };
   before(async () => {
-    const database = await createTestDatabase();
-    const sql = connectDatabase(database.url);
-    await migrate(sql, await loadMigrations());
-    queue = { sql, drop: async () => (await sql.end(), await database.drop()) };
+    queue = await createMigratedDatabase();
   });
   after(async () => {
     await queue.drop();

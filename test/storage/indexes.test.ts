@@ -1,22 +1,17 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { connectDatabase, type Sql } from '../../src/storage/db.ts';
-import { loadMigrations, migrate } from '../../src/storage/migrations.ts';
-import { createTestDatabase } from '../helpers/database.ts';
+import type { Sql } from '../../src/storage/db.ts';
+import { createMigratedDatabase } from '../helpers/database.ts';
 
 // A lookup that scans a table makes a request cost more as the table grows: the deletion once
 // scanned the whole outbox, sent mail included. These hold the schema to finding by index.
-let database: Awaited<ReturnType<typeof createTestDatabase>>;
+let database: Awaited<ReturnType<typeof createMigratedDatabase>>;
 let sql: Sql;
 before(async () => {
-  database = await createTestDatabase();
-  sql = connectDatabase(database.url);
-  await migrate(sql, await loadMigrations());
+  database = await createMigratedDatabase();
+  sql = database.sql;
 });
-after(async () => {
-  await sql.end();
-  await database.drop();
-});
+after(() => database.drop());
 
 /** The plan PostgreSQL would pick with table scans priced out: a scan there means no index can serve the statement. */
 async function plan(statement: string, parameters: string[]): Promise<string> {
