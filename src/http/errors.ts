@@ -67,8 +67,7 @@ export function problemType(problem: Problem): string {
  * turns it into an RFC 9457 response, and anything else thrown becomes a logged 500.
  * `instanceof HttpError` is what tells an answer apart from a fault.
  *
- * An answer's stack is never logged or read, so none is captured. (Capturing one added about
- * 9 µs to a rejected body's 20 µs of CPU in process: docs/performance.md.)
+ * An answer's stack is never logged or read, so none is captured (its cost: docs/performance.md).
  */
 export class HttpError extends Error {
   override name = 'HttpError';

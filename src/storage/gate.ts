@@ -55,8 +55,7 @@ export function createGate(slots: number, bounds: GateBounds): Gate {
       const entered = enter();
       if (entered !== null) await entered;
       let timer: NodeJS.Timeout | undefined;
-      const stuck = new Promise<never>((_resolve, reject) => {
-        if (maxHoldMs <= 0) return;
+      const stuck = () => new Promise<never>((_resolve, reject) => {
         timer = setTimeout(() => {
           const error = new Error(`held a database connection over ${maxHoldMs} ms`);
           reject(Object.assign(error, { code: 'DATABASE_STUCK' }));
@@ -64,7 +63,7 @@ export function createGate(slots: number, bounds: GateBounds): Gate {
         }, maxHoldMs);
       });
       try {
-        return await Promise.race([task(), stuck]);
+        return await (maxHoldMs > 0 ? Promise.race([task(), stuck()]) : task());
       } finally {
         clearTimeout(timer);
         leave();

@@ -58,4 +58,16 @@ describe('createGate', () => {
     assert.equal(await gate.run(async () => 'in time'), 'in time');
     assert.equal(stuck, 1, 'work that ends in time is not stuck');
   });
+
+  it('bounds no hold with maxHoldMs 0', async () => {
+    let stuck = 0;
+    const gate = createGate(1, { maxQueued: 1, maxWaitMs: 1_000, maxHoldMs: 0, onStuck: () => (stuck += 1) });
+    const slow = hold();
+    const running = gate.run(() => slow.held.then(() => 'late'));
+    // A timer of the gate's, had it set one, would have been due before this one.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    slow.release();
+    assert.equal(await running, 'late');
+    assert.equal(stuck, 0);
+  });
 });
