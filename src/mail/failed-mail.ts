@@ -6,19 +6,12 @@ import type { Sql } from '../storage/db.ts';
  * that it can be queued again. The list shows no recipient and no content: neither is needed
  * to decide on a retry, and the list may be pasted into a ticket.
  */
-export type FailedMail = { id: string; kind: string; attempts: number; last_error: string | null; created_at: string };
+export type FailedMail = { id: string; kind: string; attempts: number; last_error: string | null; created_at: Date };
 
 /** The failed messages, oldest first, at most `limit`. */
 export async function listFailedMail(sql: Sql, limit: number): Promise<FailedMail[]> {
-  const rows = await sql`
-    SELECT id, kind, attempts, last_error, created_at FROM outbox WHERE state = 'failed' ORDER BY id LIMIT ${limit}`;
-  return rows.map((row) => ({
-    id: String(row.id),
-    kind: row.kind as string,
-    attempts: row.attempts as number,
-    last_error: row.last_error as string | null,
-    created_at: (row.created_at as Date).toISOString(),
-  }));
+  return sql<FailedMail[]>`
+    SELECT id::text, kind, attempts, last_error, created_at FROM outbox WHERE state = 'failed' ORDER BY id LIMIT ${limit}`;
 }
 
 /**
@@ -29,6 +22,6 @@ export async function listFailedMail(sql: Sql, limit: number): Promise<FailedMai
 export async function retryFailedMail(sql: Sql, id: string | null, now: Date): Promise<string[]> {
   const rows = await sql`
     UPDATE outbox SET state = 'pending', attempts = 0, next_attempt_at = ${now}, last_error = NULL
-    WHERE state = 'failed' AND (${id}::bigint IS NULL OR id = ${id}::bigint) RETURNING id`;
-  return rows.map((row) => String(row.id));
+    WHERE state = 'failed' AND (${id}::bigint IS NULL OR id = ${id}::bigint) RETURNING id::text`;
+  return rows.map((row) => row.id as string);
 }

@@ -7,23 +7,14 @@ import type { Sql } from '../storage/db.ts';
  */
 export type FailedWebhook = {
   id: string; webhook_id: string; type: string; account: string; attempts: number; last_error: string | null;
-  created_at: string;
+  created_at: Date;
 };
 
 /** The failed events, oldest first, at most `limit`. */
 export async function listFailedWebhooks(sql: Sql, limit: number): Promise<FailedWebhook[]> {
-  const rows = await sql`
-    SELECT id, webhook_id, type, account, attempts, last_error, created_at FROM webhook_events
+  return sql<FailedWebhook[]>`
+    SELECT id::text, webhook_id, type, account, attempts, last_error, created_at FROM webhook_events
     WHERE state = 'failed' ORDER BY id LIMIT ${limit}`;
-  return rows.map((row) => ({
-    id: String(row.id),
-    webhook_id: row.webhook_id as string,
-    type: row.type as string,
-    account: row.account as string,
-    attempts: row.attempts as number,
-    last_error: row.last_error as string | null,
-    created_at: (row.created_at as Date).toISOString(),
-  }));
 }
 
 /**
@@ -35,6 +26,6 @@ export async function retryFailedWebhooks(sql: Sql, id: string | null, now: Date
   const rows = await sql`
     UPDATE webhook_events
     SET state = 'pending', attempts = 0, next_attempt_at = ${now}, last_error = NULL, claimed_until = NULL
-    WHERE state = 'failed' AND (${id}::bigint IS NULL OR id = ${id}::bigint) RETURNING id`;
-  return rows.map((row) => String(row.id));
+    WHERE state = 'failed' AND (${id}::bigint IS NULL OR id = ${id}::bigint) RETURNING id::text`;
+  return rows.map((row) => row.id as string);
 }
