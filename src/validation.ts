@@ -71,8 +71,9 @@ export const emailChangeRequestSchema = {
 } satisfies Schema;
 
 /** Ours (passkeys): a name its owner gives a passkey, any printable text. */
-// No control or format characters: a right-to-left override in a name would reorder the notices that show it.
-const passkeyName = /^[^\x00-\x1f\x7f\p{Cf}]{1,64}$/u;
+// No control characters (C0, DEL, C1), format characters or line and paragraph separators: a
+// right-to-left override in a name would reorder the notices that show it, a line break split them.
+const passkeyName = /^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]{1,64}$/u;
 
 export const passkeyOptionsSchema = {
   pwd: field(patterns.password), otp: field(patterns.otp, { required: false }),

@@ -11,7 +11,8 @@ export type FailedMail = { id: string; kind: string; attempts: number; last_erro
 /** The failed messages, oldest first, at most `limit`. */
 export async function listFailedMail(sql: Sql, limit: number): Promise<FailedMail[]> {
   return sql<FailedMail[]>`
-    SELECT id::text, kind, attempts, last_error, created_at FROM outbox WHERE state = 'failed' ORDER BY id LIMIT ${limit}`;
+    SELECT id::text, kind, attempts, last_error, created_at FROM outbox
+    WHERE state = 'failed' ORDER BY id LIMIT ${limit}`;
 }
 
 /**

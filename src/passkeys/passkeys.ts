@@ -77,7 +77,7 @@ export async function findPasskeyOwner(sql: Sql, credentialId: Buffer): Promise<
  * against, so that of two sign-ins with one counter value only one passes.
  */
 export async function recordPasskeyUse(
-  sql: Sql, id: string, checkedCount: number, signCount: number, backedUp: boolean, now: Date,
+  sql: Sql | Transaction, id: string, checkedCount: number, signCount: number, backedUp: boolean, now: Date,
 ): Promise<boolean> {
   const rows = await sql`
     UPDATE passkeys SET sign_count = ${signCount}, backed_up = ${backedUp}, last_used_at = ${now}

@@ -4,7 +4,7 @@ import { readAssertion, verifyAssertion, type RelyingParty, type StoredCredentia
 import { startSession } from '../sessions/sessions.ts';
 import { challengeTtlSeconds, openChallenge, sealChallenge } from './passkeys.ts';
 import type { SignIn } from './sign-in.ts';
-import { retryOnce, type Client, type UseCaseDeps } from './transaction.ts';
+import { inTransaction, type Client, type UseCaseDeps } from './transaction.ts';
 
 /**
  * Usernameless sign-in with a passkey. The options name no account, so every caller gets the
@@ -47,16 +47,22 @@ export async function signInWithPasskey(
     }
     return { outcome: 'refused' };
   }
-  // The compare-and-set: of two sign-ins checked against one counter value, one passes.
-  const { signCount, backedUp } = verified;
-  const counted = await recordPasskeyUse(deps.sql, owner.id, owner.signCount, signCount, backedUp, now);
-  if (!counted) return { outcome: 'refused' };
   const wait = takeAllowance(owner.accountId);
   if (wait > 0) return { outcome: 'limited', retryAfterSeconds: wait };
   const { accountId, passwordHash } = owner;
   const { refreshTtlSeconds, sessionsPerAccount } = deps.config;
-  const started = await retryOnce(() =>
-    startSession(deps.sql, accountId, passwordHash, null, client, now, refreshTtlSeconds, sessionsPerAccount));
+  const { signCount, backedUp } = verified;
+  type Started = Awaited<ReturnType<typeof startSession>>;
+  const started = await inTransaction<Started>(deps.sql, async (tx, rollBack) => {
+    const session =
+      await startSession(tx, accountId, passwordHash, null, client, now, refreshTtlSeconds, sessionsPerAccount);
+    if (session === null || session === 'disabled') return session;
+    // The counter's compare-and-set, after the account row that the session's statement holds
+    // (the lock order): of two sign-ins checked against one counter value one passes, and none
+    // after the passkey's removal, which holds the account row while it ends the sessions.
+    const counted = await recordPasskeyUse(tx, owner.id, owner.signCount, signCount, backedUp, now);
+    return counted ? session : rollBack(null);
+  });
   if (started === null) return { outcome: 'refused' };
   // Only the holder of the passkey gets here: the owner, who may learn that an operator disabled the account.
   if (started === 'disabled') return { outcome: 'disabled' };

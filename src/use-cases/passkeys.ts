@@ -111,7 +111,7 @@ export type Addition =
   | { outcome: 'invalid'; reason: Refusal };
 
 /**
- * Verifies the browser's response against the caller's challenge and stores the passkey. The
+ * Verifies the browser's response against the caller's challenge and stores the passkey. A live
  * challenge and the code are used up by this request whatever follows, so a refused attempt
  * must start again with new options.
  */
@@ -126,8 +126,11 @@ export async function addPasskey(
   const result = await inTransaction(deps.sql, async (tx): Promise<Addition> => {
     if (!(await lockAccountIfSessionLives(tx, caller))) return { outcome: 'session-ended' };
     const spent = challenge !== null && (await spendChallenge(tx, challenge.challenge, challenge.expiresAt));
-    const codeUsed = await consumeCodes(tx, account.id, 'passkey', hashCode(request.emailCode), now);
+    // Without a live challenge of this session the code is left alone, so that a request with a
+    // made-up challenge cannot spend the owner's (found by an outside tester); with one, the
+    // code is used up whatever follows: one guess a challenge.
     if (challenge === null || !spent) return { outcome: 'unknown-challenge' };
+    const codeUsed = await consumeCodes(tx, account.id, 'passkey', hashCode(request.emailCode), now);
     if (!codeUsed) return { outcome: 'wrong-code' };
     const verified = verifyRegistration(rp, challenge.challenge, request.credential);
     if (verified.outcome === 'refused') return { outcome: 'invalid', reason: verified.reason };
