@@ -7,6 +7,7 @@ import {
   parseAuthenticatorData, publicKeyFromCose, readAssertion, verifyAssertion, verifyRegistration, verifySignature, type RelyingParty,
 } from '../../src/passkeys/webauthn.ts';
 import { createAuthenticator, encodeCbor, type Algorithm } from '../helpers/authenticator.ts';
+import { decoyFor } from '../../src/use-cases/passkey-sign-in.ts';
 
 const vectors = JSON.parse(readFileSync(new URL('./spec-vectors.json', import.meta.url), 'utf8'));
 const hex = (text: string) => Buffer.from(text, 'hex');
@@ -147,6 +148,18 @@ describe('COSE keys (found by an outside tester)', () => {
     ];
     assert.equal(publicKeyFromCose(cose(entries))?.algorithm, -7);
     assert.equal(publicKeyFromCose(cose([...entries, [-4, d]])), null);
+  });
+});
+
+describe('the decoy key of an unknown credential', () => {
+  it('is of the kind its signature shows, so that it costs the check a known key of that kind costs', () => {
+    const kindOf = (signatureBytes: number) => {
+      const key = publicKeyFromCose(decoyFor({ credentialId: Buffer.alloc(16), userHandle: null, fields: { signature: Buffer.alloc(signatureBytes) } }).publicKey);
+      return [key?.algorithm, key?.key.asymmetricKeyDetails?.modulusLength ?? key?.key.asymmetricKeyType];
+    };
+    assert.deepEqual(kindOf(64), [-8, 'ed25519']);
+    for (const bytes of [256, 384, 512]) assert.deepEqual(kindOf(bytes), [-257, bytes * 8]);
+    assert.deepEqual(kindOf(71), [-7, 'ec']);
   });
 });
 
