@@ -148,8 +148,8 @@ export const mailKinds = {
   // The code that enabling a second factor needs: a factor survives a reset, so only the mailbox's owner may add one.
   'totp-code': spec(`name ${codes} client_address`, 'Your code to enable a second factor', [
     'Hello {{name}},',
-    'someone signed in to your account with its password asked, from the address {{client_address}}, ' +
-      'to enable a second factor (an authenticator app). This code allows it:',
+    'someone who is signed in to your account, and who gave its password, asked from the address ' +
+      '{{client_address}} to enable a second factor (an authenticator app). This code allows it:',
     '{{code}}',
     codeHint,
     link,
@@ -184,8 +184,8 @@ export const mailKinds = {
   // A passkey survives a password reset, so only the mailbox's owner may add one.
   'passkey-code': spec(`name ${codes} client_address`, 'Your code to add a passkey', [
     'Hello {{name}},',
-    'someone signed in to your account with its password asked, from the address {{client_address}}, to add a ' +
-      'passkey. This code allows it:',
+    'someone who is signed in to your account, and who gave its password, asked from the address ' +
+      '{{client_address}} to add a passkey. This code allows it:',
     '{{code}}',
     codeHint,
     link,
