@@ -1,6 +1,6 @@
 import postgres from 'postgres';
 import { isDatabaseUnavailable } from '../database-errors.ts';
-import { createGate, type Gate } from './gate.ts';
+import { createGate, type Gate, type WorkKind } from './gate.ts';
 
 export type Sql = postgres.Sql;
 export type Transaction = postgres.TransactionSql;
@@ -8,9 +8,10 @@ export type Transaction = postgres.TransactionSql;
 export type Fragment = postgres.Fragment;
 
 /**
- * The pool behind a stable handle, so that it can be replaced without rewiring, a bounded queue
- * in front of it (gate.ts), and a circuit breaker: while the database is known to be
- * unreachable, every query fails at once instead of waiting in the driver.
+ * Ten connections, each a driver pool of its own, behind one handle that is used like a driver
+ * pool: a bounded queue in front of them (gate.ts) gives each query or transaction a connection,
+ * a connection whose work is stuck is replaced, and a circuit breaker: while the database is
+ * known to be unreachable, every query fails at once instead of waiting in the driver.
  */
 export type Database = {
   sql: Sql;
@@ -18,7 +19,7 @@ export type Database = {
   noteFailure(error: unknown): void;
   /** False while the breaker is open. */
   isUp(): boolean;
-  /** The most connections it opens: those of its pool. */
+  /** The most connections it opens. */
   connections: number;
   end(): Promise<void>;
 };
@@ -64,34 +65,50 @@ export type PoolOptions = {
 export function openDatabase(url: string, options: PoolOptions = {}): Database {
   const { onDown = () => {}, onUp = () => {} } = options;
   const bounds = options.bounds ?? unbounded;
-  // As many slots as the pool has connections: the driver is never handed more work than it
-  // has connections, which keeps its queues short (see poolSize).
-  // A slot held past four statement bounds and a connection attempt is stuck in the driver.
+  // A piece of work held past four statement bounds and a connection attempt is stuck in the driver.
   const maxHoldMs = bounds.statementTimeoutMs > 0 ? 4 * bounds.statementTimeoutMs + connectTimeoutSeconds * 1000 : 0;
-  const onStuck = () => void (!down && !ended && open());
-  const gate = createGate(poolSize, { maxQueued, maxWaitMs: bounds.queueTimeoutMs, maxHoldMs, onStuck });
-  let current = connectDatabase(url, options);
+  // One driver pool of one connection for each connection of the gate (see poolSize).
+  const connectOne = () => connectDatabase(url, { ...options, connections: 1 });
+  let pools = Array.from({ length: poolSize }, connectOne);
+  const replacedAt = new Array<number>(poolSize).fill(0);
+  // The stuck connection alone is replaced, once for all the work it held: ending its pool
+  // fails what the driver kept there.
+  const onStuck = (connection: number, since: number) => {
+    if (down || ended || replacedAt[connection]! > since) return;
+    void pools[connection]!.end({ timeout: 0 }).catch(() => {});
+    pools[connection] = connectOne();
+    replacedAt[connection] = performance.now();
+  };
+  const maxWaitMs = bounds.queueTimeoutMs;
+  const gate = createGate(poolSize, { depth: pipelineDepth, maxQueued, maxWaitMs, maxHoldMs, onStuck });
   let down = false;
   let checking = false;
   let ended = false;
+  type Call = (...args: unknown[]) => Promise<unknown>;
   const sql = new Proxy(function pool() {}, {
     apply: (_target, _this, args: unknown[]) => {
       // A tagged template sends a query; any other call builds a fragment or helper, sends nothing.
-      if (!isTemplate(args[0])) return (current as unknown as (...args: unknown[]) => unknown)(...args);
+      const first = pools[0] as unknown as Call;
+      if (!isTemplate(args[0])) return first(...args);
       if (down) return refusedQuery();
-      const pool = current as unknown as (...args: unknown[]) => Promise<unknown>;
-      const again = () => (current === (pool as unknown) ? null : (current as unknown as typeof pool)(...args));
-      return queryThroughGate(pool(...args), again, gate);
+      // Made on the first pool, so that it can be a fragment of another query; sent on the one the gate gives.
+      const on = (connection: number) => {
+        const pool = pools[connection] as unknown as Call;
+        return pool === first ? null : pool(...args);
+      };
+      return queryThroughGate(first(...args), on, gate);
     },
     get: (_target, property) => {
-      const value = (current as unknown as Record<PropertyKey, unknown>)[property];
+      const value = (pools[0] as unknown as Record<PropertyKey, unknown>)[property];
       if (typeof value !== 'function') return value;
       if (down && queryMethods.has(property)) return () => refusedQuery();
       type Methods = Record<PropertyKey, (...args: unknown[]) => PromiseLike<unknown>>;
       const method = (pool: Sql) => (pool as unknown as Methods)[property]!.bind(pool);
-      // A transaction holds its connection throughout, so it holds its place in the gate throughout.
-      if (queryMethods.has(property)) return (...args: unknown[]) => throughGate(() => method(current)(...args), gate);
-      return method(current);
+      if (!queryMethods.has(property)) return method(pools[0]!);
+      if (property === 'reserve') return () => reserveThroughGate((connection) => pools[connection]!.reserve(), gate);
+      // A transaction holds its connection throughout, and has it to itself.
+      const kind = property === 'begin' ? 'transaction' : 'query';
+      return (...args: unknown[]) => throughGate((connection) => method(pools[connection]!)(...args), gate, kind);
     },
   }) as unknown as Sql;
 
@@ -99,8 +116,8 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
     down = true;
     onDown();
     // Queries waiting in the driver for a connection would wait out its backoff: ending the
-    // pool fails them now. It is not used again; the probe's success makes a new one.
-    void current.end({ timeout: 0 }).catch(() => {});
+    // pools fails them now. They are not used again; the probe's success makes new ones.
+    for (const pool of pools) void pool.end({ timeout: 0 }).catch(() => {});
     void probeUntilUp();
   };
 
@@ -108,7 +125,7 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
     while (down && !ended) {
       const answered = await answersOnFreshConnection(url, options.applicationName);
       if (answered && !ended) {
-        current = connectDatabase(url, options);
+        pools = Array.from({ length: poolSize }, connectOne);
         down = false;
         onUp();
         return;
@@ -132,18 +149,18 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
     connections: poolSize,
     async end() {
       ended = true;
-      await current.end({ timeout: 5 });
+      await Promise.all(pools.map((pool) => pool.end({ timeout: 5 })));
     },
   };
 }
 
 /**
- * A transaction (or unsafe query) that takes its place in the gate when first awaited, and
- * keeps it until answered. It is begun only once a place is free, on the pool current then.
+ * A transaction (or unsafe query) that takes a connection of the gate when first awaited, and
+ * keeps it until answered. It is begun only then, on the pool of that connection.
  */
-function throughGate(start: () => PromiseLike<unknown>, gate: Gate): Promise<unknown> {
+function throughGate(start: (connection: number) => PromiseLike<unknown>, gate: Gate, kind: WorkKind) {
   let answer: Promise<unknown> | null = null;
-  const settle = () => (answer ??= gate.run(start));
+  const settle = () => (answer ??= gate.run(start, kind));
   return {
     then: (onFulfilled, onRejected) => settle().then(onFulfilled, onRejected),
     catch: (onRejected) => settle().catch(onRejected),
@@ -152,18 +169,35 @@ function throughGate(start: () => PromiseLike<unknown>, gate: Gate): Promise<unk
   } as Promise<unknown>;
 }
 
+/** A reserved connection: it keeps its connection of the gate, to itself, until it is released. */
+function reserveThroughGate(reserve: (connection: number) => Promise<postgres.ReservedSql>, gate: Gate) {
+  return new Promise<postgres.ReservedSql>((resolve, reject) => {
+    const held = (connection: number) => reserve(connection).then((reserved) => new Promise<void>((released) => {
+      const release = reserved.release;
+      reserved.release = () => {
+        release();
+        released();
+      };
+      resolve(reserved);
+    }));
+    gate.run(held, 'reservation').catch(reject);
+  });
+}
+
 /**
  * The same for a tagged query, which must stay the driver's own query object: it may be a
  * fragment of another query, and then it is never awaited itself. The driver sends a query when
- * it is first awaited (then, catch or finally); here that waits for a place in the gate. If the
- * breaker replaced its pool meanwhile (the old one has ended), `again` makes the same query on
- * the current one.
+ * it is first awaited (then, catch or finally); here that waits for a connection of the gate.
+ * `on` makes the same query on that connection's pool, or returns null when it is the pool
+ * the query was made on.
  */
-function queryThroughGate(query: Promise<unknown>, again: () => Promise<unknown> | null, gate: Gate): Promise<unknown> {
+function queryThroughGate(
+  query: Promise<unknown>, on: (connection: number) => Promise<unknown> | null, gate: Gate,
+): Promise<unknown> {
   const { then } = query;
   let answer: Promise<unknown> | null = null;
   const send = () => new Promise((resolve, reject) => void then.call(query, resolve, reject));
-  const settle = () => (answer ??= gate.run(() => again() ?? send()));
+  const settle = () => (answer ??= gate.run((connection) => on(connection) ?? send()));
   query.then = ((onFulfilled, onRejected) => settle().then(onFulfilled, onRejected)) as Promise<unknown>['then'];
   query.catch = ((onRejected) => settle().catch(onRejected)) as Promise<unknown>['catch'];
   query.finally = ((onFinally) => settle().finally(onFinally)) as Promise<unknown>['finally'];
@@ -241,24 +275,26 @@ function sessionAttrs(url: string): { target_session_attrs?: 'primary' } {
 }
 
 /**
- * Connections of the pool, and places in the gate. The gate never lets more queries or
- * transactions into the pool than it has connections, and that is what keeps postgres 3.4.9
- * fast over uptime: handed more, the driver pipelines onto busy connections, and its queue of
- * busy connections then keeps an empty slot for every query it ever served while the pool stays
- * busy, which every later query searches (docs/operations.md, "Driver defects";
- * test/storage/db.test.ts shows that the handle never sends a query on a busy connection).
+ * Connections of the handle, each a driver pool of its own, and the pieces of work the gate
+ * sends down one connection at once (pipelined: the driver writes the queries given in one turn
+ * of the event loop together). One connection per driver pool is what keeps postgres 3.4.9
+ * fast over uptime: a pool of several, kept busy, keeps an empty slot in its queue of busy
+ * connections for every query it ever served, which every later query searches; with one
+ * connection that queue never holds more than it (docs/operations.md, "Driver defects";
+ * test/storage/db.test.ts).
  */
 const poolSize = 10;
+const pipelineDepth = 4;
 
 /** `onQuery` sees the text of every statement (never its parameters), for tests that compare paths. */
 export function connectDatabase(
-  url: string, options: Pick<PoolOptions, 'applicationName' | 'onQuery' | 'bounds'> = {},
+  url: string, options: Pick<PoolOptions, 'applicationName' | 'onQuery' | 'bounds'> & { connections?: number } = {},
 ): Sql {
-  const { applicationName = 'account-service', onQuery, bounds = unbounded } = options;
+  const { applicationName = 'account-service', onQuery, bounds = unbounded, connections = poolSize } = options;
   return postgres(url, {
     ...sessionAttrs(url),
     ...(onQuery === undefined ? {} : { debug: (connection: number, text: string) => onQuery(text, connection) }),
-    max: poolSize,
+    max: connections,
     connect_timeout: connectTimeoutSeconds,
     idle_timeout: 60,
     max_lifetime: 30 * 60,

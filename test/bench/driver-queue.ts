@@ -2,8 +2,8 @@
 // but the driver: a pool of 10, 50 concurrent loops of one indexed read, queries a second per
 // 5 s interval and their last/first ratio. Usage:
 //   DATABASE_URL=postgres://... node --import tsx test/bench/driver-queue.ts [--seconds=20] [--loops=50]
-//     [--pool=handle]   the service's pool handle (src/storage/db.ts, whose gate hands the driver at
-//                       most one query a connection) instead of the bare driver
+//     [--pool=handle]   the service's handle (src/storage/db.ts: ten driver pools of one connection,
+//                       up to four queries each) instead of the bare driver
 import postgres from 'postgres';
 import { openDatabase } from '../../src/storage/db.ts';
 

@@ -56,8 +56,9 @@ describe('bounded waits on PostgreSQL', () => {
     const { token } = await registerAndSignIn(statementBound);
     const lock = await lockAccounts(urlOf(statementBound));
     try {
-      // Thirty at once: ten hold the pool's connections, the rest wait in the bounded queue.
-      const answers = await Promise.all(Array.from({ length: 30 }, () => timed(statementBound.call('GET', '/acc/me', { token }))));
+      // Sixty at once: forty are sent, four to each of the ten connections, where each waits its
+      // turn and then the statement timeout; the rest wait in the bounded queue.
+      const answers = await Promise.all(Array.from({ length: 60 }, () => timed(statementBound.call('GET', '/acc/me', { token }))));
       for (const answer of answers) {
         assert.equal(answer.status, 503);
         assert.equal(answer.json.type, 'urn:account-service:problem:overloaded');
@@ -163,7 +164,8 @@ describe('one terminated backend under load', () => {
         await waitUntil(async () => (await app.call('GET', '/acc/me', { token })).status === 200);
         return;
       }
-      assert.ok(failed.length <= 3, `${failed.length} requests failed of ${after.length}`);
+      // At most the four a connection holds at once (db.ts, pipelineDepth).
+      assert.ok(failed.length <= 4, `${failed.length} requests failed of ${after.length}`);
       assert.equal(app.logs.some((line) => line.includes('database unreachable or its connections broken')), false, 'the breaker did not open');
     } finally {
       await app.stop();
