@@ -68,7 +68,11 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
   // A piece of work held past four statement bounds and a connection attempt is stuck in the driver.
   const maxHoldMs = bounds.statementTimeoutMs > 0 ? 4 * bounds.statementTimeoutMs + connectTimeoutSeconds * 1000 : 0;
   // One driver pool of one connection for each connection of the gate (see poolSize).
-  const connectOne = () => connectDatabase(url, { ...options, connections: 1 });
+  // `onQuery` is told the connection's index here: each driver pool numbers its one connection alike.
+  const { onQuery } = options;
+  const connectOne = (_: unknown, index: number) => connectDatabase(url, {
+    ...options, connections: 1, ...(onQuery === undefined ? {} : { onQuery: (text: string) => onQuery(text, index) }),
+  });
   let pools = Array.from({ length: poolSize }, connectOne);
   const replacedAt = new Array<number>(poolSize).fill(0);
   // The stuck connection alone is replaced, once for all the work it held: ending its pool
@@ -76,7 +80,7 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
   const onStuck = (connection: number, since: number) => {
     if (down || ended || replacedAt[connection]! > since) return;
     void pools[connection]!.end({ timeout: 0 }).catch(() => {});
-    pools[connection] = connectOne();
+    pools[connection] = connectOne(null, connection);
     replacedAt[connection] = performance.now();
   };
   const maxWaitMs = bounds.queueTimeoutMs;

@@ -31,29 +31,35 @@ async function count(send: () => Promise<HttpResult>): Promise<{ response: HttpR
   for (const { text, connection } of seen) byConnection.set(connection, [...(byConnection.get(connection) ?? []), text]);
   const statements: string[] = [];
   const worker = (text: string) => /SKIP LOCKED|^UPDATE outbox SET (state|attempts)|^DELETE FROM outbox WHERE id =/.test(text);
+  const keep = (block: string[]) => {
+    if (!block.some(worker)) statements.push(...block);
+  };
+  const ends = (text: string) => /^(commit|rollback)$/i.test(text);
   for (const texts of byConnection.values()) {
-    // A connection's statements in order, cut into transactions; one that touches the outbox
-    // queue as the worker does is the worker's, whether its BEGIN or COMMIT fell in the window.
-    let block: string[] = [];
-    const flush = () => {
-      if (!block.some(worker)) statements.push(...block);
-      block = [];
-    };
+    // A connection's statements in order: transactions, and single statements (pipelined, a
+    // request's and a worker's may share the connection). A transaction has its connection to
+    // itself, so what comes before an end with no BEGIN in the window is the rest of a
+    // transaction begun before it: the worker's. A transaction or a single statement that
+    // touches the outbox queue as the worker does is the worker's.
+    let singles: string[] = [];
+    let transaction: string[] | null = null;
     for (const text of texts) {
       // The driver reads the array types once per new connection: not the path's work.
       if (text.includes('pg_catalog.pg_type')) continue;
-      if (/^begin/i.test(text)) flush();
-      // A COMMIT with no BEGIN in the window ends a transaction that began before it: the worker's.
-      if (/^commit$/i.test(text) && !/^begin/i.test(block[0] ?? '')) {
-        block = [];
-        continue;
+      if (transaction !== null) {
+        transaction.push(text);
+        if (ends(text)) (keep(transaction), (transaction = null));
+      } else if (/^begin/i.test(text)) {
+        singles.forEach((single) => keep([single]));
+        (singles = []), (transaction = [text]);
+      } else if (ends(text)) {
+        singles = [];
+      } else {
+        singles.push(text);
       }
-      block.push(text);
-      if (/^commit$/i.test(text)) flush();
     }
-    // A BEGIN last on its connection, or a COMMIT first, belongs to a transaction outside the window: the worker's.
-    if (block.length === 1 && /^begin/i.test(block[0]!)) block = [];
-    flush();
+    singles.forEach((single) => keep([single]));
+    // A transaction still open at the end began in the window and ended after it: not the request's.
   }
   return { response, statements };
 }

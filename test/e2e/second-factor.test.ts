@@ -54,7 +54,7 @@ describe('enrolling a second factor', () => {
     const since = (count: number, subject: string) => (m: ReceivedMail) =>
       m.to === user.email && m.subject === subject && app.smtp.messages.indexOf(m) >= count;
     const codeMail = await app.smtp.waitFor(since(before, 'Your code to enable a second factor'));
-    const whatAndWhere = /from the address 198\.51\.100\.200, to enable a second factor \(an authenticator app\)/;
+    const whatAndWhere = /from the address 198\.51\.100\.200 to enable a second factor \(an authenticator app\)/;
     assert.match(codeMail.text, whatAndWhere, 'what is added, and from where');
     assert.equal(codeIn(codeMail).length, 19);
     const tooSoon = await app.call('POST', '/acc/me/totp', { token, json: { pwd: user.pwd } });
