@@ -15,6 +15,7 @@ import { findCode, hashCode } from '../../src/accounts/one-time-codes.ts';
 import { activateAccount } from '../../src/use-cases/activate-account.ts';
 import type { UseCaseDeps } from '../../src/use-cases/transaction.ts';
 import { createSealer } from '../../src/sealing.ts';
+import { createMailRenderer } from '../../src/mail/templates.ts';
 import { findSessionAccount, rotateRefreshToken } from '../../src/sessions/sessions.ts';
 import { connectDatabase } from '../../src/storage/db.ts';
 import type { ScryptParams } from '../../src/config.ts';
@@ -135,7 +136,10 @@ function createWork(spec: ReferenceWork): Work | null {
       // The statements of POST /acc/reg (activate-account.ts), in the same order.
       const sql = connectDatabase(spec.databaseUrl);
       const sealer = createSealer([{ id: 'bench', key: createHash('sha256').update(spec.secret).digest() }]);
-      const deps = { sql, clock: () => new Date(), sealer, outbox: { wake() {}, wakeLater() {} }, webhooks: disabledWebhooks } as unknown as UseCaseDeps;
+      // The built-in messages, rendered and sealed as the service does (the reference answered
+      // 500 once the use case rendered its mail through deps.mailer, and nobody noticed).
+      const mailer = { ...createMailRenderer(), sealer };
+      const deps = { sql, clock: () => new Date(), sealer, mailer, outbox: { wake() {}, wakeLater() {} }, webhooks: disabledWebhooks } as unknown as UseCaseDeps;
       return async (body) => {
         const codeHash = hashCode(body.code!);
         const code = await findCode(sql, 'registration', codeHash);
