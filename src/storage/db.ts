@@ -70,17 +70,18 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
   // One driver pool of one connection for each connection of the gate (see poolSize).
   // `onQuery` is told the connection's index here: each driver pool numbers its one connection alike.
   const { onQuery } = options;
-  const connectOne = (_: unknown, index: number) => connectDatabase(url, {
+  const connectOne = (index: number) => connectDatabase(url, {
     ...options, connections: 1, ...(onQuery === undefined ? {} : { onQuery: (text: string) => onQuery(text, index) }),
   });
-  let pools = Array.from({ length: poolSize }, connectOne);
+  const connectAll = () => Array.from({ length: poolSize }, (_, index) => connectOne(index));
+  let pools = connectAll();
   const replacedAt = new Array<number>(poolSize).fill(0);
   // The stuck connection alone is replaced, once for all the work it held: ending its pool
   // fails what the driver kept there.
   const onStuck = (connection: number, since: number) => {
     if (down || ended || replacedAt[connection]! > since) return;
     void pools[connection]!.end({ timeout: 0 }).catch(() => {});
-    pools[connection] = connectOne(null, connection);
+    pools[connection] = connectOne(connection);
     replacedAt[connection] = performance.now();
   };
   const maxWaitMs = bounds.queueTimeoutMs;
@@ -129,7 +130,7 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
     while (down && !ended) {
       const answered = await answersOnFreshConnection(url, options.applicationName);
       if (answered && !ended) {
-        pools = Array.from({ length: poolSize }, connectOne);
+        pools = connectAll();
         down = false;
         onUp();
         return;

@@ -48,10 +48,14 @@ async function count(send: () => Promise<HttpResult>): Promise<{ response: HttpR
       if (text.includes('pg_catalog.pg_type')) continue;
       if (transaction !== null) {
         transaction.push(text);
-        if (ends(text)) (keep(transaction), (transaction = null));
+        if (ends(text)) {
+          keep(transaction);
+          transaction = null;
+        }
       } else if (/^begin/i.test(text)) {
         singles.forEach((single) => keep([single]));
-        (singles = []), (transaction = [text]);
+        singles = [];
+        transaction = [text];
       } else if (ends(text)) {
         singles = [];
       } else {
