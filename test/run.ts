@@ -48,6 +48,8 @@ const files = (await findTests(join(root, 'test'))).filter((file) => filter.leng
 // Bounds, so that a test that hangs fails instead of holding CI until its own limit:
 // - --test-timeout fails what runs longer than `testTimeoutMs` (a test on Node 24, a whole file
 //   on Node 22);
+// - a file held open after its last test ends a minute later, with its verdict
+//   (helpers/linger-guard.ts);
 // - and the whole run is stopped after `suiteTimeoutMs` (a leaked server or timer once held CI
 //   for 88 minutes).
 // Not --test-force-exit: under load it ended a file's process before the runner had its last
@@ -56,7 +58,7 @@ const files = (await findTests(join(root, 'test'))).filter((file) => filter.leng
 // A whole run takes 3.5 minutes on a two-core machine, and CI makes three runs in its 90 minutes.
 const testTimeoutMs = 10 * 60_000;
 const suiteTimeoutMs = 25 * 60_000;
-const args = ['--import', 'tsx', '--test', '--test-concurrency=2', `--test-timeout=${testTimeoutMs}`];
+const args = ['--import', 'tsx', '--import', './test/helpers/linger-guard.ts', '--test', '--test-concurrency=2', `--test-timeout=${testTimeoutMs}`];
 // The spec reporter as before, and a line on stderr as each file ends (progress-reporter.ts).
 const reporters = ['--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=./test/progress-reporter.ts', '--test-reporter-destination=stderr'];
 /** Runs the files; the exit code of node --test, or null when interrupted before it started. */

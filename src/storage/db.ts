@@ -58,9 +58,10 @@ export type PoolOptions = {
  * holds), every new query fails at once (503 at the HTTP edge), and a probe asks every 250 ms
  * with a connection of its own; its first answer brings a fresh pool.
  *
- * An error of one connection (its backend terminated, a proxy dropping it) does not show that:
- * the other connections may be fine. Then a fresh connection is tried first, and the breaker
- * opens only if that fails too; meanwhile the pool goes on serving.
+ * An error of one connection (its backend terminated, a proxy dropping it, a connection attempt
+ * over its time, the driver's defects below) does not show that: the other connections may be
+ * fine. Then a fresh connection is tried first, and the breaker opens only if that fails too;
+ * meanwhile the pool goes on serving, and after one of the driver's defects it is renewed.
  */
 export function openDatabase(url: string, options: PoolOptions = {}): Database {
   const { onDown = () => {}, onUp = () => {} } = options;
@@ -143,11 +144,18 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
     sql,
     noteFailure(error) {
       if (down || ended || checking || !(isDatabaseUnavailable(error) || isPoolBroken(error))) return;
-      if (isPoolBroken(error) || refusesConnections(error)) return open();
+      if (refusesConnections(error)) return open();
       checking = true;
       void answersOnFreshConnection(url, options.applicationName).then((answered) => {
         checking = false;
-        if (!answered && !down && !ended) open();
+        if (down || ended) return;
+        if (!answered) return open();
+        // The database answers: a connection the driver left broken is repaired by fresh pools,
+        // with no refusal meanwhile; the old ones finish what they hold.
+        if (!isPoolBroken(error)) return;
+        const old = pools;
+        pools = connectAll();
+        for (const pool of old) void pool.end({ timeout: 5 }).catch(() => {});
       });
     },
     isUp: () => !down,
@@ -243,7 +251,7 @@ function refusedQuery(): PromiseLike<never> {
  * while a write is queued (porsager/postgres#1154, #1208; both open). Either the queued write
  * throws from a timer (uncatchable where the query was made), or the connection keeps a stale
  * write buffer and never sends again, so every later use ends in CONNECT_TIMEOUT. In both
- * cases the only repair from outside is a fresh pool, which the breaker of openDatabase makes.
+ * cases the only repair from outside is a fresh pool, which openDatabase makes (noteFailure).
  */
 export function isPoolBroken(error: unknown): boolean {
   return isDriverWriteDefect(error) || (error as { code?: unknown } | null)?.code === 'CONNECT_TIMEOUT';
@@ -315,10 +323,12 @@ export function connectDatabase(
   });
 }
 
-/** Errors that show new connections failing, not just one connection broken: the breaker opens at once. */
-const refusingCodes = new Set([
-  'DATABASE_DOWN', 'ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'CONNECT_TIMEOUT', '57P03',
-]);
+/**
+ * Errors that show new connections refused, not just one connection broken or slow: the breaker
+ * opens at once. A connection attempt that timed out is checked first: on a busy machine one
+ * can take longer than the bound while the database is fine.
+ */
+const refusingCodes = new Set(['DATABASE_DOWN', 'ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', '57P03']);
 
 function refusesConnections(error: unknown): boolean {
   return refusingCodes.has((error as { code?: unknown } | null)?.code as string);

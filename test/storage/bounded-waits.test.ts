@@ -33,6 +33,27 @@ async function timed(request: Promise<{ status: number; headers: Record<string, 
 
 const databaseUrl = (app: TestService) => (app.service.sql.options as unknown as { database: string }).database;
 
+/** The service's database, reached as the test server's administrator. */
+function adminUrlOf(app: TestService): string {
+  const url = new URL(process.env.TEST_ADMIN_DATABASE_URL!);
+  url.pathname = `/${databaseUrl(app)}`;
+  return url.toString();
+}
+
+/**
+ * Ends a test with streaming clients, passed or not: the clients stop asking; the service stops,
+ * which ends any request still open (so that none can hold the clients); then the admin client.
+ */
+async function stopAll(app: TestService, admin: postgres.Sql, clients: Promise<void>[], stopStreaming: () => void) {
+  stopStreaming();
+  try {
+    await app.stop();
+  } finally {
+    await Promise.allSettled(clients);
+    await admin.end();
+  }
+}
+
 describe('bounded waits on PostgreSQL', () => {
   let statementBound: TestService;
   let lockBound: TestService;
@@ -46,15 +67,9 @@ describe('bounded waits on PostgreSQL', () => {
     await lockBound.stop();
   });
 
-  const urlOf = (app: TestService) => {
-    const url = new URL(process.env.TEST_ADMIN_DATABASE_URL!);
-    url.pathname = `/${databaseUrl(app)}`;
-    return url.toString();
-  };
-
   it('answers a slow statement 503 with Retry-After within the statement timeout, never 500', async () => {
     const { token } = await registerAndSignIn(statementBound);
-    const lock = await lockAccounts(urlOf(statementBound));
+    const lock = await lockAccounts(adminUrlOf(statementBound));
     try {
       // Sixty at once: forty are sent, four to each of the ten connections, where each waits its
       // turn and then the statement timeout; the rest wait in the bounded queue.
@@ -77,7 +92,7 @@ describe('bounded waits on PostgreSQL', () => {
 
   it('answers a held lock 503 within the lock timeout', async () => {
     const { token } = await registerAndSignIn(lockBound);
-    const lock = await lockAccounts(urlOf(lockBound));
+    const lock = await lockAccounts(adminUrlOf(lockBound));
     try {
       const answer = await timed(lockBound.call('GET', '/acc/me', { token }));
       assert.equal(answer.status, 503);
@@ -133,14 +148,13 @@ describe('one terminated backend under load', () => {
       defects += 1;
       app.service.noteDatabaseFailure(error);
     });
+    const admin = postgres(adminUrlOf(app), { max: 1, onnotice: () => {} });
+    let streaming = true;
+    let clients: Promise<void>[] = [];
     try {
       const { token } = await registerAndSignIn(app);
-      const url = new URL(process.env.TEST_ADMIN_DATABASE_URL!);
-      url.pathname = `/${databaseUrl(app)}`;
-      const admin = postgres(url.toString(), { max: 1, onnotice: () => {} });
       const statuses: number[] = [];
-      let streaming = true;
-      const clients = Array.from({ length: 10 }, async () => {
+      clients = Array.from({ length: 10 }, async () => {
         while (streaming) statuses.push((await app.call('GET', '/acc/me', { token })).status);
       });
       // Every client has been answered a few times: the pool's connections are open and busy.
@@ -155,7 +169,6 @@ describe('one terminated backend under load', () => {
       await waitUntil(async () => statuses.length - before >= 60, 30_000);
       streaming = false;
       await Promise.all(clients);
-      await admin.end();
       const after = statuses.slice(before);
       const failed = after.filter((status) => status !== 200);
       assert.deepEqual([...new Set(failed)].filter((status) => status !== 503), [], 'nothing but 503 for the requests on that connection');
@@ -168,7 +181,7 @@ describe('one terminated backend under load', () => {
       assert.ok(failed.length <= 4, `${failed.length} requests failed of ${after.length}`);
       assert.equal(app.logs.some((line) => line.includes('database unreachable or its connections broken')), false, 'the breaker did not open');
     } finally {
-      await app.stop();
+      await stopAll(app, admin, clients, () => (streaming = false));
       restoreHandlers();
     }
   });
@@ -178,19 +191,18 @@ describe('backends terminated again and again under load', () => {
   it('answers every request, and every client is served again once the terminations stop', async () => {
     const app = await startTestService();
     const restoreHandlers = handleDriverDefects((error) => app.service.noteDatabaseFailure(error));
+    const admin = postgres(adminUrlOf(app), { max: 1, onnotice: () => {} });
+    let streaming = true;
+    let clients: Promise<void>[] = [];
     try {
       // Five accounts, two clients each: an answer with another account's data would be the
       // worst reading of a query answered with another query's result.
       const accounts = await Promise.all(Array.from({ length: 5 }, () => registerAndSignIn(app)));
-      const url = new URL(process.env.TEST_ADMIN_DATABASE_URL!);
-      url.pathname = `/${databaseUrl(app)}`;
-      const admin = postgres(url.toString(), { max: 1, onnotice: () => {} });
       // What each of ten clients was answered, in order, each with the index of the last termination before it.
       const answers: Array<Array<{ status: number; round: number }>> = Array.from({ length: 10 }, () => []);
       const mixedUp: string[] = [];
       let round = 0;
-      let streaming = true;
-      const clients = answers.map(async (own, client) => {
+      clients = answers.map(async (own, client) => {
         const { user, token } = accounts[client % 5]!;
         while (streaming) {
           const answer = await app.call('GET', '/acc/me', { token });
@@ -208,7 +220,6 @@ describe('backends terminated again and again under load', () => {
             AND random() < 0.5`;
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
-      await admin.end();
       // Every client is answered 200 again after the last termination. A request that the driver
       // kept forever would hold its client, and this barrier would never be reached.
       const servedAgain = () => answers.every((own) => own.filter((answer) => answer.round > 60 && answer.status === 200).length >= 3);
@@ -227,8 +238,9 @@ describe('backends terminated again and again under load', () => {
       assert.deepEqual([...statuses].filter((status) => !allowed.includes(status)), [], `${[...statuses]} ${faults}`);
       assert.deepEqual(faults, [], 'no unexpected error');
     } finally {
-      await app.stop();
+      await stopAll(app, admin, clients, () => (streaming = false));
       restoreHandlers();
     }
   });
 });
+
