@@ -71,8 +71,10 @@ describe('bounded waits on PostgreSQL', () => {
     const { token } = await registerAndSignIn(statementBound);
     const lock = await lockAccounts(adminUrlOf(statementBound));
     try {
-      // Sixty at once: forty are sent, four to each of the ten connections, where each waits its
-      // turn and then the statement timeout; the rest wait in the bounded queue.
+      // Sixty at once: up to forty are sent, four to each of the ten connections, where each waits
+      // its turn and then the statement timeout; the rest wait in the bounded queue, and may be
+      // refused there (DATABASE_BUSY) or sent later, as fast as a busy machine brings them:
+      // either way 503, within the bound. The queue's own bounds are gate.test's.
       const answers = await Promise.all(Array.from({ length: 60 }, () => timed(statementBound.call('GET', '/acc/me', { token }))));
       for (const answer of answers) {
         assert.equal(answer.status, 503);
@@ -87,7 +89,6 @@ describe('bounded waits on PostgreSQL', () => {
     }
     assert.equal((await statementBound.call('GET', '/acc/me', { token })).status, 200, 'served again once the lock is gone');
     assert.ok(statementBound.logs.some((line) => line.includes('"code":"57014"')), 'the cancellation is logged');
-    assert.ok(statementBound.logs.some((line) => line.includes('"code":"DATABASE_BUSY"')), 'so is a full or slow queue');
   });
 
   it('answers a held lock 503 within the lock timeout', async () => {
