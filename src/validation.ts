@@ -116,9 +116,7 @@ export function validateFields<S extends Schema>(
 ): { value: Valid<S>; invalid: InvalidParam[] } {
   const invalid: InvalidParam[] = [];
   const value: Record<string, string | null> = {};
-  // for…in over a schema (a plain object literal) walks its own fields without making an array of entries per request.
-  for (const name in schema) {
-    const rule = schema[name]!;
+  for (const [name, rule] of Object.entries(schema)) {
     const reason = checkField(body, name, rule);
     if (reason === null) value[name] = Object.hasOwn(body, name) ? (body[name] as string | null) : null;
     else invalid.push({ name, reason });
