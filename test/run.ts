@@ -55,7 +55,8 @@ const files = (await findTests(join(root, 'test'))).filter((file) => filter.leng
 // Not --test-force-exit: under load it ended a file's process before the runner had its last
 // results, which were then left out of the count with the run still passing (621 of 624 tests
 // once, the last suite of config.test.ts; nodejs/node#54327): a test that cannot fail.
-// A whole run takes 3.5 minutes on a two-core machine, and CI makes three runs in its 90 minutes.
+// Two whole runs side by side on a two-core machine took about 11 minutes each; CI makes three
+// runs (one of the end-to-end files only) in its 90 minutes.
 const testTimeoutMs = 10 * 60_000;
 const suiteTimeoutMs = 25 * 60_000;
 const args = ['--import', 'tsx', '--import', './test/helpers/linger-guard.ts', '--test', '--test-concurrency=2', `--test-timeout=${testTimeoutMs}`];
