@@ -114,7 +114,10 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
       if (property === 'reserve') return () => reserveThroughGate((connection) => pools[connection]!.reserve(), gate);
       // A transaction holds its connection throughout, and has it to itself.
       const kind = property === 'begin' ? 'transaction' : 'query';
-      return (...args: unknown[]) => throughGate((connection) => method(pools[connection]!)(...args), gate, kind);
+      const run = property === 'begin'
+        ? (connection: number, args: unknown[]) => method(pools[connection]!)(...args)
+        : async (connection: number, args: unknown[]) => answered(await method(pools[connection]!)(...args));
+      return (...args: unknown[]) => throughGate((connection) => run(connection, args), gate, kind);
     },
   }) as unknown as Sql;
 
@@ -210,11 +213,30 @@ function queryThroughGate(
   const { then } = query;
   let answer: Promise<unknown> | null = null;
   const send = () => new Promise((resolve, reject) => void then.call(query, resolve, reject));
-  const settle = () => (answer ??= gate.run((connection) => on(connection) ?? send()));
+  const settle = () => (answer ??= gate.run(async (connection) => answered(await (on(connection) ?? send()))));
   query.then = ((onFulfilled, onRejected) => settle().then(onFulfilled, onRejected)) as Promise<unknown>['then'];
   query.catch = ((onRejected) => settle().catch(onRejected)) as Promise<unknown>['catch'];
   query.finally = ((onFinally) => settle().finally(onFinally)) as Promise<unknown>['finally'];
   return query;
+}
+
+/**
+ * Every statement PostgreSQL answers ends with its command tag, which the driver keeps as the
+ * result's `command`. A result without one was never answered: postgres 3.4.9 keeps a query
+ * handed to a connection between its socket's error and close across the reconnection, and if
+ * it is still the connection's current query there, the new connection's first ReadyForQuery
+ * settles it with an empty result (read in the driver's code; docs/operations.md, "Driver
+ * defects"). It is refused as a closed connection, so that an answer never reads as "no such
+ * row" for a statement that did not run.
+ */
+export function answered<T>(result: T): T {
+  const hasTag = (value: unknown) => typeof value === 'object' && value !== null && Object.hasOwn(value, 'command');
+  const parts = hasTag(result) ? [result] : Array.isArray(result) ? result.filter(hasTag) : [];
+  if (parts.some((part) => (part as { command: unknown }).command === null)) {
+    const error = new Error('the driver settled a statement that the database never answered');
+    throw Object.assign(error, { code: 'CONNECTION_CLOSED' });
+  }
+  return result;
 }
 
 /** Whether a connection of its own, outside the pool, gets an answer from the database. */

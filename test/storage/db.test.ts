@@ -3,7 +3,8 @@ import { readFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
 import { isDatabaseUnavailable, isUniqueViolation } from '../../src/database-errors.ts';
 import {
-  connectDatabase, isDriverWriteDefect, isPoolBroken, isUncaughtDriverDefect, openDatabase, type Database, type Sql,
+  answered, connectDatabase, isDriverWriteDefect, isPoolBroken, isUncaughtDriverDefect, openDatabase, type Database,
+  type Sql,
 } from '../../src/storage/db.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { waitUntil } from '../helpers/wait.ts';
@@ -50,6 +51,28 @@ describe('openDatabase', () => {
     assert.deepEqual(transitions, ['down', 'up']);
     const [after] = await sql`SELECT pg_backend_pid() AS pid`;
     assert.notEqual(after!.pid, before!.pid, 'a new pool answers');
+  });
+
+  it('passes every answer the database gave, and refuses a result the driver settled without one', async () => {
+    const { sql } = database;
+    const rows = await sql`SELECT 1 AS one`;
+    const none = await sql`SELECT 1 AS one WHERE false`;
+    const both = await sql.unsafe('SELECT 1 AS one; SELECT 2 AS two WHERE false');
+    await sql`CREATE TABLE answered_check (id int)`;
+    const inserted = await sql`INSERT INTO answered_check VALUES (1)`;
+    const deleted = await sql`DELETE FROM answered_check WHERE id = 2`;
+    for (const result of [rows, none, both, inserted, deleted]) assert.equal(answered(result), result);
+    assert.deepEqual([...none], [], 'no rows is an answer');
+    const unanswered = (result: object) => () => answered(result);
+    const isClosed = (error: { code?: string }) => error.code === 'CONNECTION_CLOSED' && isDatabaseUnavailable(error);
+    // What the driver's ReadyForQuery hands a query it kept across a reconnection: its Result, never tagged.
+    const never = await sql`SELECT 1 AS one WHERE false`;
+    Object.assign(never, { command: null });
+    assert.throws(unanswered(never), isClosed);
+    const half = await sql.unsafe('SELECT 1 AS one; SELECT 2 AS two');
+    Object.assign(half[1]!, { command: null });
+    assert.throws(unanswered(half), isClosed);
+    assert.equal(answered(42), 42, "a transaction's own value is not a result");
   });
 
   it('renews the pool, with no refusal, after a connection the driver left broken while the database answers', async () => {
