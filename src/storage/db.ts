@@ -113,11 +113,12 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
       if (!queryMethods.has(property)) return method(pools[0]!);
       if (property === 'reserve') return () => reserveThroughGate((connection) => pools[connection]!.reserve(), gate);
       // A transaction holds its connection throughout, and has it to itself.
-      const kind = property === 'begin' ? 'transaction' : 'query';
-      const run = property === 'begin'
-        ? (connection: number, args: unknown[]) => method(pools[connection]!)(...args)
-        : async (connection: number, args: unknown[]) => answered(await method(pools[connection]!)(...args));
-      return (...args: unknown[]) => throughGate((connection) => run(connection, args), gate, kind);
+      if (property === 'begin') {
+        return (...args: unknown[]) =>
+          throughGate((connection) => beginOn(pools[connection]!, args), gate, 'transaction');
+      }
+      const run = async (connection: number, args: unknown[]) => answered(await method(pools[connection]!)(...args));
+      return (...args: unknown[]) => throughGate((connection) => run(connection, args), gate, 'query');
     },
   }) as unknown as Sql;
 
@@ -183,6 +184,27 @@ function throughGate(start: (connection: number) => PromiseLike<unknown>, gate: 
     finally: (onFinally) => settle().finally(onFinally),
     [Symbol.toStringTag]: 'Promise',
   } as Promise<unknown>;
+}
+
+/**
+ * A transaction whose handle refuses statements once the transaction has ended. The driver
+ * would send them on the same connection, outside any transaction: after a commit, or after
+ * the connection closed and the driver failed the transaction while its callback still waited
+ * on a statement (which the reconnection may settle; see answered).
+ */
+function beginOn(pool: Sql, args: unknown[]): Promise<unknown> {
+  const work = args.at(-1) as (tx: Transaction) => unknown;
+  let ended = false;
+  const guarded = (tx: Transaction) => new Proxy(tx, {
+    apply: (target, self, callArgs: unknown[]) => {
+      if (ended && isTemplate(callArgs[0])) {
+        throw Object.assign(new Error('a statement of a transaction that has ended'), { code: 'CONNECTION_CLOSED' });
+      }
+      return Reflect.apply(target, self, callArgs);
+    },
+  });
+  const begun = Reflect.apply(pool.begin, pool, [...args.slice(0, -1), (tx: Transaction) => work(guarded(tx))]);
+  return (begun as Promise<unknown>).finally(() => (ended = true));
 }
 
 /** A reserved connection: it keeps its connection of the gate, to itself, until it is released. */

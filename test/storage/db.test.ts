@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { isDatabaseUnavailable, isUniqueViolation } from '../../src/database-errors.ts';
 import {
   answered, connectDatabase, isDriverWriteDefect, isPoolBroken, isUncaughtDriverDefect, openDatabase, type Database,
-  type Sql,
+  type Sql, type Transaction,
 } from '../../src/storage/db.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { waitUntil } from '../helpers/wait.ts';
@@ -51,6 +51,24 @@ describe('openDatabase', () => {
     assert.deepEqual(transitions, ['down', 'up']);
     const [after] = await sql`SELECT pg_backend_pid() AS pid`;
     assert.notEqual(after!.pid, before!.pid, 'a new pool answers');
+  });
+
+  it('refuses a statement of a transaction that has ended, which the driver would run outside it', async () => {
+    const { sql } = database;
+    const isClosed = (error: { code?: string }) => error.code === 'CONNECTION_CLOSED';
+    let committed: Transaction | null = null;
+    await sql.begin(async (tx) => {
+      committed = tx;
+      assert.equal((await tx`SELECT 1 AS one`)[0]!.one, 1, 'statements run while it lasts');
+    });
+    await assert.rejects(async () => committed!`SELECT 1`, isClosed);
+    let failed: Transaction | null = null;
+    await assert.rejects(sql.begin(async (tx) => {
+      failed = tx;
+      throw new Error('the transaction fails');
+    }));
+    await assert.rejects(async () => failed!`SELECT 1`, isClosed);
+    assert.equal(typeof committed!({ a: 1 }), 'object', 'a helper builds nothing that runs, and stays allowed');
   });
 
   it('passes every answer the database gave, and refuses a result the driver settled without one', async () => {
