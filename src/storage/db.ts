@@ -77,6 +77,11 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
   const connectAll = () => Array.from({ length: poolSize }, (_, index) => connectOne(index));
   let pools = connectAll();
   const replacedAt = new Array<number>(poolSize).fill(0);
+  // Work that began before a renewal is not the new pools' to answer for (onStuck).
+  const renewAll = () => {
+    pools = connectAll();
+    replacedAt.fill(performance.now());
+  };
   // The stuck connection alone is replaced, once for all the work it held: ending its pool
   // fails what the driver kept there.
   const onStuck = (connection: number, since: number) => {
@@ -133,9 +138,9 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
 
   const probeUntilUp = async () => {
     while (down && !ended) {
-      const answered = await answersOnFreshConnection(url, options.applicationName);
-      if (answered && !ended) {
-        pools = connectAll();
+      const reached = await answersOnFreshConnection(url, options.applicationName);
+      if (reached && !ended) {
+        renewAll();
         down = false;
         onUp();
         return;
@@ -150,15 +155,15 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
       if (down || ended || checking || !(isDatabaseUnavailable(error) || isPoolBroken(error))) return;
       if (refusesConnections(error)) return open();
       checking = true;
-      void answersOnFreshConnection(url, options.applicationName).then((answered) => {
+      void answersOnFreshConnection(url, options.applicationName).then((reached) => {
         checking = false;
         if (down || ended) return;
-        if (!answered) return open();
+        if (!reached) return open();
         // The database answers: a connection the driver left broken is repaired by fresh pools,
         // with no refusal meanwhile; the old ones finish what they hold.
         if (!isPoolBroken(error)) return;
         const old = pools;
-        pools = connectAll();
+        renewAll();
         for (const pool of old) void pool.end({ timeout: 5 }).catch(() => {});
       });
     },
