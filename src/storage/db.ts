@@ -203,7 +203,7 @@ function beginOn(pool: Sql, args: unknown[]): Promise<unknown> {
   const guarded = (tx: Transaction) => new Proxy(tx, {
     apply: (target, self, callArgs: unknown[]) => {
       if (ended && isTemplate(callArgs[0])) {
-        throw Object.assign(new Error('a statement of a transaction that has ended'), { code: 'CONNECTION_CLOSED' });
+        throw connectionClosed('a statement of a transaction that has ended');
       }
       return Reflect.apply(target, self, callArgs);
     },
@@ -260,10 +260,14 @@ export function answered<T>(result: T): T {
   const hasTag = (value: unknown) => typeof value === 'object' && value !== null && Object.hasOwn(value, 'command');
   const parts = hasTag(result) ? [result] : Array.isArray(result) ? result.filter(hasTag) : [];
   if (parts.some((part) => (part as { command: unknown }).command === null)) {
-    const error = new Error('the driver settled a statement that the database never answered');
-    throw Object.assign(error, { code: 'CONNECTION_CLOSED' });
+    throw connectionClosed('the driver settled a statement that the database never answered');
   }
   return result;
+}
+
+/** What the pool's own checks refuse with: the driver's code for a closed connection, 503 at the HTTP edge. */
+function connectionClosed(message: string): Error {
+  return Object.assign(new Error(message), { code: 'CONNECTION_CLOSED' });
 }
 
 /** Whether a connection of its own, outside the pool, gets an answer from the database. */
