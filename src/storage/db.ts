@@ -15,8 +15,11 @@ export type Fragment = postgres.Fragment;
  */
 export type Database = {
   sql: Sql;
-  /** Told of database errors; one that shows the database unreachable or the pool broken opens the breaker. */
-  noteFailure(error: unknown): void;
+  /**
+   * Told of database errors; one that shows the database unreachable or the pool broken opens
+   * the breaker or renews the pools. Settles, never rejects, when that is decided, with what was done.
+   */
+  noteFailure(error: unknown): Promise<'ignored' | 'opened' | 'kept' | 'renewed'>;
   /** False while the breaker is open. */
   isUp(): boolean;
   /** The most connections it opens. */
@@ -28,6 +31,12 @@ export type Database = {
 const probeIntervalMs = 250;
 /** The most a new connection may take: a database that takes longer is treated as away. */
 const connectTimeoutSeconds = 2;
+/**
+ * The least time between two renewals that follow errors, equal to the time the old pools get to
+ * finish: so no more than two generations of connections are ever open. A machine too busy to
+ * open connections in time would otherwise renew on every timeout, each renewal adding more.
+ */
+const renewalSpacingMs = 5_000;
 /** Methods of the pool that send queries, refused at once while the breaker is open. */
 const queryMethods = new Set<PropertyKey>(['begin', 'reserve', 'unsafe', 'file']);
 
@@ -77,6 +86,7 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
   const connectAll = () => Array.from({ length: poolSize }, (_, index) => connectOne(index));
   let pools = connectAll();
   const replacedAt = new Array<number>(poolSize).fill(0);
+  let renewedAt = -Infinity;
   // Work that began before a renewal is not the new pools' to answer for (onStuck).
   const renewAll = () => {
     pools = connectAll();
@@ -151,21 +161,29 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
 
   return {
     sql,
-    noteFailure(error) {
-      if (down || ended || checking || !(isDatabaseUnavailable(error) || isPoolBroken(error))) return;
-      if (refusesConnections(error)) return open();
+    async noteFailure(error) {
+      if (down || ended || checking || !(isDatabaseUnavailable(error) || isPoolBroken(error))) return 'ignored';
+      if (refusesConnections(error)) {
+        open();
+        return 'opened';
+      }
       checking = true;
-      void answersOnFreshConnection(url, options.applicationName).then((reached) => {
+      const reached = await answersOnFreshConnection(url, options.applicationName).finally(() => {
         checking = false;
-        if (down || ended) return;
-        if (!reached) return open();
-        // The database answers: a connection the driver left broken is repaired by fresh pools,
-        // with no refusal meanwhile; the old ones finish what they hold.
-        if (!isPoolBroken(error)) return;
-        const old = pools;
-        renewAll();
-        for (const pool of old) void pool.end({ timeout: 5 }).catch(() => {});
       });
+      if (down || ended) return 'ignored';
+      if (!reached) {
+        open();
+        return 'opened';
+      }
+      // The database answers: a connection the driver left broken is repaired by fresh pools,
+      // with no refusal meanwhile; the old ones finish what they hold.
+      if (!isPoolBroken(error) || performance.now() - renewedAt < renewalSpacingMs) return 'kept';
+      const old = pools;
+      renewAll();
+      renewedAt = performance.now();
+      for (const pool of old) void pool.end({ timeout: renewalSpacingMs / 1000 }).catch(() => {});
+      return 'renewed';
     },
     isUp: () => !down,
     connections: poolSize,

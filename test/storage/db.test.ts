@@ -98,11 +98,27 @@ describe('openDatabase', () => {
     const pids = async () => new Set(await Promise.all(Array.from({ length: 30 }, async () => (await sql`SELECT pg_backend_pid() AS pid`)[0]!.pid as number)));
     const before = await pids();
     // A connection attempt over its time, as the driver's stale write buffer causes, or as a busy machine can.
-    database.noteFailure({ code: 'CONNECT_TIMEOUT' });
+    const noted = performance.now();
+    const renewal = database.noteFailure({ code: 'CONNECT_TIMEOUT' });
     assert.equal(database.isUp(), true, 'no refusal while a fresh connection is tried');
+    assert.equal(await renewal, 'renewed');
+    // Timeouts that follow within the old pools' time to finish keep the new pools, so that no
+    // third generation of connections opens while the first may still be open.
+    const next = await database.noteFailure({ code: 'CONNECT_TIMEOUT' });
+    if (performance.now() - noted < 5_000) assert.equal(next, 'kept');
     await waitUntil(async () => [...(await pids())].every((pid) => !before.has(pid)));
     assert.equal(database.isUp(), true);
     assert.deepEqual(transitions, ['down', 'up'], 'the breaker stayed closed');
+    await waitUntil(async () => (await database.noteFailure({ code: 'CONNECT_TIMEOUT' })) === 'renewed', 20_000);
+    assert.ok(performance.now() - noted >= 5_000, 'the next renewal waits out the spacing');
+  });
+
+  it('says what a failure led to: an error that is no outage is ignored, one check runs at a time', async () => {
+    assert.equal(await database.noteFailure(new Error('a query error is not an outage')), 'ignored');
+    const [first, second] = await Promise.all([
+      database.noteFailure({ code: 'CONNECTION_CLOSED' }), database.noteFailure({ code: 'CONNECTION_CLOSED' }),
+    ]);
+    assert.deepEqual([first, second], ['kept', 'ignored'], 'a closed connection with the database up renews nothing');
   });
 });
 
