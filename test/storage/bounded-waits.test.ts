@@ -189,7 +189,7 @@ describe('one terminated backend under load', () => {
 });
 
 describe('backends terminated again and again under load', () => {
-  it('answers every request, and every client is served again once the terminations stop', async () => {
+  it('answers every request, and every client is served again once the terminations stop', async (t) => {
     const app = await startTestService();
     const restoreHandlers = handleDriverDefects((error) => app.service.noteDatabaseFailure(error));
     const admin = postgres(adminUrlOf(app), { max: 1, onnotice: () => {} });
@@ -238,6 +238,9 @@ describe('backends terminated again and again under load', () => {
       // stays allowed until runs show it gone (docs/operations.md, "Driver defects").
       assert.deepEqual(mixedUp, [], "no client was answered another account's data");
       const allowed = [200, 503, 401];
+      // Said in the run's output, so that runs can show whether the 401 is gone.
+      const signedOut = answers.flat().filter((answer) => answer.status === 401).length;
+      if (signedOut > 0) t.diagnostic(`${signedOut} answers were 401 (allowed above, still to be explained)`);
       assert.deepEqual([...statuses].filter((status) => !allowed.includes(status)), [], `${[...statuses]} ${faults}`);
       assert.deepEqual(faults, [], 'no unexpected error');
     } finally {
