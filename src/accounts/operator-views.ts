@@ -39,6 +39,7 @@ export async function describeAccount(sql: Sql, id: string, now: Date) {
     SELECT a.public_id, a.name, a.email, a.phone, a.activated_at, a.disabled_at, a.disabled_reason,
       EXISTS (SELECT 1 FROM second_factors f WHERE f.account_id = a.id AND f.activated_at IS NOT NULL) AS second_factor,
       (SELECT count(*)::int FROM sessions s WHERE s.account_id = a.id AND s.expires_at > ${now}) AS live_sessions,
+      (SELECT count(*)::int FROM passkeys p WHERE p.account_id = a.id) AS passkeys,
       (SELECT max(occurred_at) FROM security_events e WHERE e.account_id = a.id AND e.type = 'signed-in')
         AS last_sign_in
     FROM accounts a WHERE a.id = ${id}`;

@@ -155,6 +155,7 @@ const results: Record<string, JsonObject> = {
     last_sign_in_at: orNull(time),
     second_factor: flag(),
     live_sessions: count,
+    passkeys: count,
     throttle: objectOf({ budget_left: orNull(count), blocked_networks: count, blocked_until: orNull(time) }),
   }),
   ListResult: objectOf({
@@ -164,7 +165,7 @@ const results: Record<string, JsonObject> = {
   DisableResult: named({ changed: flag('False when it was disabled already.'), ended: count }),
   EnableResult: named({ changed: flag('False when it was not disabled.') }),
   EndSessionsResult: named({ ended: count }),
-  ResetResult: named({}),
+  ResetResult: named({ passkeys_removed: count }),
   UnlockResult: named({ matched_account: flag('False: it names no account; its throttle was cleared anyway.') }),
   RemoveSecondFactorResult: named({ removed: flag() }),
   DeleteResult: named({}),

@@ -140,7 +140,8 @@ export const operations: Operation[] = [
     endSessionsAsOperator,
   ),
   accountAction(
-    ['reset'], '/admin/accounts/{target}/reset', 'Cancels the password, ends every session and mails a reset code',
+    ['reset'], '/admin/accounts/{target}/reset',
+    'Cancels the password, ends every session, removes every passkey and mails a reset code',
     false, forceReset,
   ),
   accountAction(

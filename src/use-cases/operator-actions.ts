@@ -4,6 +4,7 @@ import { clearFailures } from '../accounts/login-throttle.ts';
 import { generateCode, hashCode } from '../accounts/one-time-codes.ts';
 import { issueResetCode, resetPasswordHash } from '../accounts/password-resets.ts';
 import { removeFactor } from '../accounts/second-factor.ts';
+import { deletePasskeysOf } from '../passkeys/passkeys.ts';
 import { recordOperatorEvent } from '../accounts/security-events.ts';
 import { resetForcedMail } from '../mail/messages.ts';
 import { sealMail } from '../mail/outbox.ts';
@@ -58,21 +59,31 @@ export function endSessionsAsOperator(
 /**
  * A forced reset, for an account taken over: the password is replaced by a random one that
  * nobody knows (so that whoever knew the old one cannot sign in again), every session ends,
- * and a reset code goes to the account's address. Whoever reads that mailbox sets the next
- * password, through the usual reset (POST /acc/pwd).
+ * every passkey goes (a passkey signs in on its own, and an intruder with the password and the
+ * mailbox may have added one), and a reset code goes to the account's address. Whoever reads
+ * that mailbox sets the next password, through the usual reset (POST /acc/pwd). The owner's
+ * own reset keeps passkeys; this one is for when the owner's credentials are in doubt.
  */
-export async function forceReset(deps: UseCaseDeps, identifier: string, operator: Operator): Promise<OperatorOutcome> {
+export async function forceReset(
+  deps: UseCaseDeps, identifier: string, operator: Operator,
+): Promise<OperatorOutcome<{ passkeys_removed: number }>> {
   const unknowable = await deps.passwords.hash(randomBytes(32).toString('base64url'));
   return onAccount(deps, identifier, async (tx, account, now) => {
     await resetPasswordHash(tx, account.id, unknowable);
     const webhook = deps.webhooks.event('password.reset_forced', account.publicId, now, operatorData(operator));
     const event = { type: 'reset-forced' as const, clientAddress: operator.address, sessionId: null, operator };
     await endSessions(tx, { accountId: account.id, sessionId: null, event, webhook, record: 'always', now });
+    const passkeys = await deletePasskeysOf(tx, account.id);
+    for (const id of passkeys) {
+      await recordOperatorEvent(tx, account.id, 'passkey-removed', operator, now);
+      const data = { passkey_id: id, ...operatorData(operator) };
+      await deps.webhooks.enqueue(tx, 'passkey.removed', account.publicId, now, data);
+    }
     const code = generateCode();
     const expiresAt = new Date(now.getTime() + deps.config.resetCodeTtlSeconds * 1000);
     const mail = sealMail(resetForcedMail(code, expiresAt, now, account.locale), deps.mailer);
     await issueResetCode(tx, account.email, hashCode(code), expiresAt, mail, operator.address, now);
-    return {};
+    return { passkeys_removed: passkeys.length };
   });
 }
 

@@ -31,6 +31,7 @@ export async function findAccount(deps: UseCaseDeps, identifier: string) {
     last_sign_in_at: (row.last_sign_in as Date | null)?.toISOString() ?? null,
     second_factor: row.second_factor as boolean,
     live_sessions: row.live_sessions as number,
+    passkeys: row.passkeys as number,
     throttle: await throttleState(deps.sql, throttleKeys(deps, account), now),
   };
 }

@@ -7,12 +7,15 @@ import { createLogger } from '../../src/log.ts';
 import { passwordGrant, signedIn } from '../helpers/accounts.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { runMain } from '../helpers/process.ts';
+import { createAuthenticator } from '../helpers/authenticator.ts';
 import { codeIn } from '../helpers/smtp.ts';
 import { registerAndSignIn, startTestService, testEncryptionKeys, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
 import { acceptedEvents, startReceiver, type Receiver } from '../helpers/webhook-receiver.ts';
 
 // The operator's command (issue 33) against a running service on a real PostgreSQL and SMTP server.
 const secret = `whsec_${randomBytes(32).toString('base64')}`;
+const [origin, rpId] = ['https://app.example.test', 'example.test'];
+const relyingParty = { WEBAUTHN_RP_ID: rpId, WEBAUTHN_ORIGINS: origin };
 let database: { url: string; drop(): Promise<void> };
 let receiver: Receiver;
 let app: TestService;
@@ -23,7 +26,7 @@ before(async () => {
   env = { DATABASE_URL: database.url, TOKEN_SECRET: testSecret, ENCRYPTION_KEYS: testEncryptionKeys, SCRYPT_PARAMS: 'ln=4,r=8,p=1', WEBHOOK_URL: receiver.url, WEBHOOK_SECRET: secret };
   app = await startTestService({
     databaseUrl: database.url,
-    env: { WEBHOOK_URL: receiver.url, WEBHOOK_SECRET: secret },
+    env: { WEBHOOK_URL: receiver.url, WEBHOOK_SECRET: secret, ...relyingParty },
     outbox: { maxAttempts: 2, backoffBaseMs: 50 },
     webhooks: { pollMs: 100, maxAttempts: 2, backoffBaseMs: 50, backoffCapMs: 100 },
   });
@@ -104,6 +107,34 @@ describe('admin account actions', () => {
     const mail = await app.smtp.waitFor((message) => message.to === user.email && message.subject === 'Set a new password for your account' && app.smtp.messages.indexOf(message) >= before);
     assert.equal((await app.call('POST', '/acc/pwd', { json: { code: codeIn(mail), new_pwd: 'brand-new-password' } })).status, 204);
     assert.equal((await passwordGrant(app, user.name, 'brand-new-password')).status, 200);
+  });
+
+  it('reset removes every passkey, which would sign in on its own, with an event and a webhook for each', async () => {
+    const { user, token } = await registerAndSignIn(app);
+    const auth = createAuthenticator(-7);
+    const options = await app.call('POST', '/acc/me/passkeys/options', { token, json: { pwd: user.pwd } });
+    const mail = await app.smtp.waitFor((m) => m.to === user.email && m.subject === 'Your code to add a passkey');
+    const credential = auth.register(options.json.options, origin, rpId);
+    const addition = { challenge_id: options.json.challenge_id, credential, email_code: codeIn(mail) };
+    const added = await app.call('POST', '/acc/me/passkeys', { token, json: addition });
+    assert.equal(added.status, 201, added.text);
+    const passkeySignIn = async () => {
+      const challenge = (await app.call('POST', '/auth/passkey/options')).json;
+      const assertion = auth.assert(challenge.options, origin, rpId);
+      const fields = { grant_type: 'urn:account-service:grant-type:passkey', challenge_id: challenge.challenge_id };
+      return app.call('POST', '/auth/token', { json: { ...fields, credential: assertion } });
+    };
+    assert.equal((await passkeySignIn()).status, 200);
+    assert.equal((await admin('find', user.name, '--json')).json.passkeys, 1);
+    const reset = await admin('reset', user.name, '--reason', 'taken over', '--json');
+    assert.deepEqual(reset.json, { account: user.name, passkeys_removed: 1 });
+    assert.equal((await passkeySignIn()).json.error, 'invalid_grant', 'whoever added the passkey is out');
+    assert.equal((await admin('find', user.name, '--json')).json.passkeys, 0);
+    const events = (await admin('events', user.name, '--json')).json.events;
+    assert.ok(events.some((e: { type: string; actor: string }) => e.type === 'passkey-removed' && e.actor === 'operator'));
+    const removed = (event: { type: string; data: Record<string, unknown> }) =>
+      event.type === 'passkey.removed' && event.data.passkey_id === added.json.id && event.data.actor === 'operator';
+    await receiver.waitFor((received) => acceptedEvents(received).some(removed));
   });
 
   it('end-sessions, unlock, remove-second-factor and delete', async () => {

@@ -14,6 +14,7 @@ import { runMain } from '../helpers/process.ts';
 import { codeIn } from '../helpers/smtp.ts';
 import { referenceTotp } from '../helpers/totp.ts';
 import { registerAndSignIn, signIn, startTestService, testEncryptionKeys, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
+import { webhookEventTypes } from '../../src/webhooks/events.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { acceptedEvents, failureAnswer, startReceiver, type Receiver } from '../helpers/webhook-receiver.ts';
 
@@ -284,6 +285,14 @@ describe('webhooks across a kill -9', () => {
       await database.drop();
       await rm(dataDir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('docs/webhooks.md', () => {
+  it('has a row for every event type the service sends', async () => {
+    const docs = await readFile(new URL('../../docs/webhooks.md', import.meta.url), 'utf8');
+    const missing = webhookEventTypes.filter((type) => !docs.includes(`\n| \`${type}\` |`));
+    assert.deepEqual(missing, []);
   });
 });
 
