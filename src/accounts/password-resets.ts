@@ -5,19 +5,21 @@ import { insertEvents } from './security-events.ts';
 export type ResetAccount = { id: string; publicId: string; name: string; email: string; locale: string | null };
 
 /**
- * Issues a reset code to the active account with this address, if there is one, and queues
- * the sealed message to the address stored for it. The reset-request worker calls it
- * (reset-requests.ts), never the request itself: how many rows it writes tells whether the
- * address has an account. (storeCode's insert, in one-time-codes.ts, and the event's and the
- * mail's, in one statement.)
+ * Issues a reset code to the active account with this address, if there is one and it is not
+ * disabled, and queues the sealed message to the address stored for it; whether it did. A
+ * disabled account gets no code from anyone: while an operator holds it, nobody sets the
+ * password it will have when enabled. The reset-request worker calls it (reset-requests.ts),
+ * never the request itself: how many rows it writes tells whether the address has an account.
+ * (storeCode's insert, in one-time-codes.ts, and the event's and the mail's, in one statement.)
  */
 export async function issueResetCode(
   tx: Transaction, email: string, codeHash: Buffer, expiresAt: Date, mail: SealedMail, clientAddress: string, now: Date,
-): Promise<void> {
+): Promise<boolean> {
   const event = { account: tx`id`, type: 'reset-requested', clientAddress, session: null, now } as const;
-  await tx`
+  const written = await tx`
     WITH account AS (
-      SELECT id, email FROM accounts WHERE lower(email) = lower(${email}) AND activated_at IS NOT NULL FOR NO KEY UPDATE
+      SELECT id, email FROM accounts
+      WHERE lower(email) = lower(${email}) AND activated_at IS NOT NULL AND disabled_at IS NULL FOR NO KEY UPDATE
     ), older_codes AS (
       DELETE FROM one_time_codes WHERE purpose = 'reset' AND account_id IN (SELECT id FROM account)
     ), code AS (
@@ -27,6 +29,7 @@ export async function issueResetCode(
       ${insertEvents(tx, event, tx`FROM account`)}
     )
     ${insertMail(tx, mail, tx`email`, now, tx`FROM account`)}`;
+  return written.count === 1;
 }
 
 /** Sets a new password on an active account. Null if the account is gone. */

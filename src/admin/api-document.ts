@@ -165,7 +165,7 @@ const results: Record<string, JsonObject> = {
   DisableResult: named({ changed: flag('False when it was disabled already.'), ended: count }),
   EnableResult: named({ changed: flag('False when it was not disabled.') }),
   EndSessionsResult: named({ ended: count }),
-  ResetResult: named({ passkeys_removed: count }),
+  ResetResult: named({ passkeys_removed: count, code_mailed: flag('False while the account is disabled.') }),
   UnlockResult: named({ matched_account: flag('False: it names no account; its throttle was cleared anyway.') }),
   RemoveSecondFactorResult: named({ removed: flag() }),
   DeleteResult: named({}),

@@ -1,4 +1,5 @@
 import { markDisabled, markEnabled } from '../accounts/disabling.ts';
+import { deleteCodes } from '../accounts/one-time-codes.ts';
 import { recordOperatorEvent } from '../accounts/security-events.ts';
 import { endSessions } from './end-sessions.ts';
 import { onAccount, operatorData, type Operator, type OperatorOutcome } from './operator-actions.ts';
@@ -10,7 +11,8 @@ import type { UseCaseDeps } from './transaction.ts';
  * bearer request reads its session, sessions.ts findSessionAccount), no refresh token is left,
  * and startSession refuses a disabled account inside its statement. A sign-in or refresh that
  * took the row first commits before, and its session ends here; one that comes after finds the
- * account disabled. `changed` is false when it was disabled already (nothing is written).
+ * account disabled. Its reset codes go, and none is issued while it stays disabled
+ * (password-resets.ts). `changed` is false when it was disabled already (nothing is written).
  */
 export function disableAccount(
   deps: UseCaseDeps, identifier: string, operator: Operator & { reason: string },
@@ -21,6 +23,8 @@ export function disableAccount(
     const event = { type: 'account-disabled' as const, clientAddress: operator.address, sessionId: null, operator };
     const accountId = account.id;
     const ended = await endSessions(tx, { accountId, sessionId: null, event, webhook, record: 'always', now });
+    // A reset code mailed before goes too: no one sets the password the account will have when enabled.
+    await deleteCodes(tx, accountId, 'reset');
     return { changed: true, ended: ended.length };
   });
 }

@@ -61,12 +61,13 @@ export function endSessionsAsOperator(
  * nobody knows (so that whoever knew the old one cannot sign in again), every session ends,
  * every passkey goes (a passkey signs in on its own, and an intruder with the password and the
  * mailbox may have added one), and a reset code goes to the account's address. Whoever reads
- * that mailbox sets the next password, through the usual reset (POST /acc/pwd). The owner's
- * own reset keeps passkeys; this one is for when the owner's credentials are in doubt.
+ * that mailbox sets the next password, through the usual reset (POST /acc/pwd); not while the
+ * account is disabled (`code_mailed` false: enable it, then the owner asks for a code). The
+ * owner's own reset keeps passkeys; this one is for when the owner's credentials are in doubt.
  */
 export async function forceReset(
   deps: UseCaseDeps, identifier: string, operator: Operator,
-): Promise<OperatorOutcome<{ passkeys_removed: number }>> {
+): Promise<OperatorOutcome<{ passkeys_removed: number; code_mailed: boolean }>> {
   const unknowable = await deps.passwords.hash(randomBytes(32).toString('base64url'));
   return onAccount(deps, identifier, async (tx, account, now) => {
     await resetPasswordHash(tx, account.id, unknowable);
@@ -82,8 +83,8 @@ export async function forceReset(
     const code = generateCode();
     const expiresAt = new Date(now.getTime() + deps.config.resetCodeTtlSeconds * 1000);
     const mail = sealMail(resetForcedMail(code, expiresAt, now, account.locale), deps.mailer);
-    await issueResetCode(tx, account.email, hashCode(code), expiresAt, mail, operator.address, now);
-    return { passkeys_removed: passkeys.length };
+    const mailed = await issueResetCode(tx, account.email, hashCode(code), expiresAt, mail, operator.address, now);
+    return { passkeys_removed: passkeys.length, code_mailed: mailed };
   });
 }
 

@@ -9,6 +9,7 @@ import { createTestDatabase } from '../helpers/database.ts';
 import { runMain } from '../helpers/process.ts';
 import { createAuthenticator } from '../helpers/authenticator.ts';
 import { codeIn } from '../helpers/smtp.ts';
+import { untilQueuesDrained } from '../helpers/wait.ts';
 import { registerAndSignIn, startTestService, testEncryptionKeys, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
 import { acceptedEvents, startReceiver, type Receiver } from '../helpers/webhook-receiver.ts';
 
@@ -82,6 +83,30 @@ describe('admin disable and enable', () => {
     assert.deepEqual(sent.data, { actor: 'operator', operator_reason: 'chargeback fraud', account_id: found.json.id });
   });
 
+  it('issues no reset code while disabled: one mailed before goes, a request and a reset mail none', async () => {
+    const { user } = await registerAndSignIn(app);
+    const resetCode = (from: number) => (message: { to: string; subject: string }) => message.to === user.email
+      && message.subject === 'Your password reset code' && app.smtp.messages.indexOf(message as never) >= from;
+    assert.equal((await app.call('POST', '/acc/pwd/code', { json: { email: user.email } })).status, 204);
+    const early = await app.smtp.waitFor(resetCode(0));
+    await admin('disable', user.name, '--reason', 'the address was changed by an intruder');
+    const late = await app.call('POST', '/acc/pwd', { json: { code: codeIn(early), new_pwd: 'set-while-disabled' } });
+    assert.equal(late.status, 404, 'the code mailed before the disable went with it');
+    app.clock.advance(61);
+    const from = app.smtp.messages.length;
+    assert.equal((await app.call('POST', '/acc/pwd/code', { json: { email: user.email } })).status, 204, 'answered as ever');
+    await untilQueuesDrained(app.service.sql);
+    assert.deepEqual(app.smtp.messages.slice(from).filter((message) => message.to === user.email), []);
+    const reset = await admin('reset', user.name, '--json');
+    assert.deepEqual(reset.json, { account: user.name, passkeys_removed: 0, code_mailed: false });
+    await admin('enable', user.name);
+    app.clock.advance(61);
+    await app.call('POST', '/acc/pwd/code', { json: { email: user.email } });
+    const code = codeIn(await app.smtp.waitFor(resetCode(from)));
+    assert.equal((await app.call('POST', '/acc/pwd', { json: { code, new_pwd: 'set-once-enabled' } })).status, 204);
+    assert.equal((await passwordGrant(app, user.name, 'set-once-enabled')).status, 200);
+  });
+
   it('answers clear exit codes: 2 for bad arguments, 1 for an unknown account', async () => {
     const { user } = await registerAndSignIn(app);
     assert.equal((await admin('disable', user.name)).code, 2, 'a reason is required');
@@ -127,7 +152,7 @@ describe('admin account actions', () => {
     assert.equal((await passkeySignIn()).status, 200);
     assert.equal((await admin('find', user.name, '--json')).json.passkeys, 1);
     const reset = await admin('reset', user.name, '--reason', 'taken over', '--json');
-    assert.deepEqual(reset.json, { account: user.name, passkeys_removed: 1 });
+    assert.deepEqual(reset.json, { account: user.name, passkeys_removed: 1, code_mailed: true });
     assert.equal((await passkeySignIn()).json.error, 'invalid_grant', 'whoever added the passkey is out');
     assert.equal((await admin('find', user.name, '--json')).json.passkeys, 0);
     const events = (await admin('events', user.name, '--json')).json.events;
