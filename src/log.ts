@@ -13,6 +13,13 @@ export type Logger = {
 };
 
 const rank: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+/**
+ * What JSON leaves raw but a log viewer may take as a line break or a change of direction:
+ * C1 controls, the line and paragraph separators, and bidi controls. They only occur inside
+ * strings, where their \u escape is the same JSON.
+ */
+const unsafeInLine = /[\u0080-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const escapeCharacter = (character: string) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`;
 
 /**
  * One JSON object per line. Callers pass only fields that are safe to log: this module
@@ -23,7 +30,8 @@ export function createLogger(
 ): Logger {
   const emit = (at: LogLevel) => (message: string, fields?: LogFields) => {
     if (rank[at] < rank[level]) return;
-    write(`${JSON.stringify(Object.assign({ time: new Date().toISOString(), level: at, msg: message }, fields))}\n`);
+    const line = JSON.stringify(Object.assign({ time: new Date().toISOString(), level: at, msg: message }, fields));
+    write(`${line.replace(unsafeInLine, escapeCharacter)}\n`);
   };
   return {
     debug: emit('debug'),

@@ -29,6 +29,15 @@ describe('createLogger', () => {
     assert.equal(lines.length, 1, 'below the level, nothing is written');
   });
 
+  it('escapes what a log viewer could take as a line break or a change of direction, and parses back the same', () => {
+    const lines: string[] = [];
+    const target = 'a\u2028b\u2029c\u0085d\u009b31m\u202eevil\u202c\u2066x\u2069 é';
+    createLogger('info', (line) => lines.push(line)).info('operator action', { target });
+    assert.doesNotMatch(lines[0]!, /[\u0080-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
+    assert.match(lines[0]!, /a\\u2028b\\u2029c\\u0085d\\u009b31m\\u202eevil\\u202c\\u2066x\\u2069 é/);
+    assert.equal(JSON.parse(lines[0]!).target, target);
+  });
+
   it('describes errors with their code and stack, and anything else as text', () => {
     const described = describeError(Object.assign(new Error('boom'), { code: 'E1' }));
     assert.equal(described.error, 'boom');

@@ -64,7 +64,13 @@ function authorize(ctx: RequestContext, expected: Buffer): void {
 
 /** The operand and options of a request: text, or true for a flag (false and null leave it out); nothing else. */
 async function readArgs(ctx: RequestContext, operation: Operation): Promise<Args> {
-  const query = () => Object.fromEntries(new URL(ctx.req.url ?? '/', 'http://admin').searchParams);
+  const query = () => {
+    const parameters = new URL(ctx.req.url ?? '/', 'http://admin').searchParams;
+    const names = [...parameters.keys()];
+    const repeated = names.find((name, index) => names.indexOf(name) !== index);
+    if (repeated !== undefined) throw invalidFields([{ name: repeated, reason: 'is given more than once' }]);
+    return Object.fromEntries(parameters);
+  };
   const given: Record<string, unknown> = operation.method === 'GET' ? query() : await readOptionalBody(ctx);
   const options: Args['options'] = {};
   for (const [name, value] of Object.entries(given)) {

@@ -12,8 +12,11 @@ export class ArgumentError extends Error {
 
 export const maxPageSize = 100;
 const maxReasonLength = 500;
-/** Printable characters and spaces only: a reason is shown in logs, tickets and webhooks. */
-const printable = /^[^\p{Cc}\p{Cs}]+$/u;
+/**
+ * Printable characters and spaces only: a reason is shown in logs, tickets and webhooks. No
+ * controls, format characters (bidi overrides, zero-width), or line and paragraph separators.
+ */
+const printable = /^[^\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]+$/u;
 
 /** The one operand: an account (name, address or id), an identifier, or a queue entry's id. */
 export function target(args: Args, what: string): string {
@@ -79,7 +82,10 @@ export function date(args: Args, name: string): Date | null {
   const value = text(args, name);
   if (value === null) return null;
   const dateOrTime = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2}))?$/;
-  const valid = dateOrTime.test(value) && !Number.isNaN(Date.parse(value));
+  // A day that does not exist (2026-02-30) is refused, not rolled over into the next month.
+  const day = value.slice(0, 10);
+  const valid = dateOrTime.test(value) && !Number.isNaN(Date.parse(value))
+    && new Date(`${day}T00:00:00Z`).toISOString().startsWith(day);
   if (!valid) {
     throw new ArgumentError(`--${name} must be a date (2026-01-31) or a time with its zone (2026-01-31T10:00:00Z)`);
   }

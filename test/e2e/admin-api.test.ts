@@ -120,6 +120,9 @@ describe('admin API account actions', () => {
     const disable = onAccount(user.email, '/disable');
     await api('POST', disable, 400, { json: {} });
     await api('POST', disable, 400, { json: { reason: ' ' } }, false);
+    for (const unprintable of ['x\u2028y', '\u202eabc', '\u200b', '\ufeffx', 'a\u0085b']) {
+      await api('POST', disable, 400, { json: { reason: unprintable } }, false);
+    }
     await api('POST', disable, 400, { json: { reason: 5 } });
     await api('POST', disable, 400, { json: { reason: 'x', force: 'yes' } });
     await api('POST', disable, 400, { body: '{"reason":', headers: { 'content-type': 'application/json' } });
@@ -156,7 +159,10 @@ describe('admin API account actions', () => {
     const first = await done('GET', '/admin/accounts?limit=2');
     assert.deepEqual(first.accounts.map((account: { name: string }) => account.name), [names[2], names[1]]);
     assert.equal((await done('GET', `/admin/accounts?limit=2&cursor=${first.next}`)).accounts[0].name, names[0]);
-    const refused = ['limit=1000', 'limit=0', 'status=gone', 'cursor=nope', 'created-after=yesterday', 'colour=red'];
+    const refused = [
+      'limit=1000', 'limit=0', 'status=gone', 'cursor=nope', 'created-after=yesterday', 'colour=red',
+      'created-after=2026-02-30', 'created-before=2026-04-31T10:00:00Z', 'limit=1&limit=2',
+    ];
     for (const query of refused) {
       await api('GET', `/admin/accounts?${query}`, 400);
     }
