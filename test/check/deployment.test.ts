@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { runChecks, type CheckOptions } from '../../src/check/run.ts';
 import type { Finding } from '../../src/check/report.ts';
-import { findNginx, startNginx, type Nginx } from '../helpers/nginx.ts';
+import { findNginx, PortTakenError, startNginx, type Nginx } from '../helpers/nginx.ts';
 import { freePort } from '../helpers/ports.ts';
 import { runNode } from '../helpers/process.ts';
 import { registerAndSignIn, startTestService, type TestService } from '../helpers/service.ts';
@@ -22,20 +22,32 @@ if (nginx === null) {
 type Deployment = { url: string; app: TestService; proxy: Nginx; account: { name: string; password: string } };
 const metricsToken = 'metrics-token-of-the-check-test';
 
-/** The service on a fresh database behind nginx with TLS, passkeys on for its URL, with an activated account. */
-async function deploy(env: Record<string, string>, chosenPort?: number): Promise<Deployment> {
-  const port = chosenPort ?? await freePort();
-  const url = `https://127.0.0.1:${port}`;
-  const app = await startTestService({
-    env: {
-      ...{ TOKEN_ALG: 'ES256', TOKEN_ISSUER: url, TRUST_PROXY: '1', RATE_LIMIT: '40' },
-      // The config takes an IP address as RP ID; browsers would not, but the check only compares.
-      ...{ WEBAUTHN_RP_ID: '127.0.0.1', WEBAUTHN_ORIGINS: url, ...env },
-    },
-  });
-  const proxy = await startNginx(nginx!, app.url, port);
-  const { user } = await registerAndSignIn(app);
-  return { url, app, proxy, account: { name: user.name, password: user.pwd } };
+/**
+ * The service on a fresh database behind nginx with TLS, passkeys on for its URL, with an
+ * activated account. The port is chosen before the service starts (its URL is in the service's
+ * settings); another process can take it before nginx binds it, and then all starts again on
+ * a new port. `env` may be written from the port.
+ */
+async function deploy(env: Record<string, string> | ((port: number) => Record<string, string>)): Promise<Deployment> {
+  for (let attempt = 1; ; attempt += 1) {
+    const port = await freePort();
+    const url = `https://127.0.0.1:${port}`;
+    const app = await startTestService({
+      env: {
+        ...{ TOKEN_ALG: 'ES256', TOKEN_ISSUER: url, TRUST_PROXY: '1', RATE_LIMIT: '40' },
+        // The config takes an IP address as RP ID; browsers would not, but the check only compares.
+        ...{ WEBAUTHN_RP_ID: '127.0.0.1', WEBAUTHN_ORIGINS: url, ...(typeof env === 'function' ? env(port) : env) },
+      },
+    });
+    const proxy = await startNginx(nginx!, app.url, port).catch(async (error: unknown) => {
+      await app.stop();
+      if (error instanceof PortTakenError && attempt < 5) return null;
+      throw error;
+    });
+    if (proxy === null) continue;
+    const { user } = await registerAndSignIn(app);
+    return { url, app, proxy, account: { name: user.name, password: user.pwd } };
+  }
 }
 
 function checkFindings(deployment: Deployment, options: Partial<CheckOptions> = {}): Promise<Finding[]> {
@@ -63,8 +75,8 @@ function assertOthersPass(found: Record<string, string>, except: string[], skipp
 
 describe('check, against nginx in front of the service', { skip: nginx === null }, () => {
   const running: Deployment[] = [];
-  const setup = async (env: Record<string, string>, port?: number) => {
-    const deployment = await deploy(env, port);
+  const setup = async (env: Parameters<typeof deploy>[0]) => {
+    const deployment = await deploy(env);
     running.push(deployment);
     return deployment;
   };
@@ -127,8 +139,7 @@ describe('check, against nginx in front of the service', { skip: nginx === null 
 
   it('fails passkey origins written http:// for an https:// site (the proxy ends TLS)', async () => {
     // The origin is written from the port the proxy will listen on.
-    const port = await freePort();
-    const plain = await setup({ METRICS_TOKEN: metricsToken, WEBAUTHN_ORIGINS: `http://127.0.0.1:${port}` }, port);
+    const plain = await setup((port) => ({ METRICS_TOKEN: metricsToken, WEBAUTHN_ORIGINS: `http://127.0.0.1:${port}` }));
     const found = await check(plain);
     assert.equal(found['issuer.passkey-origins'], 'fail');
     assertOthersPass(found, ['issuer.passkey-origins']);

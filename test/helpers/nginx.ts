@@ -57,7 +57,7 @@ http {
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  await waitForPort(port, exited, () => stderr);
+  await waitForListening(dir, port, exited, () => stderr);
   return {
     url: `https://127.0.0.1:${port}`,
     ca: await readFile(join(fixtures, 'tls-cert.pem'), 'utf8'),
@@ -69,17 +69,32 @@ http {
   };
 }
 
-async function waitForPort(port: number, exited: Promise<void>, stderr: () => string): Promise<void> {
+/**
+ * Until nginx listens on `port`. The pid file is the barrier: nginx writes it only after it
+ * opened its listening sockets. An open port alone could be another process's that took the
+ * port after freePort() chose it (a suite running beside this one): then nginx exits with
+ * "Address already in use", and this throws PortTakenError for the caller to choose again.
+ */
+async function waitForListening(dir: string, port: number, exited: Promise<void>, stderr: () => string): Promise<void> {
   let gone = false;
   void exited.then(() => (gone = true));
-  for (let attempt = 0; attempt < 100; attempt += 1) {
-    if (gone) throw new Error(`nginx exited at start: ${stderr()}`);
+  const started = async () => (await readFile(join(dir, 'nginx.pid'), 'utf8').catch(() => '')).trim() !== '';
+  for (let attempt = 0; attempt < 200; attempt += 1) {
+    if (gone) {
+      if (/in use/i.test(stderr())) throw new PortTakenError(`port ${port} was taken: ${stderr()}`);
+      throw new Error(`nginx exited at start: ${stderr()}`);
+    }
     const open = await new Promise<boolean>((resolve) => {
       const socket = connect(port, '127.0.0.1', () => (socket.end(), resolve(true)));
       socket.on('error', () => resolve(false));
     });
-    if (open) return;
+    if (open && await started() && !gone) return;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   throw new Error(`nginx did not listen on ${port}: ${stderr()}`);
+}
+
+/** nginx could not bind its port: something else took it meanwhile. */
+export class PortTakenError extends Error {
+  override name = 'PortTakenError';
 }
