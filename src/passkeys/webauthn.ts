@@ -61,13 +61,22 @@ export function parseAuthenticatorData(data: Buffer): AuthenticatorData | null {
   return { rpIdHash: data.subarray(0, 32), flags, signCount: data.readUInt32BE(33), credential };
 }
 
+/** The labels of a public COSE key by key type (RFC 9053, RFC 8230): kty, alg, then the public parameters. */
+const publicLabels = new Map<number, readonly number[]>([
+  [1, [1, 3, -1, -2]], // OKP: crv, x
+  [2, [1, 3, -1, -2, -3]], // EC2: crv, x, y
+  [3, [1, 3, -1, -2]], // RSA: n, e
+]);
+
 /** A COSE_Key (RFC 9053) of one of coseAlgorithms, with the key type and curve it needs; anything else null. */
 export function publicKeyFromCose(cose: Buffer): { key: KeyObject; algorithm: number } | null {
   const map = decodeCbor(cose);
   if (!(map instanceof Map)) return null;
   const [kty, alg, crv, x, y] = [map.get(1), map.get(3), map.get(-1), map.get(-2), map.get(-3)];
-  // A private part (d, and RSA's primes, -4 and on) has no place in a public key: nothing of it is stored.
-  if ([...map.keys()].some((label) => typeof label !== 'number' || label < -3)) return null;
+  // Only the public labels of the key's type: a private part (EC2 and OKP's d at -4, RSA's d at -3 and its
+  // primes from -4 on) or a label that no check here reads has no place in a stored public key.
+  const allowed = publicLabels.get(kty as number);
+  if (allowed === undefined || [...map.keys()].some((label) => !allowed.includes(label as number))) return null;
   const jwk = (fields: Record<string, string>) => createPublicKey({ key: fields, format: 'jwk' });
   const b64 = (bytes: Buffer) => bytes.toString('base64url');
   try {

@@ -149,6 +149,29 @@ describe('COSE keys (found by an outside tester)', () => {
     assert.equal(publicKeyFromCose(cose(entries))?.algorithm, -7);
     assert.equal(publicKeyFromCose(cose([...entries, [-4, d]])), null);
   });
+
+  it('refuses an RSA key that carries its private exponent (label -3) or any other label past n and e', () => {
+    const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const { n, e } = publicKey.export({ format: 'jwk' });
+    const secret = privateKey.export({ format: 'jwk' });
+    const entries: Array<[number, unknown]> = [
+      [1, 3], [3, -257], [-1, Buffer.from(n!, 'base64url')], [-2, Buffer.from(e!, 'base64url')],
+    ];
+    assert.equal(publicKeyFromCose(cose(entries))?.algorithm, -257);
+    assert.equal(publicKeyFromCose(cose([...entries, [-3, Buffer.from(secret.d!, 'base64url')]])), null);
+    assert.equal(publicKeyFromCose(cose([...entries, [-4, Buffer.from(secret.p!, 'base64url')]])), null);
+    assert.equal(publicKeyFromCose(cose([...entries, [2, Buffer.from('kid')]])), null);
+  });
+
+  it('refuses an Ed25519 key that carries its private part (label -4) or a y', () => {
+    const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+    const x = Buffer.from(publicKey.export({ format: 'jwk' }).x!, 'base64url');
+    const d = Buffer.from(privateKey.export({ format: 'jwk' }).d!, 'base64url');
+    const entries: Array<[number, unknown]> = [[1, 1], [3, -8], [-1, 6], [-2, x]];
+    assert.equal(publicKeyFromCose(cose(entries))?.algorithm, -8);
+    assert.equal(publicKeyFromCose(cose([...entries, [-4, d]])), null);
+    assert.equal(publicKeyFromCose(cose([...entries, [-3, x]])), null);
+  });
 });
 
 describe('the decoy key of an unknown credential', () => {
