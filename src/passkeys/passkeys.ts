@@ -104,6 +104,15 @@ export async function spendChallenge(sql: Sql | Transaction, challenge: Buffer, 
   return rows.count === 1;
 }
 
+/**
+ * How long a spent challenge is kept past its expiry. Each instance checks a challenge's expiry by its own clock,
+ * so a spent one deleted at its expiry could be presented again at an instance whose clock is behind; the margin
+ * is well over the skew the service tolerates (docs/security.md, "Clocks").
+ */
+export const spentChallengeMarginMs = 5 * 60_000;
+
+/** Deletes the spent challenges that expired more than spentChallengeMarginMs before `now`. */
 export async function deleteExpiredChallenges(sql: Sql, now: Date): Promise<number> {
-  return (await sql`DELETE FROM spent_passkey_challenges WHERE expires_at < ${now}`).count;
+  const before = new Date(now.getTime() - spentChallengeMarginMs);
+  return (await sql`DELETE FROM spent_passkey_challenges WHERE expires_at < ${before}`).count;
 }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { KeyedHashes } from '../../src/keyed-hashes.ts';
 import { registerAndSignIn, requestCode, keyedHashesOf, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
@@ -129,6 +130,16 @@ describe('retention: every table a stranger or a client can grow', () => {
     const rows = () => countOf(app.service.sql`SELECT count(*)::int AS n FROM outbox WHERE id = ${queued!.id} OR message_id = ${`<failed-${user.name}@test>`}`);
     assert.equal(await afterSweep(7 * day - 10, rows), 2);
     assert.equal(await afterSweep(20, rows), 0);
+  });
+
+  it('spent passkey challenges: deleted 5 minutes after they expire, a margin over any clock skew between instances', async () => {
+    // As a presented sign-in challenge is recorded: with its expiry, 5 minutes after it was issued.
+    const challenge = randomBytes(32);
+    const expiresAt = new Date(app.clock.now().getTime() + 300_000);
+    await app.service.sql`INSERT INTO spent_passkey_challenges (challenge, expires_at) VALUES (${challenge}, ${expiresAt})`;
+    const spent = () => countOf(app.service.sql`SELECT count(*)::int AS n FROM spent_passkey_challenges WHERE challenge = ${challenge}`);
+    assert.equal(await afterSweep(300 + 300 - 10, spent), 1, 'kept past its expiry, while a slower clock still takes it');
+    assert.equal(await afterSweep(20, spent), 0);
   });
 
   it('sessions: deleted when they expire (REFRESH_TTL after the sign-in); at most SESSIONS_PER_ACCOUNT an account (bounds.test.ts)', async () => {
