@@ -20,7 +20,9 @@ export const commandUsage = `Commands, run with the service's environment:
   signing-key list          the ES256 token signing keys (TOKEN_ALG=ES256)
   signing-key rotate        add a signing key; it signs in two minutes, the old one verifies
                             until its tokens expire
-  signing-key remove KID    delete a key: its tokens are refused within a minute
+  signing-key remove KID    delete a key: its tokens are refused within a minute; refused for
+                            the newest key, and until another key may sign (two minutes after
+                            signing-key rotate)
   admin …                   operate accounts, mail and webhooks (docs/operations.md, "Operating
                             accounts"); --json for one JSON line; exit 0 done, 1 not found,
                             2 bad arguments:
@@ -61,15 +63,18 @@ export async function runCommand(
       return 0;
     }
     if (name === 'signing-key' && verb === 'remove' && kid !== undefined) {
-      const keys = await listSigningKeys(sql);
-      if (keys[0]?.kid === kid) {
+      const removal = await removeSigningKey(sql, kid, new Date());
+      if (removal.outcome === 'removed') return 0;
+      if (removal.outcome === 'unknown') log.error('no signing key has this kid', { kid });
+      if (removal.outcome === 'newest') {
         log.error(
           'this is the newest signing key; run signing-key rotate first, and remove it after the new key signs',
         );
-        return 1;
       }
-      if (await removeSigningKey(sql, kid)) return 0;
-      log.error('no signing key has this kid', { kid });
+      if (removal.outcome === 'no-signer') {
+        const from = removal.signsFrom.toISOString();
+        log.error(`no key could sign until ${from}, when the newer key may sign: remove this one after then`, { kid });
+      }
       return 1;
     }
     log.error(`unknown command: ${args.join(' ')}`);

@@ -163,6 +163,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     // Deletes what has expired; every minute, and on demand for tests that move the clock.
     // Each table that a stranger or a client can grow has its rule here (docs/operations.md, "Retention").
     const sweep = async () => {
+      // Signing keys first, and on their own: a removed key stops verifying even when a step below fails.
+      for (const { kid, reason } of (await signingKeys?.refresh()) ?? []) {
+        log.error(`the token signing key ${kid} ${reason}`, { kid });
+      }
       const now = clock();
       const ago = (ms: number) => new Date(now.getTime() - ms);
       const dayMs = 24 * 3600 * 1000;
@@ -184,7 +188,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       const counts = Object.fromEntries(
         await Promise.all(Object.entries(deleted).map(async ([name, count]) => [name, await count] as const)),
       );
-      await Promise.all([webhookWorker?.refreshCounts(), liveSessions.refresh(), signingKeys?.refresh()]);
+      await Promise.all([webhookWorker?.refreshCounts(), liveSessions.refresh()]);
       const signingKeysRetired =
         signingKeys === null ? 0 : await deleteRetiredSigningKeys(sql, now, config.tokenTtlSeconds);
       log.debug('sweep done', { ...counts, signingKeysRetired });

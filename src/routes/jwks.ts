@@ -11,5 +11,5 @@ export const getJwks: Handler = async (_ctx, deps) => {
     const detail = 'Tokens are signed with HS256 (TOKEN_ALG); a key set is published only with TOKEN_ALG=ES256.';
     throw new HttpError(problems.notFound, { detail });
   }
-  return { status: 200, body: deps.signingKeys.jwks() };
+  return { status: 200, body: await deps.signingKeys.jwks() };
 };

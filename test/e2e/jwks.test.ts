@@ -8,6 +8,7 @@ import { createSealer } from '../../src/sealing.ts';
 import { parseConfig } from '../../src/config.ts';
 import { signedIn } from '../helpers/accounts.ts';
 import { freePort } from '../helpers/ports.ts';
+import { runMain } from '../helpers/process.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { registerAndSignIn, startTestService, testEncryptionKeys, type TestService } from '../helpers/service.ts';
 
@@ -83,7 +84,10 @@ describe('TOKEN_ALG=ES256', () => {
       ['mislabelled', sealer.seal(other, 'signing-key', 'mislabelled')],
     ] as const) {
       await app.service.sql`INSERT INTO signing_keys (kid, sealed_private_key, created_at) VALUES (${kid}, ${sealed}, now() - interval '1 hour')`;
-      await assert.rejects(app.service.sweep(), kid === 'planted' ? /opens with no key/ : /is not the key its kid names/);
+      await app.service.sweep();
+      const logged = app.logs.find((line) => line.includes(`"kid":"${kid}"`));
+      assert.match(logged ?? '', kid === 'planted' ? /opens with no key/ : /is not the key its kid names/);
+      assert.deepEqual(await kids(), [real!.kid], 'published neither');
       await app.service.sql`DELETE FROM signing_keys WHERE kid = ${kid}`;
       assert.deepEqual(await kids(), [real!.kid], 'the key set is unchanged');
       assert.equal((await app.call('GET', '/acc/me', { token })).status, 200);
@@ -112,12 +116,77 @@ describe('TOKEN_ALG=ES256', () => {
     const { token } = await registerAndSignIn(app);
     const oldKid = headerOf(token).kid;
     await addSigningKey(app.service.sql, sealer, app.clock.now());
-    app.clock.advance(121);
-    assert.equal(await removeSigningKey(app.service.sql, oldKid), true);
+    app.clock.advance(126);
+    assert.deepEqual(await removeSigningKey(app.service.sql, oldKid, app.clock.now()), { outcome: 'removed' });
     await app.service.sweep();
     assert.equal((await app.call('GET', '/acc/me', { token })).status, 401, 'refused once the instance has read the table');
     const jwks = createRemoteJWKSet(new URL(`${issuer}/.well-known/jwks.json`));
     await assert.rejects(jwtVerify(token, jwks, { issuer, algorithms: ['ES256'] }), { code: 'ERR_JWKS_NO_MATCHING_KEY' });
+  });
+
+  it('signing-key rotate: the JWKS lists the new key at once; removing the old key before the new one signs is refused', async () => {
+    const ownDatabase = await createTestDatabase();
+    const own = await startTestService({ databaseUrl: ownDatabase.url, env: { TOKEN_ALG: 'ES256', TOKEN_SECRET: '' } });
+    const command = async (...args: string[]) => {
+      const env = { DATABASE_URL: ownDatabase.url, TOKEN_ALG: 'ES256', TOKEN_SECRET: '', ENCRYPTION_KEYS: testEncryptionKeys };
+      const running = runMain(env, ['signing-key', ...args]);
+      return { code: await running.exit, lines: running.lines, stderr: running.stderr() };
+    };
+    try {
+      const { token } = await registerAndSignIn(own);
+      const oldKid = headerOf(token).kid;
+      const rotated = await command('rotate');
+      assert.equal(rotated.code, 0, rotated.stderr);
+      const newKid = JSON.parse(rotated.lines.at(-1)!).kid as string;
+      const published = ((await own.call('GET', '/.well-known/jwks.json')).json.keys as { kid: string }[]).map((key) => key.kid);
+      assert.deepEqual(new Set(published), new Set([oldKid, newKid]), 'published at once, before any sweep');
+      const removed = await command('remove', oldKid);
+      assert.equal(removed.code, 1, 'the old key is the only one that may sign until the new one signs');
+      assert.match(removed.stderr, /no key could sign/);
+      assert.equal((await own.service.sql`SELECT 1 FROM signing_keys WHERE kid = ${oldKid}`).length, 1, 'kept');
+      assert.equal(headerOf((await registerAndSignIn(own)).token).kid, oldKid, 'the old key still signs');
+    } finally {
+      await own.stop();
+      await ownDatabase.drop();
+    }
+  });
+
+  it('refuses a removed key at the next sweep even when another stored key fails to open', async () => {
+    const own = await startTestService({ env: { TOKEN_ALG: 'ES256', TOKEN_SECRET: '' } });
+    try {
+      const { token } = await registerAndSignIn(own);
+      const oldKid = headerOf(token).kid;
+      await addSigningKey(own.service.sql, sealer, own.clock.now());
+      own.clock.advance(130);
+      const other = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'der', type: 'pkcs8' });
+      const foreign = createSealer(parseConfig({ ENCRYPTION_KEYS: `lost:${Buffer.alloc(32, 9).toString('base64')}` }).encryptionKeys!);
+      await own.service.sql`INSERT INTO signing_keys (kid, sealed_private_key, created_at) VALUES ('unopenable', ${foreign.seal(other, 'signing-key', 'unopenable')}, now())`;
+      await own.service.sql`DELETE FROM signing_keys WHERE kid = ${oldKid}`;
+      await own.service.sweep();
+      assert.equal((await own.call('GET', '/acc/me', { token })).status, 401, 'the removed key verifies nothing');
+      assert.ok(own.logs.some((line) => line.includes('"kid":"unopenable"')), 'the key that fails to open is logged');
+    } finally {
+      await own.stop();
+    }
+  });
+
+  it('refuses a removed key at the next sweep even when an earlier step of the sweep fails', async () => {
+    const own = await startTestService({ env: { TOKEN_ALG: 'ES256', TOKEN_SECRET: '' } });
+    try {
+      const { token } = await registerAndSignIn(own);
+      const oldKid = headerOf(token).kid;
+      await addSigningKey(own.service.sql, sealer, own.clock.now());
+      own.clock.advance(130);
+      await own.service.sql`
+        CREATE FUNCTION refuse_delete() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$`;
+      await own.service.sql`
+        CREATE TRIGGER refuse_delete BEFORE DELETE ON spent_passkey_challenges FOR EACH STATEMENT EXECUTE FUNCTION refuse_delete()`;
+      await own.service.sql`DELETE FROM signing_keys WHERE kid = ${oldKid}`;
+      await assert.rejects(own.service.sweep(), /refused/);
+      assert.equal((await own.call('GET', '/acc/me', { token })).status, 401, 'the removed key verifies nothing');
+    } finally {
+      await own.stop();
+    }
   });
 
   it('refuses an HS256 token signed with the public key or any secret, whatever its header', async () => {
