@@ -72,14 +72,20 @@ export function isPermanentFailure(error: unknown): boolean {
 
 /**
  * The spec's pattern lets a domain hold `/`, `:` and brackets, so an address may name an IP
- * literal (`x@[10.1.2.3]`) or no host at all. The API takes what the pattern takes, but mail
- * goes only to a host name: a literal would have the relay deliver to whatever address a
- * stranger typed, an internal one too, and no owner needs one (docs/security.md).
+ * literal (`x@[10.1.2.3]`), an IP address (`x@1.2.3.4`) or no host at all. The API takes what the
+ * pattern takes, but mail goes only to a host name: an IP address would have the relay deliver
+ * to whatever address a stranger typed, an internal one too, and no owner needs one
+ * (docs/security.md).
  */
 const hostNameAddress = /@[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
+/**
+ * A last label of digits or of `0x` and hex digits: resolvers and URL parsers read such a domain
+ * as an IPv4 address (`127.1`, `0x7f.1`, `2130706433`), and no top-level domain is one.
+ */
+const numericLastLabel = /[@.](?:[0-9]+|0x[0-9a-f]*)$/i;
 
-/** Throws a permanent failure (EENVELOPE) for an address whose domain is not a host name. */
+/** Throws a permanent failure (EENVELOPE) for an address whose domain is not a host name, an IP address included. */
 export function assertMailable(address: string): void {
-  if (hostNameAddress.test(address)) return;
+  if (hostNameAddress.test(address) && !numericLastLabel.test(address)) return;
   throw Object.assign(new Error('the address\'s domain is not a host name'), { code: 'EENVELOPE' });
 }
