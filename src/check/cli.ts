@@ -1,14 +1,19 @@
+import { createInterface } from 'node:readline';
+import type { Account } from './context.ts';
 import { exitCodeOf, formatTable } from './report.ts';
-import { runChecks, type CheckOptions } from './run.ts';
+import { runChecks } from './run.ts';
 
-export const checkUsage = `  check URL [--account NAME:PASSWORD] [--json] [--expect-public-metrics]
+export const checkUsage = `  check URL [--account NAME] [--json] [--expect-public-metrics]
                             black-box checks of the deployment at its public URL (needs no
                             environment): proxy, TLS, issuer, passkeys, throttles, tokens,
-                            exposure, clock, enumeration (with --account); exits 1 on any fail
+                            exposure, clock, enumeration (with --account, whose password is read
+                            from CHECK_PASSWORD, else from standard input); exits 1 on any fail
                             (README, "Checking a deployment")
 `;
 
-type Parsed = { url: URL; json: boolean; options: CheckOptions };
+type Parsed = { url: URL; json: boolean; accountName: string | null; expectPublicMetrics: boolean };
+
+const passwordSources = 'give the password in CHECK_PASSWORD or on standard input';
 
 /** The command line after `check`, or a message saying what is wrong with it. */
 export function parseCheckArgs(args: string[]): Parsed | string {
@@ -16,19 +21,40 @@ export function parseCheckArgs(args: string[]): Parsed | string {
   const json = rest.includes('--json');
   const expectPublicMetrics = rest.includes('--expect-public-metrics');
   const accountAt = rest.indexOf('--account');
-  const accountArg = accountAt === -1 ? null : rest[accountAt + 1];
+  const accountName = accountAt === -1 ? null : rest[accountAt + 1];
   if (accountAt !== -1) rest.splice(accountAt, 2);
   const positional = rest.filter((arg) => arg !== '--json' && arg !== '--expect-public-metrics');
-  if (accountArg === undefined || (accountArg !== null && !accountArg.includes(':')))
-    return '--account takes NAME:PASSWORD';
+  if (accountName === undefined || accountName === '') return `--account takes NAME; ${passwordSources}`;
+  // A password in argv is seen by ps and kept in shell history; names never hold a colon.
+  if (accountName?.includes(':') === true) {
+    const seen = 'ps and shell history see the command line';
+    return `--account takes NAME alone, not NAME:PASSWORD (${seen}); ${passwordSources}`;
+  }
   if (positional.length !== 1 || !URL.canParse(positional[0]!))
     return `check takes one URL, got ${positional.join(' ') || 'none'}`;
   const url = new URL(positional[0]!);
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'the URL must be http(s)';
-  const colon = accountArg?.indexOf(':') ?? -1;
-  const account =
-    accountArg === null ? null : { name: accountArg.slice(0, colon), password: accountArg.slice(colon + 1) };
-  return { url, json, options: { account, expectPublicMetrics } };
+  return { url, json, accountName, expectPublicMetrics };
+}
+
+/**
+ * The account of `--account NAME`: its password from CHECK_PASSWORD, else the first line of
+ * `input` (a pipe or a file, never a terminal, which would show it as typed); a message if
+ * neither gives one, null without --account.
+ */
+export async function checkAccount(
+  name: string | null, env: NodeJS.ProcessEnv, input: NodeJS.ReadableStream & { isTTY?: boolean },
+): Promise<Account | null | string> {
+  if (name === null) return null;
+  const missing = `no password for ${name}: ${passwordSources} (a pipe or a file, not the terminal)`;
+  if (env.CHECK_PASSWORD !== undefined && env.CHECK_PASSWORD !== '') return { name, password: env.CHECK_PASSWORD };
+  if (input.isTTY === true) return missing;
+  const lines = createInterface({ input, crlfDelay: Infinity });
+  for await (const line of lines) {
+    lines.close();
+    return line === '' ? missing : { name, password: line };
+  }
+  return missing;
 }
 
 /** `check`: prints the findings (a table, or JSON) on stdout and returns the exit code. */
@@ -39,7 +65,12 @@ export async function runCheckCommand(args: string[]): Promise<number> {
     process.stderr.write(`account-service check: ${parsed}\nUsage:\n${checkUsage}`);
     return 2;
   }
-  const findings = await runChecks(parsed.url, parsed.options);
+  const account = await checkAccount(parsed.accountName, process.env, process.stdin);
+  if (typeof account === 'string') {
+    process.stderr.write(`account-service check: ${account}\n`);
+    return 2;
+  }
+  const findings = await runChecks(parsed.url, { account, expectPublicMetrics: parsed.expectPublicMetrics });
   print(parsed.json ? `${JSON.stringify({ url: parsed.url.href, findings }, null, 2)}\n` : formatTable(findings));
   return exitCodeOf(findings);
 }

@@ -1,6 +1,6 @@
 import type { Probe } from './probe.ts';
 
-/** The operator's throwaway account, as `--account name:password` gives it. */
+/** The operator's throwaway account: `--account NAME`, its password from CHECK_PASSWORD or standard input. */
 export type Account = { name: string; password: string };
 
 /** A session the check signed in; every one it makes is ended before the check finishes. */

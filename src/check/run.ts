@@ -45,7 +45,7 @@ export async function runChecks(url: URL, options: CheckOptions): Promise<Findin
       if (typeof signedIn === 'number') {
         return [
           ...findings,
-          fail('account', `signing in as ${ctx.account.name} answers ${signedIn}`, 'check --account name:password'),
+          fail('account', `signing in as ${ctx.account.name} answers ${signedIn}`, 'its password in CHECK_PASSWORD'),
         ];
       }
       session = signedIn;

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
-import { parseCheckArgs } from '../../src/check/cli.ts';
+import { checkAccount, parseCheckArgs } from '../../src/check/cli.ts';
 import { isInternal, judgeAddress } from '../../src/check/proxy.ts';
 import { exitCodeOf, fail, formatTable, pass, skip, warn } from '../../src/check/report.ts';
 
@@ -16,20 +17,33 @@ describe('the check report', () => {
 });
 
 describe('the check command line', () => {
-  it('takes a URL, --account NAME:PASSWORD (the password may hold colons), --json and --expect-public-metrics', () => {
-    const parsed = parseCheckArgs(['https://a.example', '--account', 'ann:pw:1', '--json', '--expect-public-metrics']);
+  it('takes a URL, --account NAME, --json and --expect-public-metrics', () => {
+    const parsed = parseCheckArgs(['https://a.example', '--account', 'ann', '--json', '--expect-public-metrics']);
     assert.ok(typeof parsed !== 'string');
-    assert.equal(parsed.url.href, 'https://a.example/');
-    assert.deepEqual(parsed.options, { account: { name: 'ann', password: 'pw:1' }, expectPublicMetrics: true });
-    assert.equal(parsed.json, true);
+    assert.deepEqual({ ...parsed, url: parsed.url.href }, { url: 'https://a.example/', json: true, accountName: 'ann', expectPublicMetrics: true });
   });
 
-  it('refuses no URL, two URLs, another scheme and an --account without a password', () => {
+  it('refuses no URL, two URLs, another scheme and an --account without a name', () => {
     assert.match(String(parseCheckArgs([])), /one URL/);
     assert.match(String(parseCheckArgs(['https://a.example', 'https://b.example'])), /one URL/);
     assert.match(String(parseCheckArgs(['ftp://a.example'])), /http/);
-    assert.match(String(parseCheckArgs(['https://a.example', '--account', 'ann'])), /NAME:PASSWORD/);
-    assert.match(String(parseCheckArgs(['https://a.example', '--account'])), /NAME:PASSWORD/);
+    assert.match(String(parseCheckArgs(['https://a.example', '--account'])), /--account takes NAME/);
+  });
+
+  it('refuses a password in the command line, where ps and shell history see it', () => {
+    const refused = String(parseCheckArgs(['https://a.example', '--account', 'ann:pw:1']));
+    assert.match(refused, /CHECK_PASSWORD/);
+    assert.match(refused, /standard input/);
+  });
+
+  it("reads the account's password from CHECK_PASSWORD, else from the first line of standard input", async () => {
+    const piped = (text: string) => Object.assign(Readable.from(text === '' ? [] : [text]), { isTTY: false });
+    assert.deepEqual(await checkAccount('ann', { CHECK_PASSWORD: 'pw:1 ' }, piped('other\n')), { name: 'ann', password: 'pw:1 ' });
+    assert.deepEqual(await checkAccount('ann', {}, piped('pw:2\r\nrest\n')), { name: 'ann', password: 'pw:2' });
+    assert.match(String(await checkAccount('ann', {}, piped(''))), /CHECK_PASSWORD/, 'no password at all');
+    const terminal = Object.assign(Readable.from([]), { isTTY: true });
+    assert.match(String(await checkAccount('ann', {}, terminal)), /CHECK_PASSWORD/, 'a terminal would show it as typed');
+    assert.equal(await checkAccount(null, {}, piped('pw\n')), null, 'no --account: no password read');
   });
 });
 
