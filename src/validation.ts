@@ -73,7 +73,12 @@ export const emailChangeRequestSchema = {
 /** Ours (passkeys): a name its owner gives a passkey, any printable text. */
 // No control characters (C0, DEL, C1), format characters or line and paragraph separators: a
 // right-to-left override in a name would reorder the notices that show it, a line break split them.
-const passkeyName = /^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]{1,64}$/u;
+// No "=?" either: in a mail header (an operator's subject may show the name) it may start an RFC
+// 2047 encoded word, which mail clients decode, to a right-to-left override too.
+const passkeyName = {
+  ...field(/^(?!.*=\?)[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]{1,64}$/u),
+  mismatch: 'must be 1 to 64 characters without control or format characters, line or paragraph separators, or "=?"',
+};
 
 export const passkeyOptionsSchema = {
   pwd: field(patterns.password), otp: field(patterns.otp, { required: false }),
@@ -86,10 +91,10 @@ export const passkeyOptionsSchema = {
 export const passkeyAdditionSchema = {
   challenge_id: field(/^[A-Za-z0-9_-]{1,200}$/),
   email_code: field(patterns.code),
-  name: field(passkeyName, { required: false }),
+  name: { ...passkeyName, required: false },
 } satisfies Schema;
 
-export const passkeyRenameSchema = { name: field(passkeyName) } satisfies Schema;
+export const passkeyRenameSchema = { name: passkeyName } satisfies Schema;
 
 export const passkeyRemovalSchema = { pwd: field(patterns.password) } satisfies Schema;
 

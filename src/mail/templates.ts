@@ -111,9 +111,18 @@ export function createMailRenderer(templates: MailTemplates = new Map(), setting
       const asIs = (value: string) => value;
       const text = fill(template.body, all, asIs).replace(/\n{3,}/g, '\n\n').trim();
       const html = own?.html ? fill(own.html.body, all, escapeHtml) : htmlOf(text);
-      return { subject: fill(template.subject, all, asIs), text: `${text}\n`, html };
+      return { subject: fill(template.subject, all, inHeader), text: `${text}\n`, html };
     },
   };
+}
+
+/**
+ * A value for a header, with a zero-width space inside each `=?`: no value can then be an RFC 2047
+ * encoded word, which mail clients decode (a passkey name `=?utf-8?B?4oCu…?=` would show a
+ * right-to-left override), and the space, not ASCII, has nodemailer encode the whole header.
+ */
+function inHeader(value: string): string {
+  return value.replaceAll('=?', '=\u200b?');
 }
 
 /**

@@ -203,6 +203,24 @@ describe('passkeys over HTTP', () => {
     })).status, 404, 'printable text passes validation (and the id is unknown)');
   });
 
+  it('refuses a passkey name that holds "=?", which a mail header would decode as an encoded word', async () => {
+    const { user, token } = await registerAndSignIn(app);
+    const reason = 'must be 1 to 64 characters without control or format characters, line or paragraph separators, or "=?"';
+    // The subject of an operator's template that shows this name would read as a right-to-left override.
+    const encodedWord = '=?utf-8?B?4oCuZXZpbA==?=';
+    const rename = await app.call('PATCH', '/acc/me/passkeys/00000000-0000-4000-8000-000000000000', {
+      token, json: { name: `Laptop ${encodedWord}` },
+    });
+    assert.equal(rename.status, 400, rename.text);
+    assert.deepEqual(rename.json['invalid-params'], [{ name: 'name', reason }]);
+    const added = await addPasskey(token, user.pwd, user.email, createAuthenticator(-7), encodedWord);
+    assert.equal(added.status, 400, added.text);
+    assert.deepEqual(added.json['invalid-params'], [{ name: 'name', reason }]);
+    assert.equal((await app.call('PATCH', '/acc/me/passkeys/00000000-0000-4000-8000-000000000000', {
+      token, json: { name: 'a = b? yes =' },
+    })).status, 404, 'an equals sign and a question mark apart pass validation (and the id is unknown)');
+  });
+
   it('deleting the account removes its passkeys', async () => {
     const { user, token } = await registerAndSignIn(app);
     const auth = createAuthenticator(-7);

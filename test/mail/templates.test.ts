@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { simpleParser } from 'mailparser';
 import { ConfigError } from '../../src/config.ts';
+import { createLogger } from '../../src/log.ts';
 import { mailKinds, passkeyMail, registrationCodeMail } from '../../src/mail/messages.ts';
 import { createMailRenderer, loadMailTemplates, type MailSettings } from '../../src/mail/templates.ts';
+import { createFileTransport } from '../../src/mail/transport.ts';
 import { runMain } from '../helpers/process.ts';
 
 const dirs: string[] = [];
@@ -112,6 +115,25 @@ describe('rendering', () => {
     const english = renderer.render(passkeyMail('passkey-added', { ...to, locale: 'en' }, '<img src=x>', now, '192.0.2.7'));
     assert.doesNotMatch(english.html, /<script|<img/);
     assert.match(english.html, /Hello &#60;script&#62;alert\(&#34;x&#34;\)&#60;\/script&#62; &#38; &#39;quoted&#39;,/);
+  });
+
+  it('puts no encoded word of a value in the subject: a reader sees the value as it was given', async () => {
+    const templates = loadMailTemplates(await templateDir({
+      'passkey-added.de.txt': 'Subject: Passkey {{passkey_name}} of {{product_name}}\n\nHallo {{name}}, "{{passkey_name}}".\n',
+    }));
+    const encodedWord = '=?utf-8?B?4oCuZXZpbA==?=';
+    const renderer = createMailRenderer(templates, { ...settings, productName: '=?utf-8?Q?=E2=80=AE?=' });
+    const to = { email: 'a@example.com', name: 'ab', locale: 'de' };
+    const rendered = renderer.render(passkeyMail('passkey-added', to, encodedWord, now, '192.0.2.7'));
+    const dir = await templateDir({});
+    const transport = createFileTransport(dir, createLogger('error', () => {}));
+    await transport.send({ ...rendered, messageId: '<1@test>', from: 'a@b.c', to: to.email });
+    transport.close();
+    const [file] = await readdir(dir);
+    const received = await simpleParser(await readFile(join(dir, file!)));
+    assert.doesNotMatch(received.subject ?? '', /\u202e/, 'no right-to-left override decoded from a value');
+    assert.equal(received.subject?.replaceAll('\u200b', ''), `Passkey ${encodedWord} of =?utf-8?Q?=E2=80=AE?=`);
+    assert.match(received.text ?? '', /^Hallo ab, "=\?utf-8\?B\?4oCuZXZpbA==\?="\.\n$/, 'the text part shows the name as it is');
   });
 });
 
