@@ -557,7 +557,7 @@ CREATE TABLE public.security_events (
     CONSTRAINT security_events_actor_check CHECK ((actor = 'operator'::text)),
     CONSTRAINT security_events_client_address_check CHECK ((length(client_address) <= 64)),
     CONSTRAINT security_events_reason_check CHECK ((length(reason) <= 500)),
-    CONSTRAINT security_events_type_check CHECK ((type = ANY ('{account-disabled,account-enabled,activated,email-change-requested,email-changed,passkey-added,passkey-counter-regressed,passkey-removed,password-changed,password-reset,recovery-code-used,refresh-retried,refresh-token-reused,reset-forced,reset-requested,session-evicted,session-revoked,sessions-ended,sign-in-failed,signed-in,signed-out-everywhere,throttle-cleared,totp-disabled,totp-enabled}'::text[])))
+    CONSTRAINT security_events_type_check CHECK ((type = ANY ('{account-disabled,account-enabled,activated,email-change-requested,email-changed,passkey-added,passkey-counter-regressed,passkey-removed,passkey-renamed,password-changed,password-reset,recovery-code-used,refresh-retried,refresh-token-reused,reset-forced,reset-requested,session-evicted,session-revoked,sessions-ended,sign-in-failed,signed-in,signed-out-everywhere,throttle-cleared,totp-disabled,totp-enabled}'::text[])))
 );
 
 --
@@ -665,7 +665,7 @@ CREATE TABLE public.webhook_events (
     CONSTRAINT delivered_events_have_no_body CHECK (((state <> 'delivered'::text) OR ((body IS NULL) AND (delivered_at IS NOT NULL)))),
     CONSTRAINT pending_events_have_a_body CHECK (((state <> 'pending'::text) OR (body IS NOT NULL))),
     CONSTRAINT webhook_events_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text]))),
-    CONSTRAINT webhook_events_type_check CHECK ((type = ANY ('{account.activated,account.deleted,account.disabled,account.email_changed,account.enabled,account.unlocked,passkey.added,passkey.removed,password.changed,password.reset,password.reset_forced,second_factor.disabled,second_factor.enabled,sessions.revoked}'::text[]))),
+    CONSTRAINT webhook_events_type_check CHECK ((type = ANY ('{account.activated,account.deleted,account.disabled,account.email_changed,account.enabled,account.unlocked,passkey.added,passkey.removed,passkey.renamed,password.changed,password.reset,password.reset_forced,second_factor.disabled,second_factor.enabled,sessions.revoked}'::text[]))),
     CONSTRAINT webhook_events_webhook_id_check CHECK ((webhook_id ~ '^msg_[A-Za-z0-9_-]{1,64}$'::text))
 );
 

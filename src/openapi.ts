@@ -180,7 +180,7 @@ const responseSchemas: Record<string, JsonObject> = {
             'password-reset, session-revoked, signed-out-everywhere, refresh-retried, refresh-token-reused, ' +
             'session-evicted (a sign-in beyond SESSIONS_PER_ACCOUNT ended it), totp-enabled, totp-disabled, ' +
             'recovery-code-used, email-change-requested, email-changed, passkey-added, passkey-removed, ' +
-            'passkey-counter-regressed, and the operator events account-disabled, account-enabled, ' +
+            'passkey-renamed, passkey-counter-regressed, and the operator events account-disabled, account-enabled, ' +
             'sessions-ended, reset-forced, throttle-cleared.',
         },
         occurred_at: { type: 'string', format: 'date-time' },

@@ -20,6 +20,7 @@ export type EventType =
   | 'email-changed'
   | 'passkey-added'
   | 'passkey-removed'
+  | 'passkey-renamed'
   /** A passkey's sign counter did not grow: a clone signal; the sign-in was refused. */
   | 'passkey-counter-regressed'
   /** Operators' actions (use-cases/operator-actions.ts, disable-account.ts): actor 'operator', with a reason. */

@@ -49,7 +49,10 @@ export async function insertPasskey(
   return row ?? null;
 }
 
-export async function renamePasskey(sql: Sql, accountId: string, id: string, name: string): Promise<Passkey | null> {
+/** Gives the account's passkey a new name; the passkey, or null when the account has none with this id. */
+export async function renamePasskey(
+  sql: Sql | Transaction, accountId: string, id: string, name: string,
+): Promise<Passkey | null> {
   const [row] = await sql<Passkey[]>`
     UPDATE passkeys SET name = ${name} WHERE id = ${id} AND account_id = ${accountId} RETURNING ${columns(sql)}`;
   return row ?? null;

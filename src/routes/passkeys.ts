@@ -72,12 +72,15 @@ export const listPasskeysRoute: Handler = async (ctx, deps) => {
 /** PATCH /acc/me/passkeys/{id}: a new name. */
 export const renamePasskeyRoute: Handler = async (ctx, deps) => {
   requireRelyingParty(deps);
-  const { account } = await authenticate(ctx, deps);
+  const caller = await authenticate(ctx, deps);
   const value = await readValidBody(ctx.req, passkeyRenameSchema);
   const id = ctx.params.id ?? '';
-  const passkey = isUuid(id) ? await renameAccountPasskey(deps, account.id, id, value.name) : null;
-  if (passkey === null) throw new HttpError(problems.unknownPasskey);
-  return { status: 200, body: passkeyBody(passkey) };
+  const result = isUuid(id)
+    ? await renameAccountPasskey(deps, caller, id, value.name, clientOf(ctx))
+    : ({ outcome: 'unknown' } as const);
+  if (result.outcome === 'unknown') throw new HttpError(problems.unknownPasskey);
+  if (result.outcome === 'session-ended') throw callerRefusal(result);
+  return { status: 200, body: passkeyBody(result.passkey) };
 };
 
 /** DELETE /acc/me/passkeys/{id} `{pwd}`: 204. */

@@ -154,11 +154,27 @@ export function listAccountPasskeys(deps: UseCaseDeps, accountId: string): Promi
   return listPasskeys(deps.sql, accountId);
 }
 
-/** A new name: one statement on the caller's own passkey; null when it has none with this id. */
-export function renameAccountPasskey(
-  deps: UseCaseDeps, accountId: string, id: string, name: string,
-): Promise<Passkey | null> {
-  return renamePasskey(deps.sql, accountId, id, name);
+export type Renaming = { outcome: 'renamed'; passkey: Passkey } | { outcome: 'unknown' } | { outcome: 'session-ended' };
+
+/**
+ * A new name for one of the caller's passkeys, with a passkey-renamed event and a passkey.renamed
+ * webhook; 'unknown' when the account has none with this id.
+ */
+export async function renameAccountPasskey(
+  deps: UseCaseDeps, caller: Caller, id: string, name: string, client: Client,
+): Promise<Renaming> {
+  const { account, sessionId } = caller;
+  const now = deps.clock();
+  const result = await inTransaction(deps.sql, async (tx): Promise<Renaming> => {
+    if (!(await lockAccountIfSessionLives(tx, caller))) return { outcome: 'session-ended' };
+    const passkey = await renamePasskey(tx, account.id, id, name);
+    if (passkey === null) return { outcome: 'unknown' };
+    await recordEvent(tx, account.id, 'passkey-renamed', client.address, sessionId, now);
+    await deps.webhooks.enqueue(tx, 'passkey.renamed', account.publicId, now, { passkey_id: passkey.id });
+    return { outcome: 'renamed', passkey };
+  });
+  if (result.outcome === 'renamed') wakeWorkers(deps);
+  return result;
 }
 
 export type Removal = { outcome: 'removed' } | { outcome: 'unknown' } | CallerFactorRefusal;

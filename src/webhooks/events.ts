@@ -20,6 +20,7 @@ export const webhookEventTypes = [
   'second_factor.disabled',
   'passkey.added',
   'passkey.removed',
+  'passkey.renamed',
 ] as const;
 export type WebhookEventType = (typeof webhookEventTypes)[number];
 

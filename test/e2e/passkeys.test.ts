@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { eventsOf } from '../helpers/accounts.ts';
 import { createAuthenticator, type TestAuthenticator } from '../helpers/authenticator.ts';
@@ -6,6 +7,7 @@ import { form } from '../helpers/http.ts';
 import { registerAndSignIn, signIn, startTestService, type TestService } from '../helpers/service.ts';
 import { codeIn } from '../helpers/smtp.ts';
 import { waitUntil } from '../helpers/wait.ts';
+import { acceptedEvents, startReceiver, type Receiver } from '../helpers/webhook-receiver.ts';
 
 const origin = 'https://app.example.test';
 const rpId = 'example.test';
@@ -13,10 +15,20 @@ const grant = 'urn:account-service:grant-type:passkey';
 
 describe('passkeys over HTTP', () => {
   let app: TestService;
+  let receiver: Receiver;
   before(async () => {
-    app = await startTestService({ env: { WEBAUTHN_RP_ID: rpId, WEBAUTHN_ORIGINS: origin, WEBAUTHN_RP_NAME: 'Example' } });
+    const secret = `whsec_${randomBytes(32).toString('base64')}`;
+    receiver = await startReceiver(secret);
+    const webhooks = { WEBHOOK_URL: receiver.url, WEBHOOK_SECRET: secret };
+    app = await startTestService({
+      env: { WEBAUTHN_RP_ID: rpId, WEBAUTHN_ORIGINS: origin, WEBAUTHN_RP_NAME: 'Example', ...webhooks },
+      webhooks: { pollMs: 100, backoffBaseMs: 50, backoffCapMs: 100 },
+    });
   });
-  after(() => app.stop());
+  after(async () => {
+    await app.stop();
+    await receiver.stop();
+  });
 
   /** Options, the mailed code, and the addition; advances the clock past the request quota's cooldown. */
   async function addPasskey(token: string, pwd: string, email: string, auth: TestAuthenticator, name?: string) {
@@ -66,6 +78,25 @@ describe('passkeys over HTTP', () => {
     assert.equal((await app.call('DELETE', `/acc/me/passkeys/${added.json.id}`, { token, json: { pwd: user.pwd } })).status, 204);
     await app.smtp.waitFor((m) => m.to === user.email && m.subject === 'A passkey was removed');
     assert.equal((await passkeySignIn(auth)).answer.json.error, 'invalid_grant');
+  });
+
+  it('records a rename: a passkey-renamed event of the session, and a passkey.renamed webhook', async () => {
+    const { user, token } = await registerAndSignIn(app);
+    const added = await addPasskey(token, user.pwd, user.email, createAuthenticator(-7), 'Laptop');
+    assert.equal(added.status, 201, added.text);
+    const renamed = await app.call('PATCH', `/acc/me/passkeys/${added.json.id}`, { token, json: { name: 'Phone' } });
+    assert.equal(renamed.status, 200, renamed.text);
+    const [latest] = await eventsOf(app, token);
+    const { sid } = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { sid: string };
+    assert.deepEqual([latest?.type, latest?.session_id], ['passkey-renamed', sid]);
+    const other = await registerAndSignIn(app);
+    const foreign = await app.call('PATCH', `/acc/me/passkeys/${added.json.id}`, { token: other.token, json: { name: 'Mine' } });
+    assert.equal(foreign.status, 404, "another account's id");
+    const otherTypes = (await eventsOf(app, other.token)).map((event) => event.type);
+    assert.ok(!otherTypes.includes('passkey-renamed'), `no event for a rename that renamed nothing: ${otherTypes.join()}`);
+    const isRename = (event: { type: string; data: Record<string, unknown> }) =>
+      event.type === 'passkey.renamed' && event.data.passkey_id === added.json.id;
+    await receiver.waitFor((received) => acceptedEvents(received).some(isRename));
   });
 
   it('refuses the addition without the mailed code, and a replayed challenge', async () => {
