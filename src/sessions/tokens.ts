@@ -71,9 +71,10 @@ export function hmacTokenKeys(secrets: readonly Buffer[]): TokenKeys {
   const mac = (secret: KeyObject, data: string) => createHmac('sha256', secret).update(data).digest('base64url');
   return {
     signer: () => ({ header, sign: (data) => mac(current, data) }),
-    // Every secret is tried, in constant time, so the time taken tells nothing of a forged signature.
+    // Every secret is tried, each in constant time and with no early exit, so the time taken tells nothing
+    // of a forged signature, nor which secret signed.
     verify: (given, data, signature) =>
-      given === header && keys.some((secret) => equalInConstantTime(mac(secret, data), signature)),
+      given === header && keys.map((secret) => equalInConstantTime(mac(secret, data), signature)).includes(true),
   };
 }
 

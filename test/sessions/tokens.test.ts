@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { createHmac, generateKeyPairSync, sign } from 'node:crypto';
+import crypto, { createHmac, generateKeyPairSync, sign } from 'node:crypto';
+import { syncBuiltinESMExports } from 'node:module';
 import { describe, it } from 'node:test';
 import { createTokenService, ecTokenKeys, hmacTokenKeys, type SigningKey } from '../../src/sessions/tokens.ts';
 
@@ -65,6 +66,23 @@ describe('tokens', () => {
     assert.equal(tokens.verifyToken(signed(claims(), undefined, Buffer.from('o'.repeat(32))), now), null);
     const rotated = createTokenService({ ...options, keys: hmacTokenKeys([Buffer.from('n'.repeat(32)), secret]) });
     assert.equal(rotated.verifyToken(tokens.issueToken(account, session, now).token, now)?.sub, account);
+  });
+
+  it('tries every secret, with no early exit once one matches', (t) => {
+    const keys = hmacTokenKeys([secret, Buffer.from('n'.repeat(32)), Buffer.from('o'.repeat(32))]);
+    const { header, sign: signWith } = keys.signer();
+    const data = `${header}.${encode(claims())}`;
+    const signature = signWith(data);
+    // The module's own binding of createHmac is replaced too (syncBuiltinESMExports), so its calls are counted.
+    const hmac = t.mock.method(crypto, 'createHmac');
+    syncBuiltinESMExports();
+    try {
+      assert.equal(keys.verify(header, data, signature), true, 'the first secret signed it');
+    } finally {
+      hmac.mock.restore();
+      syncBuiltinESMExports();
+    }
+    assert.equal(hmac.mock.callCount(), 3, 'a MAC under each of the three secrets');
   });
 
   it('refuses correctly signed tokens with bad or non-canonical claims', () => {
