@@ -166,7 +166,7 @@ CREATE TABLE public.address_quotas (
     requested_at timestamp with time zone[] NOT NULL,
     last_at timestamp with time zone NOT NULL,
     CONSTRAINT address_quotas_address_key_check CHECK ((octet_length(address_key) = 32)),
-    CONSTRAINT address_quotas_purpose_check CHECK ((purpose = ANY ('{account-email-change,email-change,passkey,registration,reset,totp}'::text[])))
+    CONSTRAINT address_quotas_purpose_check CHECK ((purpose = ANY ('{account-email-change,deletion,email-change,passkey,registration,reset,reset-known,totp}'::text[])))
 );
 
 --
@@ -252,17 +252,20 @@ COMMENT ON TABLE public.login_known_clients IS 'Client networks that proved an i
 
 CREATE TABLE public.name_holds (
     name text NOT NULL,
-    address text NOT NULL,
+    address text,
     expires_at timestamp with time zone NOT NULL,
+    address_key bytea,
     CONSTRAINT name_holds_address_check CHECK ((length(address) <= 254)),
-    CONSTRAINT name_holds_name_check CHECK ((name ~ '^[a-z0-9-]{2,32}$'::text))
+    CONSTRAINT name_holds_address_key_check CHECK ((octet_length(address_key) = 32)),
+    CONSTRAINT name_holds_name_check CHECK ((name ~ '^[a-z0-9-]{2,32}$'::text)),
+    CONSTRAINT name_holds_one_holder CHECK (((address IS NULL) <> (address_key IS NULL)))
 );
 
 --
 -- Name: TABLE name_holds; Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON TABLE public.name_holds IS 'A name held for the address that asked for it until the code lifetime ends, whatever the address holds, so that a second request with the name tells nothing about the first address.';
+COMMENT ON TABLE public.name_holds IS 'A name held for one address: for a pending registration until its code expires (the address), or for NAME_HOLD_DAYS after its account was deleted (a keyed hash of the address).';
 
 --
 -- Name: one_time_codes; Type: TABLE; Schema: public; Owner: -
@@ -279,7 +282,7 @@ CREATE TABLE public.one_time_codes (
     CONSTRAINT email_change_codes_carry_the_change CHECK (((purpose = 'email-change'::text) = ((new_email IS NOT NULL) AND (session_id IS NOT NULL)))),
     CONSTRAINT one_time_codes_code_hash_check CHECK ((octet_length(code_hash) = 32)),
     CONSTRAINT one_time_codes_new_email_check CHECK ((length(new_email) <= 254)),
-    CONSTRAINT one_time_codes_purpose_check CHECK ((purpose = ANY ('{email-change,email-change-current,passkey,registration,reset,totp}'::text[])))
+    CONSTRAINT one_time_codes_purpose_check CHECK ((purpose = ANY ('{deletion,email-change,email-change-current,passkey,registration,reset,totp}'::text[])))
 );
 
 --

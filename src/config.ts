@@ -48,10 +48,12 @@ export type Config = {
   loginFailuresPerHour: number;
   /** Requests per minute per client address on each unauthenticated POST; 0 turns it off. */
   rateLimit: number;
-  /** Sign-ins, refreshes and session listings per minute per account; 0 turns it off. */
+  /** Sign-ins per minute per account and network, refreshes and listings per minute per session; 0 turns it off. */
   accountRateLimit: number;
   /** Live sessions an account may hold; a sign-in beyond ends the least recently used. */
   sessionsPerAccount: number;
+  /** Days a deleted account's name stays held for its address; 0 frees it at once. */
+  nameHoldDays: number;
   trustProxy: number;
   /** Exact origins allowed to call from a browser; empty means no CORS at all. */
   corsOrigins: string[];
@@ -177,6 +179,7 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
     rateLimit: integer(env, 'RATE_LIMIT', 20, 0, 1_000_000),
     accountRateLimit: integer(env, 'ACCOUNT_RATE_LIMIT', 30, 0, 1_000_000),
     sessionsPerAccount: integer(env, 'SESSIONS_PER_ACCOUNT', 100, 1, 10_000),
+    nameHoldDays: integer(env, 'NAME_HOLD_DAYS', 30, 0, 3650),
     trustProxy: integer(env, 'TRUST_PROXY', 0, 0, 10),
     corsOrigins: parseOrigins(env.CORS_ORIGINS),
     metricsToken,

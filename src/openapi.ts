@@ -331,6 +331,9 @@ function operationDescription(route: Route): string {
 function operation(route: Route): JsonObject {
   const { doc } = route;
   const responses: Record<string, JsonObject> = { [doc.success.status]: successResponse(route) };
+  if (doc.accepted !== undefined) {
+    responses[doc.accepted.status] = { description: doc.accepted.description, headers: headerRefs('X-Request-Id') };
+  }
   for (const status of doc.errors) responses[status] = errorResponse(route, status);
   // Every path answers its other methods 405, and that is each operation's one certain 4xx.
   responses[405] = errorResponse({ ...route, errorFormat: undefined }, 405);

@@ -50,6 +50,8 @@ export const accountDeletionSchema = {
   pwd: field(patterns.password),
   // Required when the account has an active second factor; that is checked after the password.
   otp: field(patterns.otp, { required: false }),
+  // The code the first request mailed to the account's address; without it, one is mailed.
+  email_code: field(patterns.code, { required: false }),
 } satisfies Schema;
 
 export const totpEnrollmentSchema = { pwd: field(patterns.password) } satisfies Schema;

@@ -11,25 +11,28 @@ export type Account = {
   phone: string | null;
   /** The locale of mail to the account (null: MAIL_DEFAULT_LOCALE), mail/templates.ts. */
   locale: string | null;
-  passwordHash: string;
   activatedAt: Date;
   /**
    * Read with the account by sign-in and by authentication (findAccountByLogin,
-   * findSessionAccount), to spare a round trip: the sealed secret of the account's active
-   * second factor, or null. Undefined elsewhere (second-factor.ts reads it then).
+   * findSessionAccount), to spare a round trip: whether a second factor is active. Undefined
+   * elsewhere (second-factor.ts reads it then). Its sealed secret is read only where a code is
+   * checked.
    */
-  activeFactorSecret?: Buffer | null;
+  factorActive?: boolean;
   /** Read by sign-in (findAccountByLogin) only: an operator disabled the account. Undefined elsewhere. */
   disabled?: boolean;
 };
 
+/** An account with the password hash that sign-in checks; the hash is read only where a password is checked. */
+export type LoginAccount = Account & { passwordHash: string };
+
 /** Finds an account by name or e-mail address; the two cannot collide, as only addresses hold an `@`. */
-export async function findAccountByLogin(sql: Sql, username: string): Promise<Account | null> {
-  const [row] = await sql<Account[]>`
+export async function findAccountByLogin(sql: Sql, username: string): Promise<LoginAccount | null> {
+  const [row] = await sql<LoginAccount[]>`
     SELECT id, public_id AS "publicId", name, email, phone, locale, password_hash AS "passwordHash",
       activated_at AS "activatedAt",
-      (SELECT sealed_secret FROM second_factors AS f WHERE f.account_id = accounts.id AND f.activated_at IS NOT NULL)
-        AS "activeFactorSecret",
+      EXISTS (SELECT 1 FROM second_factors AS f WHERE f.account_id = accounts.id AND f.activated_at IS NOT NULL)
+        AS "factorActive",
       disabled_at IS NOT NULL AS disabled
     FROM accounts
     WHERE (name = ${username} OR lower(email) = lower(${username})) AND activated_at IS NOT NULL`;

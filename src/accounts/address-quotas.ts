@@ -11,13 +11,14 @@ const dayMs = 24 * 3600 * 1000;
 export type QuotaRefusal = { reason: 'cooldown' | 'daily-cap'; retryAfterSeconds: number };
 
 /**
- * A code purpose, counted per address; or 'account-email-change', an account's own e-mail change
- * requests, counted per account (accountQuotaKey).
+ * A code purpose, counted per address; 'account-email-change', an account's own e-mail change
+ * requests, counted per account (accountQuotaKey); or 'reset-known', reset requests from a
+ * network known to the address, counted per address and network (knownNetworkQuotaKey).
  */
-export type QuotaPurpose = CodePurpose | 'account-email-change';
+export type QuotaPurpose = CodePurpose | 'account-email-change' | 'reset-known';
 
 /** The purposes counted per account, not per address: the account's own requests that mail it. */
-const accountPurposes: QuotaPurpose[] = ['totp', 'passkey', 'account-email-change'];
+const accountPurposes: QuotaPurpose[] = ['totp', 'passkey', 'deletion', 'account-email-change'];
 
 /**
  * The key of an account's own quotas: the keyed hash of its public id. No address is one (it
@@ -25,6 +26,14 @@ const accountPurposes: QuotaPurpose[] = ['totp', 'passkey', 'account-email-chang
  */
 export function accountQuotaKey(keys: KeyedHashes, publicId: string): Buffer {
   return keys.address(publicId);
+}
+
+/**
+ * The key of an address's reset requests from one client network: the keyed hash of both. No
+ * address is one (it holds a space).
+ */
+export function knownNetworkQuotaKey(keys: KeyedHashes, email: string, network: string): Buffer {
+  return keys.address(`${email} ${network}`);
 }
 
 /**
@@ -38,6 +47,7 @@ export async function reserveAddressRequest(
   purpose: QuotaPurpose,
   addressKey: Buffer,
   now: Date,
+  cap = dailyCap,
 ): Promise<QuotaRefusal | null> {
   const dayAgo = new Date(now.getTime() - dayMs);
   const cooldownStart = new Date(now.getTime() - cooldownSeconds * 1000);
@@ -49,7 +59,7 @@ export async function reserveAddressRequest(
           ARRAY(SELECT t FROM unnest(q.requested_at) AS t WHERE t > ${dayAgo} ORDER BY t) || ${now}::timestamptz,
         last_at = ${now}
     WHERE q.last_at <= ${cooldownStart}
-      AND (SELECT count(*) FROM unnest(q.requested_at) AS t WHERE t > ${dayAgo}) < ${dailyCap}
+      AND (SELECT count(*) FROM unnest(q.requested_at) AS t WHERE t > ${dayAgo}) < ${cap}
     RETURNING 1`;
   if (reserved.count === 1) return null;
   const [row] = await tx`
@@ -60,9 +70,9 @@ export async function reserveAddressRequest(
   // Capped: a concurrent request that won the row may have read the clock a moment later.
   const lastAt = (row!.last_at as Date).getTime();
   const cooldownWait = Math.min(cooldownSeconds, secondsUntil(lastAt + cooldownSeconds * 1000));
-  if (recent.length < dailyCap) return { reason: 'cooldown', retryAfterSeconds: cooldownWait };
-  // The cap frees when the oldest of the last `dailyCap` requests turns a day old.
-  const capFreesAt = recent[recent.length - dailyCap]!.getTime() + dayMs;
+  if (recent.length < cap) return { reason: 'cooldown', retryAfterSeconds: cooldownWait };
+  // The cap frees when the oldest of the last `cap` requests turns a day old.
+  const capFreesAt = recent[recent.length - cap]!.getTime() + dayMs;
   return { reason: 'daily-cap', retryAfterSeconds: Math.max(cooldownWait, secondsUntil(capFreesAt)) };
 }
 

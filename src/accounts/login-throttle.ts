@@ -151,11 +151,23 @@ export function throttleDeletionStatements(tx: Transaction, identifiers: Buffer[
  * A password reset does this for the network that completed it: the reset proved the mailbox,
  * so the owner signs in from there afterwards even while a stranger keeps the budgets spent.
  */
-export async function rememberClient(tx: Transaction, identifiers: Buffer[], client: Buffer, now: Date): Promise<void> {
+export async function rememberClient(
+  tx: Sql | Transaction, identifiers: Buffer[], client: Buffer, now: Date,
+): Promise<void> {
   const rows = identifiers.map((key) => ({ identifier_key: key, client_key: client, last_success_at: now }));
   await tx`
     INSERT INTO login_known_clients ${tx(rows)}
     ON CONFLICT (identifier_key, client_key) DO UPDATE SET last_success_at = excluded.last_success_at`;
+}
+
+/** Whether the client network proved this identifier's password, or completed a reset, in the last 30 days. */
+export async function isKnownClient(tx: Transaction, keys: ThrottleKeys, now: Date): Promise<boolean> {
+  const [row] = await tx`
+    SELECT EXISTS (
+      SELECT 1 FROM login_known_clients
+      WHERE identifier_key = ${keys.identifier} AND client_key = ${keys.client}
+        AND last_success_at > ${new Date(now.getTime() - knownClientMs)}) AS known`;
+  return row!.known as boolean;
 }
 
 /**

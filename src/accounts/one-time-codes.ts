@@ -2,7 +2,8 @@ import { createHash, randomInt } from 'node:crypto';
 import type { Sql, Transaction } from '../storage/db.ts';
 
 /** What a code is for. A code works only at the endpoint of its own purpose. */
-export type CodePurpose = 'registration' | 'reset' | 'email-change' | 'email-change-current' | 'passkey' | 'totp';
+export type CodePurpose =
+  | 'registration' | 'reset' | 'email-change' | 'email-change-current' | 'passkey' | 'totp' | 'deletion';
 
 /** What an e-mail change code carries besides its account: the address it confirms, and the session that asked. */
 export type EmailChange = { newEmail: string; sessionId: string };

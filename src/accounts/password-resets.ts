@@ -6,7 +6,9 @@ export type ResetAccount = { id: string; publicId: string; name: string; email: 
 
 /**
  * Issues a reset code to the active account with this address, if there is one and it is not
- * disabled, and queues the sealed message to the address stored for it; whether it did. A
+ * disabled, and queues the sealed message to the address stored for it; whether it did. Its
+ * live codes stay valid, so that a stranger's request cannot void the owner's code; the quotas
+ * bound how many there are (use-cases/request-reset-code.ts), and using one uses up all. A
  * disabled account gets no code from anyone: while an operator holds it, nobody sets the
  * password it will have when enabled. The reset-request worker calls it (reset-requests.ts),
  * never the request itself: how many rows it writes tells whether the address has an account.
@@ -20,8 +22,9 @@ export async function issueResetCode(
     WITH account AS (
       SELECT id, email FROM accounts
       WHERE lower(email) = lower(${email}) AND activated_at IS NOT NULL AND disabled_at IS NULL FOR NO KEY UPDATE
-    ), older_codes AS (
+    ), expired_codes AS (
       DELETE FROM one_time_codes WHERE purpose = 'reset' AND account_id IN (SELECT id FROM account)
+        AND expires_at <= ${now}
     ), code AS (
       INSERT INTO one_time_codes (code_hash, purpose, account_id, expires_at, created_at)
       SELECT ${codeHash}, 'reset', id, ${expiresAt}, ${now} FROM account

@@ -25,26 +25,39 @@ export async function releaseExpiredHolders(tx: Transaction, name: string, email
 
 /**
  * Claims the name for the address until `expiresAt`, or says it is taken: by an active
- * account, or by a live hold of another address (name_holds, sql/007). Every request that
+ * account, or by a live hold of another address (name_holds, sql/007 and sql/026; `addressKey`
+ * is the address's keyed hash, which a deleted account's hold keeps). Every request that
  * passes its checks holds its name, whatever the address holds, so that what a later request
  * for the name is answered never depends on the state of this address. A hold the address
  * already has is kept as it is, not extended. The unique index on accounts still decides a
  * race between two new registrations.
  */
 export async function claimName(
-  tx: Transaction, name: string, email: string, expiresAt: Date, now: Date,
+  tx: Transaction, name: string, email: string, addressKey: Buffer, expiresAt: Date, now: Date,
 ): Promise<boolean> {
   const [active] = await tx`
     SELECT EXISTS (SELECT 1 FROM accounts WHERE name = ${name} AND activated_at IS NOT NULL) AS taken`;
   if (active!.taken as boolean) return false;
   const claimed = await tx`
     INSERT INTO name_holds AS h (name, address, expires_at) VALUES (${name}, lower(${email}), ${expiresAt})
-    ON CONFLICT (name) DO UPDATE SET address = excluded.address, expires_at = excluded.expires_at
+    ON CONFLICT (name) DO UPDATE SET address = excluded.address, address_key = NULL, expires_at = excluded.expires_at
     WHERE h.expires_at <= ${now}
     RETURNING 1`;
   if (claimed.count === 1) return true;
-  const [hold] = await tx`SELECT address = lower(${email}) AS own FROM name_holds WHERE name = ${name}`;
+  const [hold] = await tx`
+    SELECT address = lower(${email}) OR address_key = ${addressKey} AS own FROM name_holds WHERE name = ${name}`;
   return hold?.own === true;
+}
+
+/**
+ * Holds a deleted account's name for `days`, for the address it had, kept as its keyed hash
+ * (`addressKey`): only that address may register the name meanwhile (claimName).
+ */
+export async function holdName(tx: Transaction, name: string, addressKey: Buffer, now: Date, days: number): Promise<void> {
+  const expiresAt = new Date(now.getTime() + days * 24 * 3600 * 1000);
+  await tx`
+    INSERT INTO name_holds (name, address_key, expires_at) VALUES (${name}, ${addressKey}, ${expiresAt})
+    ON CONFLICT (name) DO UPDATE SET address = NULL, address_key = excluded.address_key, expires_at = excluded.expires_at`;
 }
 
 /** Deletes holds that have expired; returns how many. */

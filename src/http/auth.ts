@@ -2,6 +2,7 @@ import type { Account } from '../accounts/accounts.ts';
 import type { CallerFactorRefusal } from '../use-cases/password-check.ts';
 import { findCaller } from '../use-cases/reads.ts';
 import type { Client } from '../use-cases/transaction.ts';
+import { clientNetwork } from '../rate-limit.ts';
 import { HttpError, problems, throttled } from './errors.ts';
 import type { Deps, RequestContext } from './router.ts';
 
@@ -56,12 +57,25 @@ export function callerRefusal(refusal: CallerFactorRefusal): HttpError {
 }
 
 /**
- * Takes one request from the account's allowance (ACCOUNT_RATE_LIMIT a minute, per instance):
- * 0 to go on, else the seconds to wait. Sign-ins, refreshes and session listings count, each
- * only once the caller has shown it may act for the account, so that strangers cannot spend it.
+ * Takes one request from an allowance (ACCOUNT_RATE_LIMIT a minute, per instance): 0 to go on,
+ * else the seconds to wait. A sign-in counts in the account's allowance from its network
+ * (signInAllowance), a refresh or a session listing in its session's (sessionAllowance): what
+ * one session does never spends what another session, or the owner's next sign-in from
+ * elsewhere, needs. One account costs at most SESSIONS_PER_ACCOUNT sessions' worth, plus its
+ * sign-ins, each counted only once the caller has shown it may act for the account.
  */
-export function takeAccountAllowance(deps: Deps, accountId: string): number {
-  return deps.accountRateLimiter?.take(accountId, Date.now()) ?? 0;
+export function takeAccountAllowance(deps: Deps, allowance: string): number {
+  return deps.accountRateLimiter?.take(allowance, Date.now()) ?? 0;
+}
+
+/** The allowance of an account's sign-ins from the network of `clientAddress`. */
+export function signInAllowance(accountId: string, clientAddress: string): string {
+  return `sign-in ${accountId} ${clientNetwork(clientAddress)}`;
+}
+
+/** The allowance of one session's own requests. */
+export function sessionAllowance(sessionId: string): string {
+  return `session ${sessionId}`;
 }
 
 /** The client a request came from, as the use cases record it. */

@@ -62,6 +62,8 @@ export type RouteDoc = {
     | 'EmailChangeConfirmation' | 'PasskeyOptionsRequest' | 'PasskeyAdditionRequest' | 'PasskeyRenameRequest'
     | 'PasskeyRemovalRequest' | 'LocaleRequest';
   success: { status: 200 | 201 | 204; schema?: string; contentType?: string };
+  /** A second success without a body, and what it means (DELETE /acc/me's first step). */
+  accepted?: { status: 202; description: string };
   errors: number[];
 };
 

@@ -84,7 +84,9 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, deps: De
     reply = errorReply(error, deps, requestId, route?.errorFormat ?? 'problem');
   }
   // The API document lists every status a route answers; a gap is a documentation bug worth a warning.
-  if (route !== null && reply.status !== route.doc.success.status && !route.doc.errors.includes(reply.status)) {
+  const documented = (status: number) =>
+    status === route!.doc.success.status || status === route!.doc.accepted?.status || route!.doc.errors.includes(status);
+  if (route !== null && !documented(reply.status)) {
     deps.log.warn('undocumented status', { request_id: requestId, method: req.method, path, status: reply.status });
   }
   finish(req, res, deps, requestId, path, route, started, reply);

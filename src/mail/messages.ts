@@ -96,11 +96,13 @@ export const mailKinds = {
     'If you did not do this, someone can read your e-mail: secure your mailbox, then reset the password again.',
   ]),
   // `by_operator`: an operator deleted it (admin delete), an act of ours and not of an address.
-  'account-deleted': spec('name time client_address by_operator', 'Your account was deleted', [
+  'account-deleted': spec('name time client_address by_operator name_held_days', 'Your account was deleted', [
     'Hello {{name}},',
     'your account was deleted at {{time}} {{#by_operator}}by our operators{{/by_operator}}' +
       '{{^by_operator}}from the address {{client_address}}{{/by_operator}}, with everything it held.',
-    'Its name and this address are free again. This message is the last we keep of it, and it is erased once sent.',
+    '{{#name_held_days}}For {{name_held_days}} days only this address may register the name {{name}} again; ' +
+      'for that we keep the name and a keyed hash of this address, nothing else. {{/name_held_days}}' +
+      'This message is the last we keep of the account, and it is erased once sent.',
     `{{#by_operator}}If you did not ask for this, ${support}.{{/by_operator}}{{^by_operator}}If you did not do this, ` +
       'someone knew your password: secure this mailbox and your other accounts.{{/by_operator}}',
   ]),
@@ -191,6 +193,17 @@ export const mailKinds = {
     link,
     'If you did not ask for this, someone knows your password: do not pass the code on, and change the password.',
   ]),
+  // Deleting the account cannot be undone by a reset, so only the mailbox's owner may do it.
+  'deletion-code': spec(`name ${codes} client_address`, 'Your code to delete your account', [
+    'Hello {{name}},',
+    'someone who is signed in to your account, and who gave its password, asked from the address ' +
+      '{{client_address}} to delete the account for good. This code allows it:',
+    '{{code}}',
+    codeHint,
+    link,
+    'If you did not ask for this, someone knows your password: do not pass the code on, and reset the password, ' +
+      'which ends their sessions.',
+  ]),
   'passkey-added': spec('name passkey_name time client_address', 'A passkey was added', [
     'Hello {{name}},',
     'the passkey "{{passkey_name}}" was added to your account at {{time}} from the address {{client_address}}. ' +
@@ -241,9 +254,12 @@ export function noticeMail(
 }
 
 /** The account was deleted at `at`, from `clientAddress` by its owner, or (null) by our operators. */
-export function accountDeletedMail(to: Recipient, at: Date, clientAddress: string | null): OutgoingMail {
+export function accountDeletedMail(
+  to: Recipient, at: Date, clientAddress: string | null, nameHeldDays: number,
+): OutgoingMail {
   const byOperator = clientAddress === null ? 'yes' : '';
-  const values = { time: isoUtc(at), client_address: clientAddress ?? '', by_operator: byOperator };
+  const held = nameHeldDays > 0 ? String(nameHeldDays) : '';
+  const values = { time: isoUtc(at), client_address: clientAddress ?? '', by_operator: byOperator, name_held_days: held };
   return mail('account-deleted', to, values);
 }
 
@@ -285,6 +301,13 @@ export function passkeyCodeMail(
   to: Recipient, code: string, expiresAt: Date, now: Date, clientAddress: string,
 ): OutgoingMail {
   return mail('passkey-code', to, { ...codeValues(code, expiresAt, now), client_address: clientAddress });
+}
+
+/** The code that deleting the account needs (use-cases/delete-account.ts). */
+export function deletionCodeMail(
+  to: Recipient, code: string, expiresAt: Date, now: Date, clientAddress: string,
+): OutgoingMail {
+  return mail('deletion-code', to, { ...codeValues(code, expiresAt, now), client_address: clientAddress });
 }
 
 export function passkeyMail(

@@ -1,15 +1,24 @@
 import { authenticate, callerRefusal, clientOf } from '../http/auth.ts';
 import { readValidBody } from '../http/body.ts';
+import { HttpError, problems, quotaRefused } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
 import { deleteAccount } from '../use-cases/delete-account.ts';
 import { accountDeletionSchema } from '../validation.ts';
 
-/** DELETE /acc/me: erase the account and everything of it (use-cases/delete-account.ts). */
+/**
+ * DELETE /acc/me: with `pwd` (and `otp` when a factor is active), 202 and a code mailed to the
+ * account's address; with that code as `email_code` too, the account and everything of it
+ * are erased (use-cases/delete-account.ts).
+ */
 export const deleteAccountRoute: Handler = async (ctx, deps) => {
   const caller = await authenticate(ctx, deps);
   const value = await readValidBody(ctx.req, accountDeletionSchema);
-  // Second factor (issue 23): `otp` is optional in the schema, required by the use case when a factor is active.
-  const result = await deleteAccount(deps, caller, value.pwd, (value.otp as string | null) ?? undefined, clientOf(ctx));
-  if (result.outcome !== 'deleted') throw callerRefusal(result);
-  return { status: 204 };
+  const otp = (value.otp as string | null) ?? undefined;
+  const emailCode = (value.email_code as string | null) ?? undefined;
+  const result = await deleteAccount(deps, caller, value.pwd, otp, emailCode, clientOf(ctx));
+  if (result.outcome === 'deleted') return { status: 204 };
+  if (result.outcome === 'code-sent') return { status: 202 };
+  if (result.outcome === 'refused') throw quotaRefused(result.refusal);
+  if (result.outcome === 'wrong-code') throw new HttpError(problems.wrongEmailCode);
+  throw callerRefusal(result);
 };

@@ -149,8 +149,10 @@ export const routes: readonly Route[] = [
     path: '/acc/me',
     handler: deleteAccountRoute,
     doc: {
-      summary: 'Delete the signed-in account and everything of it', auth: true, request: 'AccountDeletionRequest',
-      success: { status: 204 }, errors: [400, 401, 403, 413, 415, 429, 500, 503],
+      summary: 'Delete the signed-in account and everything of it, with a code mailed to its address',
+      auth: true, request: 'AccountDeletionRequest', success: { status: 204 },
+      accepted: { status: 202, description: 'A code was mailed to the account\'s address; send it as email_code.' },
+      errors: [400, 401, 403, 413, 415, 429, 500, 503],
     },
   },
   {

@@ -1,5 +1,5 @@
 import { accountRateLimited, OAuthError, throttled } from '../http/errors.ts';
-import { clientOf, takeAccountAllowance } from '../http/auth.ts';
+import { clientOf, sessionAllowance, signInAllowance, takeAccountAllowance } from '../http/auth.ts';
 import { readOAuthParameters, stringParameter } from '../http/oauth.ts';
 import type { Deps, Handler, Reply, RequestContext } from '../http/router.ts';
 import { passkeyGrantType, passkeySettings } from '../http/relying-party.ts';
@@ -41,7 +41,8 @@ async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<str
   }
   const password = stringParameter(params, 'password', maxPasswordLength);
   const otp = otpParameter(params);
-  const takeAllowance = (accountId: string) => takeAccountAllowance(deps, accountId);
+  const takeAllowance = (accountId: string) =>
+    takeAccountAllowance(deps, signInAllowance(accountId, ctx.clientAddress));
   const result = await signIn(deps, username, password, otp, clientOf(ctx), takeAllowance);
   if (result.outcome === 'throttled') throw throttled(result.retryAfterSeconds);
   if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
@@ -58,8 +59,9 @@ async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<str
 
 async function refreshGrant(ctx: RequestContext, deps: Deps, params: Record<string, unknown>): Promise<Reply> {
   const presented = stringParameter(params, 'refresh_token', maxRefreshTokenLength);
-  const takeAllowance =
-    deps.accountRateLimiter === null ? null : (accountId: string) => takeAccountAllowance(deps, accountId);
+  const takeAllowance = deps.accountRateLimiter === null
+    ? null
+    : (sessionId: string) => takeAccountAllowance(deps, sessionAllowance(sessionId));
   const result = await refreshSession(deps, presented, clientOf(ctx), takeAllowance);
   if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
   if (result.outcome === 'refused') {
@@ -91,7 +93,8 @@ async function passkeyGrant(ctx: RequestContext, deps: Deps, params: Record<stri
   if (typeof credential !== 'object' || credential === null) {
     throw new OAuthError('invalid_request', 'credential must be an AuthenticationResponseJSON object.');
   }
-  const takeAllowance = (accountId: string) => takeAccountAllowance(deps, accountId);
+  const takeAllowance = (accountId: string) =>
+    takeAccountAllowance(deps, signInAllowance(accountId, ctx.clientAddress));
   const result = await signInWithPasskey(deps, rp, challengeId, credential, clientOf(ctx), takeAllowance);
   if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
   if (result.outcome === 'disabled') throw new OAuthError('account_disabled', 'The account is disabled.');

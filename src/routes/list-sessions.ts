@@ -1,4 +1,4 @@
-import { authenticate, takeAccountAllowance } from '../http/auth.ts';
+import { authenticate, sessionAllowance, takeAccountAllowance } from '../http/auth.ts';
 import { accountRateLimited } from '../http/errors.ts';
 import type { Handler } from '../http/router.ts';
 import { isoUtc } from '../format.ts';
@@ -7,7 +7,7 @@ import { listLiveSessions } from '../use-cases/reads.ts';
 /** GET /acc/me/sessions: where the account is signed in, the caller's own session marked. */
 export const getSessions: Handler = async (ctx, deps) => {
   const { account, sessionId } = await authenticate(ctx, deps);
-  const wait = takeAccountAllowance(deps, account.id);
+  const wait = takeAccountAllowance(deps, sessionAllowance(sessionId));
   if (wait > 0) throw accountRateLimited(wait);
   const sessions = await listLiveSessions(deps, account.id);
   return {

@@ -141,10 +141,9 @@ export async function findSessionAccount(
   sql: Sql, accountPublicId: string, sessionId: string, now: Date,
 ): Promise<Account | null> {
   const [row] = await sql<Account[]>`
-    SELECT a.id, a.public_id AS "publicId", a.name, a.email, a.phone, a.locale, a.password_hash AS "passwordHash",
-      a.activated_at AS "activatedAt",
-      (SELECT sealed_secret FROM second_factors AS f WHERE f.account_id = a.id AND f.activated_at IS NOT NULL)
-        AS "activeFactorSecret"
+    SELECT a.id, a.public_id AS "publicId", a.name, a.email, a.phone, a.locale, a.activated_at AS "activatedAt",
+      EXISTS (SELECT 1 FROM second_factors AS f WHERE f.account_id = a.id AND f.activated_at IS NOT NULL)
+        AS "factorActive"
     FROM sessions s JOIN accounts a ON a.id = s.account_id
     WHERE s.id = ${sessionId} AND a.public_id = ${accountPublicId} AND s.expires_at > ${now}
       AND a.activated_at IS NOT NULL AND a.disabled_at IS NULL`;

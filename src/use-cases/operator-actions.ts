@@ -129,6 +129,7 @@ export async function deleteAsOperator(
 ): Promise<OperatorOutcome> {
   const account = await findAccountRef(deps.sql, identifier);
   if (account === null) return { outcome: 'not-found' };
-  const erased = await eraseAccount(deps, account, null, (tx) => lockAccount(tx, account.id), operatorData(operator));
-  return erased ? { outcome: 'done' } : { outcome: 'not-found' };
+  const lock = async (tx: Transaction) => ((await lockAccount(tx, account.id)) ? 'go-on' : 'gone');
+  const erased = await eraseAccount(deps, account, null, lock, operatorData(operator));
+  return erased === 'go-on' ? { outcome: 'done' } : { outcome: 'not-found' };
 }

@@ -1,4 +1,4 @@
-import type { Account } from '../accounts/accounts.ts';
+import { findPasswordHash, type Account } from '../accounts/accounts.ts';
 import { reserveAttempt, settleSuccess, type Reservation } from '../accounts/login-throttle.ts';
 import { recordEvent } from '../accounts/security-events.ts';
 import { clientNetwork } from '../rate-limit.ts';
@@ -91,7 +91,9 @@ export async function checkCallerPassword(
 ): Promise<CallerCheck> {
   const { account, sessionId } = caller;
   const identifier = signedInIdentifier(account);
-  const check = await checkPassword(deps, identifier, client.address, password, account.passwordHash, checkFactor);
+  // Read here, where it is checked, not with every authenticated request; null: the account is gone.
+  const stored = await findPasswordHash(deps.sql, account.id);
+  const check = await checkPassword(deps, identifier, client.address, password, stored, checkFactor);
   if (check.outcome !== 'wrong') return check;
   await recordWrongPassword(deps.sql, account.id, client.address, sessionId, deps.clock());
   if (check.factor === 'missing') return { outcome: 'otp-required' };

@@ -6,7 +6,7 @@ import { retryOnce, type Client, type UseCaseDeps } from './transaction.ts';
 export type Refresh =
   | { outcome: 'refreshed'; accountPublicId: string; sessionId: string; refreshToken: string }
   | { outcome: 'refused' }
-  /** The account is past its rate limit (`takeAllowance`): nothing was rotated. */
+  /** The session is past its rate limit (`takeAllowance`): nothing was rotated. */
   | { outcome: 'limited'; retryAfterSeconds: number };
 
 /**
@@ -16,21 +16,21 @@ export type Refresh =
  * only passes), so ending the session after the first statement decided it loses nothing; if
  * the process stops in between, the next presentation decides the same.
  *
- * `takeAllowance`, when the per-account rate limit is on, takes one refresh from the account's
- * allowance (0 to go on, else the seconds to wait).
+ * `takeAllowance`, when the rate limit is on, takes one refresh from the session's allowance (0
+ * to go on, else the seconds to wait).
  */
 export async function refreshSession(
   deps: UseCaseDeps,
   presented: string,
   client: Client,
-  takeAllowance: ((accountId: string) => number) | null = null,
+  takeAllowance: ((sessionId: string) => number) | null = null,
 ): Promise<Refresh> {
   if (takeAllowance !== null) {
     // Counted before the rotation writes anything: each leaves a spent token behind for a day, so
-    // the account's allowance is what bounds how many a client's refresh loop makes the database
-    // hold. Finding the account costs one more round trip, only while the limit is on.
+    // the session's allowance is what bounds how many a client's refresh loop makes the database
+    // hold. Finding the session costs one more round trip, only while the limit is on.
     const owner = await findSessionOwner(deps.sql, { refreshToken: presented });
-    const wait = owner === null ? 0 : takeAllowance(owner.accountId);
+    const wait = owner === null ? 0 : takeAllowance(owner.sessionId);
     if (wait > 0) return { outcome: 'limited', retryAfterSeconds: wait };
   }
   const now = deps.clock();

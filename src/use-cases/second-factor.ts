@@ -30,7 +30,7 @@ import { inTransaction, lockAccountIfSessionLives, wakeWorkers, type Client, typ
  * password thief can no longer tie the account to an app of their own and keep it past a reset.
  */
 type Caller = { account: Account; sessionId: string };
-type FactorAccount = Pick<Account, 'id' | 'publicId' | 'name' | 'email' | 'locale' | 'activeFactorSecret'>;
+type FactorAccount = Pick<Account, 'id' | 'publicId' | 'name' | 'email' | 'locale' | 'factorActive'>;
 
 /** How long the code mailed by an enrollment works: time to set up the app and read the mail. */
 export const enrollmentCodeTtlSeconds = 15 * 60;
@@ -167,7 +167,7 @@ export async function checkSecondFactor(
   deps: UseCaseDeps, account: FactorAccount, otp: string | undefined,
 ): Promise<SecondFactorOutcome> {
   // Sign-in read whether a factor is active with the account; the factor row is read only for one.
-  const factor = account.activeFactorSecret === null ? null : await findSecondFactor(deps.sql, account.id);
+  const factor = account.factorActive === false ? null : await findSecondFactor(deps.sql, account.id);
   if (factor === null || !factor.active) return { outcome: 'none' };
   if (otp === undefined) return { outcome: 'missing' };
   const budget = deps.keys.loginIdentifier(factorIdentifier(account));
@@ -227,7 +227,7 @@ export function checkPasswordAndFactor(
 
 /** Whether the account has an active factor (GET /acc/me). */
 export async function hasActiveFactor(sql: Sql, account: FactorAccount): Promise<boolean> {
-  if (account.activeFactorSecret !== undefined) return account.activeFactorSecret !== null;
+  if (account.factorActive !== undefined) return account.factorActive;
   return (await findSecondFactor(sql, account.id))?.active ?? false;
 }
 

@@ -1,4 +1,6 @@
 import { findAccountByLogin, findPasswordHash } from '../accounts/accounts.ts';
+import { rememberClient } from '../accounts/login-throttle.ts';
+import { clientNetwork } from '../rate-limit.ts';
 import { startSession, type SessionTokens } from '../sessions/sessions.ts';
 import type { Sql, Transaction } from '../storage/db.ts';
 import { checkPassword, recordWrongPassword } from './password-check.ts';
@@ -75,6 +77,12 @@ export async function signIn(
   }
   if (started === null || started === 'code-used') return { outcome: 'refused' };
   if (started === 'disabled') return { outcome: 'disabled' };
+  // The network becomes known to the name and the address alike, whichever was typed (the
+  // password check remembered that one): the owner's way past a spent reset quota
+  // (request-reset-code.ts) starts from either.
+  const untyped = username.toLowerCase() === account.name ? account.email : account.name;
+  const network = deps.keys.client(clientNetwork(client.address));
+  await rememberClient(deps.sql, [deps.keys.loginIdentifier(untyped)], network, now);
   if (proof?.kind === 'recovery') deps.outbox.wake();
   return { outcome: 'signed-in', accountPublicId: account.publicId, ...started };
 }

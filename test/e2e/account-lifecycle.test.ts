@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { eventsOf, passwordGrant } from '../helpers/accounts.ts';
+import { deleteAccount, deletionCode, eventsOf, passwordGrant } from '../helpers/accounts.ts';
 import { codeIn } from '../helpers/smtp.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { registerAndSignIn, requestCode, keyedHashesOf, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
@@ -14,7 +14,11 @@ after(async () => {
 });
 
 const from = (address: string) => ({ 'x-forwarded-for': address });
-const remove = (token: string, pwd: string, address = '198.51.100.20') => app.call('DELETE', '/acc/me', { token, json: { pwd }, headers: from(address) });
+/** DELETE /acc/me's first step: the password alone. */
+const ask = (token: string, pwd: string, address = '198.51.100.20') => app.call('DELETE', '/acc/me', { token, json: { pwd }, headers: from(address) });
+/** Both steps: the password, then the password with the code mailed to the account. */
+const remove = (token: string, user: { email: string; pwd: string }, address = '198.51.100.20') =>
+  deleteAccount(app, token, user, {}, { headers: from(address) });
 
 /** Every row of every table of the service's schema, as text, to look for traces of an account. */
 async function dumpTables(): Promise<string> {
@@ -31,11 +35,11 @@ describe('DELETE /acc/me', () => {
   it('refuses a wrong password with 403, and the failure counts toward the throttle', async () => {
     const { user, token } = await registerAndSignIn(app);
     for (let i = 0; i < 5; i += 1) {
-      const wrong = await remove(token, 'wrong-password');
+      const wrong = await ask(token, 'wrong-password');
       assert.equal(wrong.status, 403);
       assert.equal(wrong.json.type, 'urn:account-service:problem:wrong-password');
     }
-    assert.equal((await remove(token, user.pwd)).status, 429, 'throttled like a sign-in');
+    assert.equal((await ask(token, user.pwd)).status, 429, 'throttled like a sign-in');
     assert.equal((await passwordGrant(app, user.name, user.pwd, { address: '198.51.100.20' })).status, 200, 'on a count of its own, apart from sign-in by name or address');
     assert.equal((await app.call('GET', '/acc/me', { token })).status, 200, 'nothing was deleted');
   });
@@ -49,7 +53,56 @@ describe('DELETE /acc/me', () => {
     assert.equal((await app.call('DELETE', '/acc/me', { token, body: 'pwd=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } })).status, 415);
   });
 
-  it('deletes the account and everything of it, mails the owner, and frees the name and address at once', async () => {
+  it('needs the mailbox: the password alone mails a code, and a wrong code uses nothing up', async () => {
+    const { user, token } = await registerAndSignIn(app);
+    const asked = await ask(token, user.pwd);
+    assert.equal(asked.status, 202, asked.text);
+    assert.equal(asked.text, '');
+    const mail = await app.smtp.waitFor((message) => message.to === user.email && message.subject === 'Your code to delete your account');
+    assert.match(mail.text, /asked from the address 198\.51\.100\.20 to delete the account/);
+    const code = codeIn(mail);
+    const wrong = await app.call('DELETE', '/acc/me', { token, json: { pwd: user.pwd, email_code: 'ABCD-EFGH-IJKL-MNOP' } });
+    assert.equal(wrong.status, 403);
+    assert.equal(wrong.json.type, 'urn:account-service:problem:wrong-email-code');
+    assert.equal((await ask(token, user.pwd)).status, 429, 'one code a minute, as for a passkey');
+    const wrongPassword = await app.call('DELETE', '/acc/me', { token, json: { pwd: 'wrong-password', email_code: code } });
+    assert.equal(wrongPassword.status, 403, 'the code alone is not enough');
+    assert.equal((await app.call('GET', '/acc/me', { token })).status, 200, 'nothing was deleted');
+    const deleted = await app.call('DELETE', '/acc/me', { token, json: { pwd: user.pwd, email_code: code.toLowerCase() } });
+    assert.equal(deleted.status, 204, 'the wrong code and the wrong password used nothing up');
+  });
+
+  it("holds a deleted account's name for its address only, for NAME_HOLD_DAYS", async () => {
+    const { user, token } = await registerAndSignIn(app);
+    assert.equal((await remove(token, user)).status, 204);
+    const thief = { ...uniqueUser('thief'), name: user.name };
+    const taken = await app.call('POST', '/acc/reg/code', { json: thief, headers: from('203.0.113.90') });
+    assert.equal(taken.status, 409, taken.text);
+    assert.equal(taken.json.type, 'urn:account-service:problem:name-taken');
+    const [hold] = await app.service.sql`SELECT address, address_key, expires_at FROM name_holds WHERE name = ${user.name}`;
+    const keys = await keyedHashesOf(app);
+    assert.equal(hold!.address, null, 'no address is kept');
+    assert.deepEqual(hold!.address_key, keys.address(user.email));
+    const days = ((hold!.expires_at as Date).getTime() - app.clock.now().getTime()) / 86_400_000;
+    assert.ok(days > 29.9 && days <= 30, String(days));
+    const notice = await app.smtp.waitFor((message) => message.to === user.email && message.subject === 'Your account was deleted');
+    assert.match(notice.text, /For 30 days only this address may register the name/);
+    app.clock.advance(30 * 86_400 + 1);
+    const free = await app.call('POST', '/acc/reg/code', { json: thief, headers: from('203.0.113.91') });
+    assert.equal(free.status, 204, `free once the hold ends: ${free.text}`);
+
+    const unheld = await startTestService({ env: { NAME_HOLD_DAYS: '0' } });
+    try {
+      const other = await registerAndSignIn(unheld);
+      assert.equal((await deleteAccount(unheld, other.token, other.user)).status, 204);
+      const next = await unheld.call('POST', '/acc/reg/code', { json: { ...uniqueUser('next'), name: other.user.name } });
+      assert.equal(next.status, 204, `NAME_HOLD_DAYS=0 frees the name at once: ${next.text}`);
+    } finally {
+      await unheld.stop();
+    }
+  });
+
+  it('deletes the account and everything of it, mails the owner, and frees the address at once', async () => {
     const { user, token } = await registerAndSignIn(app);
     const other = await passwordGrant(app, user.email, user.pwd, { address: '198.51.100.20' });
     await app.call('GET', '/acc/me', { token });
@@ -59,7 +112,7 @@ describe('DELETE /acc/me', () => {
     await app.smtp.waitFor((message) => message.subject === 'Your password reset code' && app.smtp.messages.indexOf(message) >= before);
     await passwordGrant(app, user.name, 'wrong-password', { address: '198.51.100.20' });
 
-    const deleted = await remove(token, user.pwd);
+    const deleted = await remove(token, user);
     assert.equal(deleted.status, 204);
     assert.equal(deleted.text, '');
     const notice = await app.smtp.waitFor((message) => message.to === user.email && message.subject === 'Your account was deleted');
@@ -71,10 +124,12 @@ describe('DELETE /acc/me', () => {
     const dump = await dumpTables();
     const keys = await keyedHashesOf(app);
     const hex = (bytes: Buffer) => `\\\\x${bytes.toString('hex')}`;
+    // The name stays, held for the address by its keyed hash (the test above).
+    const withoutHold = dump.replace(`{"name":"${user.name}","address":null,`, '');
     for (const trace of [user.name, user.email, user.email.toLowerCase(), row!.public_id as string, `"account_id":"${row!.id}"`, hex(keys.loginIdentifier(user.name)), hex(keys.loginIdentifier(user.email))]) {
-      assert.equal(dump.includes(trace), false, `a trace of the account: ${trace}`);
+      assert.equal(withoutHold.includes(trace), false, `a trace of the account: ${trace}`);
     }
-    // The address's code quotas stay, by keyed hash only, until the sweep (see the next test).
+    // The address's code quotas and the name's hold stay, by keyed hash only.
     assert.equal(dump.includes(hex(keys.address(user.email))), true);
 
     app.clock.advance(61);
@@ -97,7 +152,8 @@ describe('DELETE /acc/me', () => {
       for (const email of [user.email, control]) assert.equal((await request(email)).status, 204);
       for (const email of [user.email, control]) assert.equal((await request(email)).status, 429);
     }
-    assert.equal((await remove(token, user.pwd)).status, 204);
+    const code = await deletionCode(app, token, user);
+    assert.equal((await app.call('DELETE', '/acc/me', { token, json: { pwd: user.pwd, email_code: code } })).status, 204);
     for (const request of [reset, register]) {
       const answers = await Promise.all([user.email, control].map(async (email) => (await request(email)).json?.type));
       assert.deepEqual(answers, ['urn:account-service:problem:too-soon', 'urn:account-service:problem:too-soon'], 'the deleted address answers as the control does');
@@ -107,8 +163,9 @@ describe('DELETE /acc/me', () => {
   it('ends a race with a password change in one consistent state', async () => {
     for (let round = 0; round < 3; round += 1) {
       const { user, token } = await registerAndSignIn(app);
+      const code = await deletionCode(app, token, user);
       const [deletion, change] = await Promise.all([
-        remove(token, user.pwd, `198.51.100.${30 + round}`),
+        app.call('DELETE', '/acc/me', { token, json: { pwd: user.pwd, email_code: code }, headers: from(`198.51.100.${30 + round}`) }),
         app.call('PUT', '/acc/me/pwd', { token, json: { old_pwd: user.pwd, new_pwd: 'changed-in-race' }, headers: from(`198.51.100.${40 + round}`) }),
       ]);
       const [row] = await app.service.sql`SELECT count(*)::int AS n FROM accounts WHERE name = ${user.name}`;

@@ -71,30 +71,35 @@ describe('sessions per account', () => {
 });
 
 describe('the per-account rate limit', () => {
-  it('counts sign-ins, refreshes and session listings of one account; strangers cannot spend it', async () => {
+  it("counts sign-ins per account and network, and a session's own requests per session; strangers cannot spend it", async () => {
     const limited = await startTestService({ env: { ACCOUNT_RATE_LIMIT: '3' } });
     try {
-      const { user } = await registerAndSignIn(limited); // one sign-in
-      const call = (json: object) => limited.call('POST', '/auth/token', { json });
+      const { user } = await registerAndSignIn(limited); // one sign-in from 127.0.0.1
+      const call = (json: object, localAddress = '127.0.0.1') => limited.call('POST', '/auth/token', { json, localAddress });
       for (let index = 0; index < 3; index += 1) {
         assert.equal((await call({ grant_type: 'password', username: user.name, password: 'not-the-password' })).status, 400, 'wrong passwords do not count');
       }
       const signedIn = (await call({ grant_type: 'password', username: user.name, password: user.pwd })).json as Tokens; // two
-      assert.equal((await limited.call('GET', '/acc/me/sessions', { token: signedIn.access_token })).status, 200); // three
-
+      for (let index = 0; index < 3; index += 1) {
+        assert.equal((await limited.call('GET', '/acc/me/sessions', { token: signedIn.access_token })).status, 200);
+      }
+      const listing = await limited.call('GET', '/acc/me/sessions', { token: signedIn.access_token });
+      assert.equal(listing.status, 429, 'the session spent its own allowance');
+      assert.equal(listing.json.type, 'urn:account-service:problem:account-rate-limited');
       const refused = await call({ grant_type: 'refresh_token', refresh_token: signedIn.refresh_token });
-      assert.equal(refused.status, 429);
+      assert.equal(refused.status, 429, 'a refresh counts in its session\'s allowance');
       assert.ok(Number(refused.headers['retry-after']) > 0);
       const [spent] = await limited.service.sql`SELECT count(*)::int AS n FROM refresh_tokens WHERE spent_at IS NOT NULL`;
       assert.equal(spent!.n, 0, 'a refused refresh spends nothing: the token works once the limit frees');
 
+      const third = (await call({ grant_type: 'password', username: user.name, password: user.pwd })).json as Tokens; // three
+      assert.equal((await limited.call('GET', '/acc/me/sessions', { token: third.access_token })).status, 200, 'another session is not held up');
       const signInRefused = await call({ grant_type: 'password', username: user.name, password: user.pwd });
-      assert.equal(signInRefused.status, 429);
-      const listing = await limited.call('GET', '/acc/me/sessions', { token: signedIn.access_token });
-      assert.equal(listing.status, 429);
-      assert.equal(listing.json.type, 'urn:account-service:problem:account-rate-limited');
+      assert.equal(signInRefused.status, 429, 'a fourth sign-in from one network in a minute');
+      const elsewhere = await call({ grant_type: 'password', username: user.name, password: user.pwd }, '127.0.0.2');
+      assert.equal(elsewhere.status, 200, 'a sign-in from another network is not held up');
       const [sessions] = await limited.service.sql`SELECT count(*)::int AS n FROM sessions`;
-      assert.equal(sessions!.n, 2, 'the refused sign-in started no session');
+      assert.equal(sessions!.n, 4, 'the refused sign-in started no session');
     } finally {
       await limited.stop();
     }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { generateCode, hashCode } from '../../src/accounts/one-time-codes.ts';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { emailChangeBody, eventsOf, passwordGrant } from '../helpers/accounts.ts';
@@ -382,13 +383,14 @@ describe('POST /acc/me/email and POST /acc/email', () => {
   });
 
   it('races with the other writers on one account: no 500, and the address is the new one exactly when a confirmation won', async () => {
-    type Round = { user: { name: string; pwd: string; email: string }; a: string; b: string; sessionA: string; code: string; target: string };
+    type Round = { user: { name: string; pwd: string; email: string }; a: string; b: string; sessionA: string; code: string; target: string; deletionCode: string };
     const sid = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).sid as string;
     const writers: Record<string, { allowed: number[]; send(round: Round): Promise<HttpResult> }> = {
       confirm: { allowed: [204, 404], send: (r) => confirm(r.code) },
       request: { allowed: [204, 401], send: (r) => askChange(r.a, { pwd: r.user.pwd, email: uniqueUser('again').email }) },
       change: { allowed: [204, 401], send: (r) => app.call('PUT', '/acc/me/pwd', { token: r.a, json: { old_pwd: r.user.pwd, new_pwd: 'raced-password-1' } }) },
-      delete: { allowed: [204, 401], send: (r) => app.call('DELETE', '/acc/me', { token: r.a, json: { pwd: r.user.pwd } }) },
+      // 403: a confirmed change voids the codes mailed to the old address, the deletion's among them.
+      delete: { allowed: [204, 401, 403], send: (r) => app.call('DELETE', '/acc/me', { token: r.a, json: { pwd: r.user.pwd, email_code: r.deletionCode } }) },
       'end-all': { allowed: [204, 401], send: (r) => app.call('DELETE', '/acc/me/sessions', { token: r.a }) },
       'end-asking': { allowed: [204, 401, 404], send: (r) => app.call('DELETE', `/acc/me/sessions/${r.sessionA}`, { token: r.b }) },
     };
@@ -398,7 +400,13 @@ describe('POST /acc/me/email and POST /acc/email', () => {
         const { user, token: a } = await registerAndSignIn(app);
         const b = await signIn(app, user.name, user.pwd);
         const target = uniqueUser('racing').email;
-        const round: Round = { user, a, b, sessionA: sid(a), target, code: await requestChangeCode(a, user.pwd, target) };
+        const code = await requestChangeCode(a, user.pwd, target);
+        // DELETE /acc/me's second step needs the code its first step mails: one stored as that step stores it.
+        const deletionCode = generateCode();
+        await app.service.sql`
+          INSERT INTO one_time_codes (code_hash, purpose, account_id, expires_at, created_at)
+          SELECT ${hashCode(deletionCode)}, 'deletion', id, now() + interval '1 hour', now() FROM accounts WHERE name = ${user.name}`;
+        const round: Round = { user, a, b, sessionA: sid(a), target, code, deletionCode };
         // Past the account's own cooldown, so that a racing request is decided by the race.
         app.clock.advance(61);
         const results = await Promise.all([first, second].map(async (kind) => {

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { deleteAccount } from '../helpers/accounts.ts';
 import { after, before, describe, it } from 'node:test';
 import { codeIn, type ReceivedMail } from '../helpers/smtp.ts';
 import { signIn, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
@@ -33,7 +34,7 @@ describe('every message, as an SMTP server receives it', () => {
     assert.equal((await app.call('POST', '/acc/pwd', { json: { code: codeIn(resetCodeMail), new_pwd: 'reset-password-1' } })).status, 204);
     const resetMail = await received('Your password was reset');
     const fresh = await signIn(app, user.name, 'reset-password-1');
-    assert.equal((await app.call('DELETE', '/acc/me', { token: fresh, json: { pwd: 'reset-password-1' } })).status, 204);
+    assert.equal((await deleteAccount(app, fresh, { email: user.email, pwd: 'reset-password-1' })).status, 204);
     const deletedMail = await received('Your account was deleted');
 
     const messages: ReceivedMail[] = [codeMail, activeMail, attemptMail, changedMail, resetCodeMail, resetMail, deletedMail];

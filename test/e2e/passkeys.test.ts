@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { eventsOf } from '../helpers/accounts.ts';
+import { deleteAccount, eventsOf } from '../helpers/accounts.ts';
 import { createAuthenticator, type TestAuthenticator } from '../helpers/authenticator.ts';
 import { form } from '../helpers/http.ts';
 import { registerAndSignIn, signIn, startTestService, type TestService } from '../helpers/service.ts';
@@ -256,7 +256,7 @@ describe('passkeys over HTTP', () => {
     const { user, token } = await registerAndSignIn(app);
     const auth = createAuthenticator(-7);
     assert.equal((await addPasskey(token, user.pwd, user.email, auth)).status, 201);
-    assert.equal((await app.call('DELETE', '/acc/me', { token, json: { pwd: user.pwd } })).status, 204);
+    assert.equal((await deleteAccount(app, token, user)).status, 204);
     const [row] = await app.service.sql`SELECT count(*)::int AS n FROM passkeys WHERE credential_id = ${auth.credentialId}`;
     assert.equal(row!.n, 0);
   });

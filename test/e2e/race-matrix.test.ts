@@ -29,7 +29,7 @@ after(async () => {
 
 const oldPassword = 'race-password-0';
 type Session = { id: string; access: string; refresh: string };
-type Round = { accountId: string; name: string; email: string; code: string; a: Session; b: Session; c: Session; signedIn: string[] };
+type Round = { accountId: string; name: string; email: string; code: string; deletionCode: string; a: Session; b: Session; c: Session; signedIn: string[] };
 type Writer = { kind: string; allowed: number[]; send(round: Round, second: boolean): Promise<HttpResult> };
 
 const sessionOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).sid as string;
@@ -37,7 +37,7 @@ const sessionOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!
 const writers: Writer[] = [
   { kind: 'change', allowed: [204, 401], send: (r, second) => app.call('PUT', '/acc/me/pwd', { token: r.a.access, json: { old_pwd: oldPassword, new_pwd: second ? 'race-password-2' : 'race-password-1' } }) },
   { kind: 'reset', allowed: [204, 404], send: (r, second) => app.call('POST', '/acc/pwd', { json: { code: r.code, new_pwd: second ? 'race-password-4' : 'race-password-3' } }) },
-  { kind: 'delete', allowed: [204, 401], send: (r) => app.call('DELETE', '/acc/me', { token: r.a.access, json: { pwd: oldPassword } }) },
+  { kind: 'delete', allowed: [204, 401], send: (r) => app.call('DELETE', '/acc/me', { token: r.a.access, json: { pwd: oldPassword, email_code: r.deletionCode } }) },
   {
     kind: 'end-one',
     allowed: [200, 204, 401, 404],
@@ -69,15 +69,18 @@ async function newRound(): Promise<Round> {
     INSERT INTO accounts (name, email, password_hash, activated_at) VALUES (${user.name}, ${user.email}, ${storedHash}, now()) RETURNING id`;
   const accountId = row!.id as string;
   const code = `RACE-${accountId.padStart(4, '0').slice(-4)}-ABCD-EFGH`.replace(/[0-9]/g, (digit) => 'QRSTUVWXYZ'[Number(digit)]!);
+  // DELETE /acc/me's second step needs the code its first step mails: this one, stored as that step stores it.
+  const deletionCode = code.replace('RACE', 'DELE');
   await app.service.sql`
     INSERT INTO one_time_codes (code_hash, purpose, account_id, expires_at, created_at)
-    VALUES (${hashCode(code)}, 'reset', ${accountId}, now() + interval '1 hour', now())`;
+    VALUES (${hashCode(code)}, 'reset', ${accountId}, now() + interval '1 hour', now()),
+      (${hashCode(deletionCode)}, 'deletion', ${accountId}, now() + interval '1 hour', now())`;
   const sessions = await Promise.all([0, 1, 2].map(async () => {
     const response = await passwordGrant(app, user.name, oldPassword, { form: true });
     assert.equal(response.status, 200, response.text);
     return { id: sessionOf(response.json.access_token), access: response.json.access_token as string, refresh: response.json.refresh_token as string };
   }));
-  return { accountId, name: user.name, email: user.email, code, a: sessions[0]!, b: sessions[1]!, c: sessions[2]!, signedIn: [] };
+  return { accountId, name: user.name, email: user.email, code, deletionCode, a: sessions[0]!, b: sessions[1]!, c: sessions[2]!, signedIn: [] };
 }
 
 const jitter = () => delay(Math.random() * 4);
@@ -126,7 +129,7 @@ async function runRound(first: Writer, second: Writer): Promise<void> {
     assert.equal((await passwordGrant(app, round.name, oldPassword, { form: true })).status, 200, `${label}: the password is unchanged`);
   }
   if (won('reset')) {
-    const [codes] = await sql`SELECT count(*)::int AS n FROM one_time_codes WHERE account_id = ${round.accountId}`;
+    const [codes] = await sql`SELECT count(*)::int AS n FROM one_time_codes WHERE account_id = ${round.accountId} AND purpose = 'reset'`;
     assert.equal(codes!.n, 0, `${label}: the reset code is used up`);
   }
   if (won('end-all')) {

@@ -100,7 +100,10 @@ describe('round trips per path', () => {
     const resetMail = await app.smtp.waitFor((message) => message.to === user.email && message.subject.includes('reset') && app.smtp.messages.indexOf(message) >= resetBefore, 10_000);
     await check('reset confirmation', () => app.call('POST', '/acc/pwd', { json: { code: codeIn(resetMail), new_pwd: 'trips-password-3' } }));
     const last = (await app.call('POST', '/auth/token', form({ grant_type: 'password', username: user.name, password: 'trips-password-3' }))).json;
-    await check('deletion', () => app.call('DELETE', '/acc/me', { token: last.access_token, json: { pwd: 'trips-password-3' } }));
+    const deletionBefore = app.smtp.messages.length;
+    await check('deletion request', () => app.call('DELETE', '/acc/me', { token: last.access_token, json: { pwd: 'trips-password-3' } }));
+    const deletionMail = await app.smtp.waitFor((message) => message.to === user.email && message.subject.includes('delete') && app.smtp.messages.indexOf(message) >= deletionBefore, 10_000);
+    await check('deletion', () => app.call('DELETE', '/acc/me', { token: last.access_token, json: { pwd: 'trips-password-3', email_code: codeIn(deletionMail) } }));
     process.stdout.write(`# round trips: ${JSON.stringify(measured)}\n`);
     assert.deepEqual(Object.keys(measured).sort(), Object.keys(budgets).sort(), 'every path of the table was measured');
   });

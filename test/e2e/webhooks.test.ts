@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { enableTotp } from '../helpers/accounts.ts';
+import { deleteAccount, enableTotp } from '../helpers/accounts.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { call } from '../helpers/http.ts';
 import { runMain } from '../helpers/process.ts';
@@ -62,7 +62,7 @@ describe('webhooks', () => {
     assert.equal((await app.call('POST', '/acc/pwd/code', { json: { email: user.email } })).status, 204);
     const code = codeIn(await app.smtp.waitFor((mail) => mail.subject === 'Your password reset code' && app.smtp.messages.indexOf(mail) >= mailsBefore));
     assert.equal((await app.call('POST', '/acc/pwd', { json: { code, new_pwd: 'reset-password-1' } })).status, 204);
-    const deleted = await app.call('DELETE', '/acc/me', { token: await signIn(app, user.name, 'reset-password-1'), json: { pwd: 'reset-password-1' } });
+    const deleted = await deleteAccount(app, await signIn(app, user.name, 'reset-password-1'), { email: user.email, pwd: 'reset-password-1' });
     assert.equal(deleted.status, 204);
 
     await receiver.waitFor(() => typesOf(receiver, account).length === 6);

@@ -1,4 +1,4 @@
-import { form, type HttpResult } from './http.ts';
+import { form, type CallOptions, type HttpResult } from './http.ts';
 import type { TestService } from './service.ts';
 import { codeIn, type ReceivedMail } from './smtp.ts';
 import { referenceTotp } from './totp.ts';
@@ -105,4 +105,29 @@ export async function emailChangeBody(
   const at = messages.indexOf(codeMail!);
   const notices = messages.filter(isNotice).sort((a, b) => Math.abs(messages.indexOf(a) - at) - Math.abs(messages.indexOf(b) - at));
   return { code, current_code: codeIn(notices[0]!) };
+}
+
+/**
+ * DELETE /acc/me's first step (`pwd`, and `otp` in `body` where a factor is active): the code it
+ * mailed to the account's address. A second request of one account within a minute is refused
+ * (the request quota): advance the clock first.
+ */
+export async function deletionCode(
+  app: TotpApp, token: string, account: Owner, body: Record<string, string> = {}, options: CallOptions = {},
+): Promise<string> {
+  const before = app.smtp.messages.length;
+  const asked = await app.call('DELETE', '/acc/me', { ...options, token, json: { pwd: account.pwd, ...body } });
+  if (asked.status !== 202) throw new Error(`deletion request failed: ${asked.status} ${asked.text}`);
+  const isCode = (mail: ReceivedMail) =>
+    mail.to === account.email && mail.subject === 'Your code to delete your account' &&
+    app.smtp.messages.indexOf(mail) >= before;
+  return codeIn(await app.smtp.waitFor(isCode));
+}
+
+/** Deletes the account in DELETE /acc/me's two steps, with the mailed code; the last answer as it came. */
+export async function deleteAccount(
+  app: TotpApp, token: string, account: Owner, body: Record<string, string> = {}, options: CallOptions = {},
+): Promise<HttpResult> {
+  const emailCode = await deletionCode(app, token, account, body, options);
+  return app.call('DELETE', '/acc/me', { ...options, token, json: { pwd: account.pwd, ...body, email_code: emailCode } });
 }

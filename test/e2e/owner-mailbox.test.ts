@@ -1,0 +1,176 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { passwordGrant, signedIn } from '../helpers/accounts.ts';
+import { createAuthenticator, type TestAuthenticator } from '../helpers/authenticator.ts';
+import { codeIn } from '../helpers/smtp.ts';
+import { registerAndSignIn, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
+
+/**
+ * "The owner always gets back in, round two": the outside tester's three owner cases, end to end
+ * over HTTP, with the tester's numbers. No proxy is trusted: each client address is the socket's
+ * own, one of 127.0.0.0/8 (`localAddress`), so each case runs from many source addresses.
+ */
+const rpId = 'localhost';
+const origin = 'http://localhost:5173';
+let app: TestService;
+before(async () => {
+  app = await startTestService({
+    env: { WEBAUTHN_RP_ID: rpId, WEBAUTHN_ORIGINS: origin, WEBAUTHN_RP_NAME: 'Example', ACCOUNT_RATE_LIMIT: '30' },
+  });
+});
+after(() => app.stop());
+
+type User = { name: string; email: string; pwd: string };
+
+const mailTo = (to: string, subject: string, since: number) =>
+  app.smtp.waitFor((m) => m.to === to && m.subject === subject && app.smtp.messages.indexOf(m) >= since);
+
+/** The owner's reset from `source`: asked, the code read from the mailbox, and completed. */
+async function resetFrom(user: User, source: string, newPassword: string): Promise<void> {
+  const before = app.smtp.messages.length;
+  const asked = await app.call('POST', '/acc/pwd/code', { json: { email: user.email }, localAddress: source });
+  assert.equal(asked.status, 204, asked.text);
+  const mail = await mailTo(user.email, 'Your password reset code', before);
+  const reset = await app.call('POST', '/acc/pwd', { json: { code: codeIn(mail), new_pwd: newPassword }, localAddress: source });
+  assert.equal(reset.status, 204, reset.text);
+  user.pwd = newPassword;
+}
+
+/** Adds a passkey with the password and the mailbox, as an intruder who once had both could. */
+async function addPasskey(token: string, user: User, auth: TestAuthenticator, localAddress: string): Promise<void> {
+  app.clock.advance(61);
+  const before = app.smtp.messages.length;
+  const options = await app.call('POST', '/acc/me/passkeys/options', { token, json: { pwd: user.pwd }, localAddress });
+  assert.equal(options.status, 200, options.text);
+  const mail = await mailTo(user.email, 'Your code to add a passkey', before);
+  const credential = auth.register(options.json.options, origin, rpId);
+  const json = { challenge_id: options.json.challenge_id, credential, email_code: codeIn(mail) };
+  const added = await app.call('POST', '/acc/me/passkeys', { token, json, localAddress });
+  assert.equal(added.status, 201, added.text);
+}
+
+async function passkeySignIn(auth: TestAuthenticator, localAddress: string): Promise<string> {
+  const options = await app.call('POST', '/auth/passkey/options', { localAddress });
+  const credential = auth.assert(options.json.options, origin, rpId);
+  const json = { grant_type: 'urn:account-service:grant-type:passkey', challenge_id: options.json.challenge_id, credential };
+  const answer = await app.call('POST', '/auth/token', { json, localAddress });
+  assert.equal(answer.status, 200, answer.text);
+  return answer.json.access_token as string;
+}
+
+describe('the owner always gets back in, round two (issue 44)', () => {
+  it('1. a password thief cannot delete the account: it needs the mailbox, and the name stays the owner\'s', async () => {
+    const { user } = await registerAndSignIn(app);
+    const auth = createAuthenticator(-7);
+    await addPasskey((await signedIn(app, user.name, user.pwd)).access_token, user, auth, '127.0.0.1');
+    // The thief signs in from a new network and asks to delete, once a minute, from ten addresses.
+    const thief = (await signedIn(app, user.name, user.pwd, { source: '127.44.1.1' })).access_token;
+    for (let attempt = 0; attempt < 10; attempt += 1) {
+      const localAddress = `127.44.1.${attempt + 1}`;
+      const asked = await app.call('DELETE', '/acc/me', { token: thief, json: { pwd: user.pwd }, localAddress });
+      assert.equal(asked.status, 202, asked.text);
+      const guess = await app.call('DELETE', '/acc/me', {
+        token: thief, json: { pwd: user.pwd, email_code: 'ABCD-EFGH-IJKL-MNOP' }, localAddress,
+      });
+      assert.equal(guess.status, 403, guess.text);
+      app.clock.advance(61);
+    }
+    assert.equal((await app.call('GET', '/acc/me', { token: thief })).status, 200, 'the account is still there');
+    const stolenName = await app.call('POST', '/acc/reg/code', {
+      json: { ...uniqueUser('thief'), name: user.name }, localAddress: '127.44.1.20',
+    });
+    assert.equal(stolenName.status, 409, 'the name is not free');
+    // The owner resets from the mailbox, and the passkey still signs in.
+    await resetFrom(user, '127.44.2.1', 'owner-takes-it-back-44-1');
+    assert.equal((await app.call('GET', '/acc/me', { token: thief })).status, 401, 'the reset ended the thief\'s session');
+    await passkeySignIn(auth, '127.44.2.1');
+    assert.equal((await passwordGrant(app, user.name, user.pwd, { source: '127.44.2.1' })).status, 200);
+  });
+
+  it("2. an intruder's passkey session cannot starve the owner's sign-in after a reset", async () => {
+    const { user, token } = await registerAndSignIn(app);
+    const intruderKey = createAuthenticator(-7);
+    await addPasskey(token, user, intruderKey, '127.45.0.1');
+    await resetFrom(user, '127.45.9.9', 'owner-takes-it-back-44-2');
+    // The intruder signs in with the passkey and loops on the session list until refused.
+    const intruder = await passkeySignIn(intruderKey, '127.45.0.1');
+    let listed = 200;
+    let loops = 0;
+    while (listed === 200 && loops < 100) {
+      listed = (await app.call('GET', '/acc/me/sessions', { token: intruder, localAddress: '127.45.0.1' })).status;
+      loops += 1;
+    }
+    assert.equal(listed, 429, 'the intruder spends its own session\'s allowance');
+    // 27 password sign-ins of the owner in the same minute, from the network that completed the reset.
+    const statuses: number[] = [];
+    for (let attempt = 0; attempt < 27; attempt += 1) {
+      statuses.push((await passwordGrant(app, user.name, user.pwd, { source: '127.45.9.9' })).status);
+    }
+    assert.deepEqual(statuses, Array(27).fill(200), 'every sign-in of the owner goes through');
+    const owner = (await signedIn(app, user.name, user.pwd, { source: '127.45.9.9' })).access_token;
+    assert.equal((await app.call('GET', '/acc/me/sessions', { token: owner, localAddress: '127.45.9.9' })).status, 200);
+    const passkeys = await app.call('GET', '/acc/me/passkeys', { token: owner, localAddress: '127.45.9.9' });
+    assert.equal(passkeys.status, 200, passkeys.text);
+    const [intruders] = passkeys.json.passkeys as { id: string }[];
+    const removed = await app.call('DELETE', `/acc/me/passkeys/${intruders!.id}`, {
+      token: owner, json: { pwd: user.pwd }, localAddress: '127.45.9.9',
+    });
+    assert.equal(removed.status, 204, removed.text);
+    assert.equal((await app.call('GET', '/acc/me', { token: intruder })).status, 401, 'the passkey\'s session ended with it');
+    // The intruder's own sign-ins from its network count on their own: they never reach the owner's.
+    const intruderSignIns: number[] = [];
+    for (let attempt = 0; attempt < 31; attempt += 1) {
+      intruderSignIns.push((await passwordGrant(app, user.name, user.pwd, { source: '127.45.0.2' })).status);
+    }
+    assert.equal(intruderSignIns.at(-1), 429, 'one network\'s sign-ins are still bounded');
+    assert.equal((await passwordGrant(app, user.name, user.pwd, { source: '127.45.9.8' })).status, 200);
+  });
+
+  it('3. a stranger who spends the address\'s reset quota does not keep the owner from resetting', async () => {
+    const { user } = await registerAndSignIn(app, { ...uniqueUser('owner'), pwd: 'owner-password-44-3' });
+    // The owner has signed in by name from home before; the address's quota is spent by a stranger.
+    assert.equal((await passwordGrant(app, user.name, user.pwd, { source: '127.46.0.1' })).status, 200);
+    const home = '127.46.0.1';
+    const ask = (localAddress: string) => app.call('POST', '/acc/pwd/code', { json: { email: user.email }, localAddress });
+    // The owner's code of before the stranger's requests: a newer code does not void it.
+    const before = app.smtp.messages.length;
+    assert.equal((await ask(home)).status, 204);
+    const ownersFirst = codeIn(await mailTo(user.email, 'Your password reset code', before));
+    for (let request = 0; request < 9; request += 1) {
+      app.clock.advance(61);
+      assert.equal((await ask(`127.46.1.${request + 1}`)).status, 204);
+    }
+    app.clock.advance(61);
+    const capped = await ask('127.46.1.20');
+    assert.equal(capped.status, 429);
+    assert.equal(capped.json.type, 'urn:account-service:problem:daily-limit');
+    // The owner, from the network that signed in: honoured, a few times a day.
+    const mailsBefore = app.smtp.messages.length;
+    const honoured = await ask(home);
+    assert.equal(honoured.status, 204, honoured.text);
+    const ownersSecond = codeIn(await mailTo(user.email, 'Your password reset code', mailsBefore));
+    assert.notEqual(ownersSecond, ownersFirst);
+    for (let request = 0; request < 2; request += 1) {
+      app.clock.advance(61);
+      assert.equal((await ask(home)).status, 204);
+    }
+    app.clock.advance(61);
+    assert.equal((await ask(home)).status, 429, 'the mail a known network causes stays bounded too');
+    assert.equal((await ask('127.46.1.21')).status, 429, 'the stranger gained nothing');
+    // Every live code works; the first one, a day's strangers later, still sets the password.
+    const reset = await app.call('POST', '/acc/pwd', { json: { code: ownersFirst, new_pwd: 'owner-resets-44-3' }, localAddress: home });
+    assert.equal(reset.status, 204, reset.text);
+    const spent = await app.call('POST', '/acc/pwd', { json: { code: ownersSecond, new_pwd: 'owner-resets-44-3b' }, localAddress: home });
+    assert.equal(spent.status, 404, 'using one code used them all');
+    // The network that completed a reset is known for the next one, signed in or not.
+    const other = await registerAndSignIn(app);
+    await resetFrom(other.user, '127.46.5.5', 'reset-once-44-3');
+    for (let request = 0; request < 10; request += 1) {
+      app.clock.advance(61);
+      await app.call('POST', '/acc/pwd/code', { json: { email: other.user.email }, localAddress: `127.46.6.${request + 2}` });
+    }
+    app.clock.advance(61);
+    assert.equal((await app.call('POST', '/acc/pwd/code', { json: { email: other.user.email }, localAddress: '127.46.6.30' })).status, 429);
+    assert.equal((await app.call('POST', '/acc/pwd/code', { json: { email: other.user.email }, localAddress: '127.46.5.5' })).status, 204);
+  });
+});
