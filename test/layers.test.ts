@@ -155,3 +155,12 @@ describe('layers of src/', () => {
     assert.deepEqual(problems, [], `the layers are broken ${problems.length} times:\n${problems.join('\n')}`);
   });
 });
+
+describe('constant-time comparison in src/', () => {
+  it('is written once: timingSafeEqual appears in src/constant-time.ts alone, which the others call', async () => {
+    const files = await sourceFiles(src);
+    const sources = await Promise.all(files.map((file) => readFile(join(src, file), 'utf8')));
+    const naming = files.filter((_, index) => sources[index]!.includes('timingSafeEqual'));
+    assert.deepEqual(naming, ['constant-time.ts']);
+  });
+});

@@ -1,4 +1,5 @@
-import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { randomBytes, scrypt, type ScryptOptions } from 'node:crypto';
+import { equalSecrets } from '../constant-time.ts';
 import type { Lane, Limiter } from '../concurrency.ts';
 import { scryptParamsPattern, type ScryptParams } from '../config.ts';
 
@@ -131,7 +132,7 @@ const encode = (bytes: Buffer) => bytes.toString('base64').replace(/=+$/, '');
 
 /** Constant-time comparison: a timing difference would reveal how many leading bytes match. */
 const sameHash = (candidate: string | Buffer, hash: Buffer): boolean =>
-  Buffer.isBuffer(candidate) && candidate.length === hash.length && timingSafeEqual(candidate, hash);
+  Buffer.isBuffer(candidate) && equalSecrets(candidate, hash);
 
 /**
  * PHC string `$scrypt$ln=15,r=8,p=3$<salt>$<hash>`; a wrapped hash repeats the

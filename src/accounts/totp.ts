@@ -1,4 +1,5 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
+import { equalSecrets } from '../constant-time.ts';
 
 /**
  * Time-based one-time passwords (RFC 6238 over RFC 4226's HOTP), as every authenticator app
@@ -86,7 +87,7 @@ export function matchingStep(secret: Buffer, code: string, at: Date): number | n
   let found: number | null = null;
   for (const step of [now - 1, now, now + 1]) {
     const expected = Buffer.from(hotp(secret, step));
-    if (expected.length === presented.length && timingSafeEqual(expected, presented)) found = step;
+    if (equalSecrets(expected, presented)) found = step;
   }
   return found;
 }

@@ -1,4 +1,5 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { equalSecrets } from '../constant-time.ts';
 import { bearerToken } from '../http/auth.ts';
 import { readJsonObject } from '../http/body.ts';
 import { HttpError, invalidFields, problems } from '../http/errors.ts';
@@ -57,7 +58,7 @@ function authorize(ctx: RequestContext, expected: Buffer): void {
   // Two Authorization headers are refused, as the public API refuses them (http/auth.ts).
   const headers = ctx.req.headersDistinct.authorization;
   const given = headers?.length === 1 ? bearerToken(headers[0]) : null;
-  if (given !== null && timingSafeEqual(digest(given), expected)) return;
+  if (given !== null && equalSecrets(digest(given), expected)) return;
   const detail = 'The admin API answers Authorization: Bearer <ADMIN_TOKEN> only.';
   throw new HttpError(problems.invalidToken, { detail, headers: { 'WWW-Authenticate': 'Bearer realm="admin"' } });
 }

@@ -1,4 +1,5 @@
-import { createHash, createPublicKey, timingSafeEqual, verify, type KeyObject } from 'node:crypto';
+import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
+import { equalSecrets } from '../constant-time.ts';
 import { decodeCbor, readCbor } from './cbor.ts';
 
 /**
@@ -192,7 +193,7 @@ export function verifyAssertion(
   // After the signature, like every check that reads the stored credential: an unknown one costs the same.
   if (((data.flags & flag.backupEligible) !== 0) !== stored.backupEligible) return refused('backup-state');
   const handle = assertion.userHandle;
-  if (handle === null || !equalBytes(handle, stored.userHandle)) return refused('user-handle');
+  if (handle === null || !equalSecrets(handle, stored.userHandle)) return refused('user-handle');
   if (!counterAdvances(stored.signCount, data.signCount)) return refused('counter');
   return { outcome: 'verified', signCount: data.signCount, backedUp: (data.flags & flag.backedUp) !== 0 };
 }
@@ -212,7 +213,7 @@ function checkClientData(rp: RelyingParty, raw: Buffer, type: string, challenge:
   if (typeof data !== 'object' || data === null) return 'malformed';
   if (data.type !== type) return 'type';
   const sent = typeof data.challenge === 'string' ? decodeBase64Url(data.challenge) : null;
-  if (sent === null || !equalBytes(sent, challenge)) return 'challenge';
+  if (sent === null || !equalSecrets(sent, challenge)) return 'challenge';
   // One of the configured origins: never the request's Origin or Host, which a proxy or an attacker sets.
   if (typeof data.origin !== 'string' || !rp.origins.includes(data.origin)) return 'origin';
   const crossOrigin = data.crossOrigin !== undefined && data.crossOrigin !== false;
@@ -222,7 +223,7 @@ function checkClientData(rp: RelyingParty, raw: Buffer, type: string, challenge:
 
 /** The RP ID hash, user presence and user verification, which is required; BS without BE is no valid state. */
 function checkAuthenticatorData(rp: RelyingParty, data: AuthenticatorData): Refusal | null {
-  if (!equalBytes(data.rpIdHash, sha256(Buffer.from(rp.id)))) return 'rp-id';
+  if (!equalSecrets(data.rpIdHash, sha256(Buffer.from(rp.id)))) return 'rp-id';
   if ((data.flags & flag.userPresent) === 0) return 'user-presence';
   if ((data.flags & flag.userVerified) === 0) return 'user-verification';
   if ((data.flags & flag.backedUp) !== 0 && (data.flags & flag.backupEligible) === 0) return 'backup-state';
@@ -255,11 +256,6 @@ export function decodeBase64Url(text: string): Buffer | null {
   if (!/^[A-Za-z0-9_-]*$/.test(text)) return null;
   const bytes = Buffer.from(text, 'base64url');
   return bytes.toString('base64url') === text ? bytes : null;
-}
-
-/** Constant time, as for every comparison with an expected secret-bearing value. */
-function equalBytes(a: Buffer, b: Buffer): boolean {
-  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 const sha256 = (data: Buffer): Buffer => createHash('sha256').update(data).digest();

@@ -1,4 +1,5 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { equalSecrets } from '../constant-time.ts';
 import { HttpError, problems } from '../http/errors.ts';
 import type { Handler, Reply } from '../http/router.ts';
 import { countWaitingAndFailed, type QueueCounts } from '../queue.ts';
@@ -94,5 +95,5 @@ function reply(body: string): Reply {
 function presentsToken(header: string | undefined, token: string): boolean {
   const given = bearerToken(header) ?? '';
   const digest = (value: string) => createHash('sha256').update(value).digest();
-  return timingSafeEqual(digest(given), digest(token));
+  return equalSecrets(digest(given), digest(token));
 }

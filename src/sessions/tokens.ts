@@ -1,4 +1,5 @@
-import { createHmac, createSecretKey, randomUUID, sign, timingSafeEqual, verify, type KeyObject } from 'node:crypto';
+import { createHmac, createSecretKey, randomUUID, sign, verify, type KeyObject } from 'node:crypto';
+import { equalSecrets } from '../constant-time.ts';
 import { isUuid } from '../validation.ts';
 
 /** Claims of an access token. `sub` is the account's public id, `sid` its session. */
@@ -74,7 +75,7 @@ export function hmacTokenKeys(secrets: readonly Buffer[]): TokenKeys {
     // Every secret is tried, each in constant time and with no early exit, so the time taken tells nothing
     // of a forged signature, nor which secret signed.
     verify: (given, data, signature) =>
-      given === header && keys.map((secret) => equalInConstantTime(mac(secret, data), signature)).includes(true),
+      given === header && keys.map((secret) => equalSecrets(mac(secret, data), signature)).includes(true),
   };
 }
 
@@ -118,13 +119,6 @@ function lowS(signature: Buffer): Buffer {
   if (s <= halfOrder) return signature;
   const lowered = Buffer.from((curveOrder - s).toString(16).padStart(64, '0'), 'hex');
   return Buffer.concat([signature.subarray(0, 32), lowered]);
-}
-
-/** Constant-time comparison, so the time taken does not reveal how much of a forged signature is right. */
-function equalInConstantTime(expected: string, given: string): boolean {
-  const a = Buffer.from(expected);
-  const b = Buffer.from(given);
-  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 function encodeJson(value: unknown): string {
