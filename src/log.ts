@@ -14,12 +14,20 @@ export type Logger = {
 
 const rank: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 /**
- * What JSON leaves raw but a log viewer may take as a line break or a change of direction:
- * C1 controls, the line and paragraph separators, and bidi controls. They only occur inside
- * strings, where their \u escape is the same JSON.
+ * What a log viewer or a terminal may take as a line break, a control or a change of direction:
+ * C0 and C1 controls, DEL, the line and paragraph separators, and bidi controls.
  */
-const unsafeInLine = /[\u0080-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const unsafeInLine = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 const escapeCharacter = (character: string) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`;
+
+/**
+ * The line with each control, separator and bidi character written as its `\u` escape, for
+ * the log and the admin command's output. In a line of JSON they occur only inside strings
+ * (JSON.stringify escapes C0 itself), where the escape is the same JSON.
+ */
+export function escapeUnsafeCharacters(line: string): string {
+  return line.replace(unsafeInLine, escapeCharacter);
+}
 
 /**
  * One JSON object per line. Callers pass only fields that are safe to log: this module
@@ -31,7 +39,7 @@ export function createLogger(
   const emit = (at: LogLevel) => (message: string, fields?: LogFields) => {
     if (rank[at] < rank[level]) return;
     const line = JSON.stringify(Object.assign({ time: new Date().toISOString(), level: at, msg: message }, fields));
-    write(`${line.replace(unsafeInLine, escapeCharacter)}\n`);
+    write(`${escapeUnsafeCharacters(line)}\n`);
   };
   return {
     debug: emit('debug'),

@@ -1,3 +1,4 @@
+import { escapeUnsafeCharacters } from '../log.ts';
 import type { UseCaseDeps } from '../use-cases/transaction.ts';
 import { ArgumentError, type Args } from './arguments.ts';
 import { operations, type Operation } from './operations.ts';
@@ -55,22 +56,26 @@ export function parseCommand(argv: string[]): { operation: Operation; args: Args
 export async function runAdminCommand(
   deps: UseCaseDeps, argv: string[], print: (line: string) => void, fail: (line: string) => void,
 ): Promise<number> {
+  // Values a stranger typed (a phone number's \s may be CR or U+2028) reach the operator's
+  // terminal: a control character could move the cursor, a bidi control reorder the line.
+  const show = (line: string) => print(escapeUnsafeCharacters(line));
+  const showError = (line: string) => fail(escapeUnsafeCharacters(line));
   let parsed;
   try {
     parsed = parseCommand(argv);
     const result = await parsed.operation.run(deps, parsed.args, commandAddress);
     if (result.outcome === 'not-found') {
-      fail(result.message);
-      if (parsed.json) print(JSON.stringify({ error: 'not-found', message: result.message }));
+      showError(result.message);
+      if (parsed.json) show(JSON.stringify({ error: 'not-found', message: result.message }));
       return exitCodes.notFound;
     }
-    for (const line of parsed.json ? [JSON.stringify(result.body)] : readable(result.body)) print(line);
+    for (const line of parsed.json ? [JSON.stringify(result.body)] : readable(result.body)) show(line);
     return exitCodes.done;
   } catch (error) {
     if (!(error instanceof ArgumentError)) throw error;
-    fail(`${error.message} (--help lists the admin commands)`);
+    showError(`${error.message} (--help lists the admin commands)`);
     if (parsed?.json === true || argv.includes('--json')) {
-      print(JSON.stringify({ error: 'usage', message: error.message }));
+      show(JSON.stringify({ error: 'usage', message: error.message }));
     }
     return exitCodes.usage;
   }

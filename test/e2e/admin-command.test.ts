@@ -122,6 +122,22 @@ describe('admin disable and enable', () => {
   });
 });
 
+describe('admin find', () => {
+  it('escapes control, separator and bidi characters in its output, as the log does', async () => {
+    // The spec's \s lets a stranger put CR, VT and U+2028 in a phone number at registration.
+    const user = { ...uniqueUser('phone'), phone: '+12\r345\u2028678\u000b9012' };
+    await registerAndSignIn(app, user);
+    const unsafe = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+    const text = await admin('find', user.name);
+    assert.equal(text.code, 0, text.errors.join('\n'));
+    assert.deepEqual(text.out.filter((line) => unsafe.test(line)), [], 'no line holds such a character raw');
+    assert.ok(text.out.includes('phone: +12\\u000d345\\u2028678\\u000b9012'), text.out.join('\n'));
+    const json = await admin('find', user.name, '--json');
+    assert.doesNotMatch(json.out.at(-1)!, unsafe);
+    assert.equal(json.json.phone, user.phone, 'the JSON line reads back as the stored value');
+  });
+});
+
 describe('admin account actions', () => {
   it('reset: the old password stops working, every session ends, and the mailed code sets a new one', async () => {
     const { user, token } = await registerAndSignIn(app);
