@@ -4,6 +4,7 @@ import { bearerToken } from '../http/auth.ts';
 import { readJsonObject } from '../http/body.ts';
 import { HttpError, invalidFields, problems } from '../http/errors.ts';
 import type { Handler, RequestContext, Route } from '../http/router.ts';
+import { accountPublicId } from '../use-cases/operator-reads.ts';
 import { buildAdminDocument, errorStatuses } from './api-document.ts';
 import { ArgumentError, type Args } from './arguments.ts';
 import { operations, type Operation } from './operations.ts';
@@ -31,7 +32,12 @@ function operationRoute(operation: Operation, expected: Buffer): Route {
   const handler: Handler = async (ctx, deps) => {
     authorize(ctx, expected);
     const args = await readArgs(ctx, operation);
-    const logged = { request_id: ctx.requestId, operation: name, target: args.target };
+    // An account by its public id, looked up before the operation (which may delete it): never the name or
+    // address that the operator gave, which the log does not keep. Other operands (a failed entry's id) as given.
+    const subject = operation.path.includes('{target}')
+      ? { account: await accountPublicId(deps, args.target) }
+      : { target: args.target };
+    const logged = { request_id: ctx.requestId, operation: name, ...subject };
     let result;
     try {
       result = await operation.run(deps, args, ctx.clientAddress);
@@ -47,7 +53,7 @@ function operationRoute(operation: Operation, expected: Buffer): Route {
     return { status: 200, body: result.body };
   };
   const doc = { summary: operation.summary, success, errors: errorStatuses(operation) };
-  return { method: operation.method, path: operation.path, handler, doc };
+  return { method: operation.method, path: operation.path, handler, doc, logTemplate: true };
 }
 
 const success = { status: 200 } as const;

@@ -47,6 +47,8 @@ export type Route = {
   rateLimited?: boolean;
   /** The token endpoint answers errors as RFC 6749 §5.2 JSON instead of RFC 9457 problems. */
   errorFormat?: 'oauth';
+  /** The log names the route's path (`{target}` as written), not the request's: its parameters may be addresses. */
+  logTemplate?: boolean;
   /** What the API document says; the server warns in its log of any status not listed here. */
   doc: RouteDoc;
 };

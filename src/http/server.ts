@@ -62,7 +62,7 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, deps: De
   const started = performance.now();
   const header = req.headers['x-request-id'];
   const requestId = typeof header === 'string' && requestIdPattern.test(header) ? header : randomUUID();
-  const path = loggedPath(req.url ?? '/');
+  let path = loggedPath(req.url ?? '/');
   const address = clientAddress(req, deps.config.trustProxy);
   let route: Route | null = null;
   let reply: Reply;
@@ -75,6 +75,7 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, deps: De
       throw new HttpError(problems.methodNotAllowed, { headers: { Allow: match.allow.join(', ') } });
     }
     route = match.route;
+    if (route.logTemplate === true) path = route.path;
     if (route.rateLimited === true && deps.rateLimiter !== null) {
       const wait = deps.rateLimiter.take(clientNetwork(address), Date.now());
       if (wait > 0) throw new HttpError(problems.rateLimited, { headers: { 'Retry-After': String(wait) } });

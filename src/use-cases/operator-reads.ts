@@ -36,6 +36,12 @@ export async function findAccount(deps: UseCaseDeps, identifier: string) {
   };
 }
 
+/** The public id of the account `identifier` names (name, address or id), for the admin log; null if none. */
+export async function accountPublicId(deps: UseCaseDeps, identifier: string | null): Promise<string | null> {
+  if (identifier === null) return null;
+  return (await findAccountRef(deps.sql, identifier))?.publicId ?? null;
+}
+
 /** `list`: a page of accounts, newest first (operator-views.ts listAccounts). */
 export function listAccountsPage(deps: UseCaseDeps, filter: AccountFilter) {
   return listAccounts(deps.sql, filter);

@@ -231,6 +231,19 @@ describe('admin API outbox and webhooks', () => {
 });
 
 describe('the admin log', () => {
+  it("names the account by its public id, never by the address or name the operator gave", async () => {
+    const { user } = await registerAndSignIn(app);
+    const { id } = await done('GET', onAccount(user.name));
+    const requestId = 'admin-log-by-address';
+    await api('POST', onAccount(user.email, '/end-sessions'), 200, { headers: { 'x-request-id': requestId } });
+    await api('POST', onAccount(`nobody-${user.email}`, '/end-sessions'), 404, { headers: { 'x-request-id': `${requestId}-2` } });
+    const lines = app.logs.filter((line) => line.includes(`"request_id":"${requestId}`)).map((line) => JSON.parse(line));
+    const actions = lines.filter((line) => line.msg === 'operator action');
+    assert.deepEqual(actions.map((line) => [line.account, line.outcome]), [[id, 'done'], [null, 'not-found']]);
+    assert.equal(lines.some((line) => JSON.stringify(line).includes(user.email)), false, 'no line holds the address');
+    assert.equal(lines.some((line) => JSON.stringify(line).includes(user.name)), false, 'nor the name');
+  });
+
   it('logs every call with its operation and outcome, never the token, and counts none in /metrics', async () => {
     const { user } = await registerAndSignIn(app);
     const requestId = 'admin-log-check';
@@ -240,9 +253,10 @@ describe('the admin log', () => {
     const lines = app.logs.map((line) => JSON.parse(line)).filter((line) => line.request_id === requestId);
     const [action, request] = ['operator action', 'request'].map((msg) => lines.find((line) => line.msg === msg));
     assert.equal(lines.length, 2);
-    assert.deepEqual(action, { ...action, operation: 'end-sessions', target: user.name, outcome: 'done' });
-    const path = `/admin/accounts/${user.name}/end-sessions`;
-    assert.deepEqual(request, { ...request, method: 'POST', path, status: 200 });
+    const { id } = await done('GET', onAccount(user.name));
+    assert.deepEqual(action, { ...action, operation: 'end-sessions', account: id, outcome: 'done' });
+    const path = '/admin/accounts/{target}/end-sessions';
+    assert.deepEqual(request, { ...request, method: 'POST', path, status: 200 }, 'the route, not the name it was called with');
     await call(app.service.adminUrl!, 'GET', `/admin/accounts?token=${adminToken}`, { token: adminToken });
     assert.equal(app.logs.some((line) => line.includes(adminToken)), false, 'the token is in no log line');
     const metrics = await app.call('GET', '/metrics');
