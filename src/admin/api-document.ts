@@ -71,11 +71,11 @@ function adminOperation(operation: Operation): JsonObject {
 /** The statuses an operation answers besides 200 (and 405): its route's `doc.errors` (api.ts). */
 export function errorStatuses(operation: Operation): number[] {
   const named = operation.path.includes('{target}') || operation.words.at(-1) === 'retry';
-  return [400, 401, ...(named ? [404] : []), ...(operation.method === 'GET' ? [] : [413, 415]), 500, 503];
+  return [400, 401, ...(named ? [404] : []), ...(operation.method === 'GET' ? [] : [413, 415]), 429, 500, 503];
 }
 
 function documentOperation(): JsonObject {
-  const responses = { 200: success({ type: 'object' }), 401: problem(401), 405: problem(405) };
+  const responses = { 200: success({ type: 'object' }), 401: problem(401), 405: problem(405), 429: problem(429) };
   const description = 'The OpenAPI document of the admin API.';
   return { operationId: 'getAdminDocument', summary: 'This document', description, tags: ['service'], responses };
 }
@@ -99,12 +99,15 @@ const adminProblems = [
   problems.methodNotAllowed,
   problems.bodyTooLarge,
   problems.unsupportedMediaType,
+  problems.rateLimited,
   problems.internal,
   problems.unavailable,
   problems.overloaded,
 ];
 
-const responseHeaders: Record<number, string[]> = { 503: ['Retry-After'], 401: ['WWW-Authenticate'], 405: ['Allow'] };
+const responseHeaders: Record<number, string[]> = {
+  503: ['Retry-After'], 429: ['Retry-After'], 401: ['WWW-Authenticate'], 405: ['Allow'],
+};
 
 function problem(status: number): JsonObject {
   const types = adminProblems.filter((known) => known.status === status).map((known) => problemTypePrefix + known.slug);

@@ -3,7 +3,8 @@ import { equalSecrets } from '../constant-time.ts';
 import { bearerToken } from '../http/auth.ts';
 import { readJsonObject } from '../http/body.ts';
 import { HttpError, invalidFields, problems } from '../http/errors.ts';
-import type { Handler, RequestContext, Route } from '../http/router.ts';
+import type { Deps, Handler, RequestContext, Route } from '../http/router.ts';
+import { clientNetwork, createRateLimiter, type RateLimiter } from '../rate-limit.ts';
 import { accountPublicId } from '../use-cases/operator-reads.ts';
 import { buildAdminDocument, errorStatuses } from './api-document.ts';
 import { ArgumentError, type Args } from './arguments.ts';
@@ -17,20 +18,27 @@ import { operations, type Operation } from './operations.ts';
  */
 export function adminRoutes(token: string, version: string): Route[] {
   const expected = digest(token);
+  const refusals = createRateLimiter(refusalsPerMinute);
+  const authorize: Authorize = (ctx, deps) => authorizeOrRefuse(ctx, deps, expected, refusals);
   const document = buildAdminDocument(version);
-  const getAdminDocument: Handler = async (ctx) => {
-    authorize(ctx, expected);
+  const getAdminDocument: Handler = async (ctx, deps) => {
+    authorize(ctx, deps);
     return { status: 200, body: document };
   };
-  const doc = { summary: 'Its document', success, errors: [401] };
+  const doc = { summary: 'Its document', success, errors: [401, 429] };
   const documentRoute: Route = { method: 'GET', path: '/openapi.json', handler: getAdminDocument, doc };
-  return [...operations.map((operation) => operationRoute(operation, expected)), documentRoute];
+  return [...operations.map((operation) => operationRoute(operation, authorize)), documentRoute];
 }
 
-function operationRoute(operation: Operation, expected: Buffer): Route {
+type Authorize = (ctx: RequestContext, deps: Deps) => void;
+
+/** Refused tokens a client network may send a minute before it is answered 429. */
+export const refusalsPerMinute = 10;
+
+function operationRoute(operation: Operation, authorize: Authorize): Route {
   const name = operation.words.join(' ');
   const handler: Handler = async (ctx, deps) => {
-    authorize(ctx, expected);
+    authorize(ctx, deps);
     const args = await readArgs(ctx, operation);
     // An account by its public id, looked up before the operation (which may delete it): never the name or
     // address that the operator gave, which the log does not keep. Other operands (a failed entry's id) as given.
@@ -59,12 +67,20 @@ function operationRoute(operation: Operation, expected: Buffer): Route {
 const success = { status: 200 } as const;
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
-/** Compared as SHA-256 digests in constant time, so that neither the token's length nor its content leaks. */
-function authorize(ctx: RequestContext, expected: Buffer): void {
+/**
+ * Compared as SHA-256 digests in constant time, so that neither the token's length nor its content leaks. A refusal
+ * is logged with the client address (never the token) and counted against the client's network: past
+ * refusalsPerMinute it is answered 429, unlogged, until the network's allowance refills. The right token is always
+ * taken: it has at least 32 characters (config.ts), so the count bounds the log and the work, not guessing.
+ */
+function authorizeOrRefuse(ctx: RequestContext, deps: Deps, expected: Buffer, refusals: RateLimiter): void {
   // Two Authorization headers are refused, as the public API refuses them (http/auth.ts).
   const headers = ctx.req.headersDistinct.authorization;
   const given = headers?.length === 1 ? bearerToken(headers[0]) : null;
   if (given !== null && equalSecrets(digest(given), expected)) return;
+  const wait = refusals.take(clientNetwork(ctx.clientAddress), Date.now());
+  if (wait > 0) throw new HttpError(problems.rateLimited, { headers: { 'Retry-After': String(wait) } });
+  deps.log.warn('admin token refused', { request_id: ctx.requestId, client_address: ctx.clientAddress });
   const detail = 'The admin API answers Authorization: Bearer <ADMIN_TOKEN> only.';
   throw new HttpError(problems.invalidToken, { detail, headers: { 'WWW-Authenticate': 'Bearer realm="admin"' } });
 }

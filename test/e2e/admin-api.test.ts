@@ -244,6 +244,29 @@ describe('the admin log', () => {
     assert.equal(lines.some((line) => JSON.stringify(line).includes(user.name)), false, 'nor the name');
   });
 
+  it('logs each refused token with the client address, never the token, and throttles refusals by network', async () => {
+    const own = await startTestService({ env: { ADMIN_PORT: '0', ADMIN_TOKEN: adminToken } });
+    try {
+      const wrong = `${adminToken.slice(0, -4)}XXXX`;
+      const statuses: number[] = [];
+      for (let i = 0; i < 11; i += 1) {
+        statuses.push((await call(own.service.adminUrl!, 'GET', '/admin/accounts', { token: wrong })).status);
+      }
+      assert.deepEqual(statuses, [...Array<number>(10).fill(401), 429], 'ten refusals a minute per network');
+      const limited = await call(own.service.adminUrl!, 'GET', '/admin/accounts', { token: wrong });
+      assert.equal(limited.json.type, 'urn:account-service:problem:rate-limited');
+      assert.match(String(limited.headers['retry-after']), /^[1-9][0-9]*$/);
+      const refusals = own.logs.map((line) => JSON.parse(line)).filter((line) => line.msg === 'admin token refused');
+      assert.equal(refusals.length, 10, 'each refusal, up to the throttle');
+      assert.deepEqual(new Set(refusals.map((line) => line.client_address)), new Set(['127.0.0.1']));
+      assert.equal(own.logs.some((line) => line.includes(wrong) || line.includes(adminToken)), false, 'no token is logged');
+      const right = await call(own.service.adminUrl!, 'GET', '/admin/accounts', { token: adminToken });
+      assert.equal(right.status, 200, 'the right token is taken: the throttle counts refusals only');
+    } finally {
+      await own.stop();
+    }
+  });
+
   it('logs every call with its operation and outcome, never the token, and counts none in /metrics', async () => {
     const { user } = await registerAndSignIn(app);
     const requestId = 'admin-log-check';
