@@ -11,7 +11,7 @@ import { clientAddress } from './client-address.ts';
 import { clientNetwork } from '../rate-limit.ts';
 import { corsHeaders, preflightReply } from './cors.ts';
 import { HttpError, OAuthError, problemType, problems, type Problem } from './errors.ts';
-import { createRouter, type Deps, type Reply, type Route, type Router } from './router.ts';
+import { createRouter, type Deps, type Reply, type Route, type RouteDoc, type Router } from './router.ts';
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -85,9 +85,9 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, deps: De
     reply = errorReply(error, deps, requestId, route?.errorFormat ?? 'problem');
   }
   // The API document lists every status a route answers; a gap is a documentation bug worth a warning.
-  const documented = (status: number) =>
-    status === route!.doc.success.status || status === route!.doc.accepted?.status || route!.doc.errors.includes(status);
-  if (route !== null && !documented(reply.status)) {
+  const documented = (doc: RouteDoc, status: number) =>
+    status === doc.success.status || status === doc.accepted?.status || doc.errors.includes(status);
+  if (route !== null && !documented(route.doc, reply.status)) {
     deps.log.warn('undocumented status', { request_id: requestId, method: req.method, path, status: reply.status });
   }
   finish(req, res, deps, requestId, path, route, started, reply);

@@ -259,7 +259,9 @@ export function accountDeletedMail(
 ): OutgoingMail {
   const byOperator = clientAddress === null ? 'yes' : '';
   const held = nameHeldDays > 0 ? String(nameHeldDays) : '';
-  const values = { time: isoUtc(at), client_address: clientAddress ?? '', by_operator: byOperator, name_held_days: held };
+  const values = {
+    time: isoUtc(at), client_address: clientAddress ?? '', by_operator: byOperator, name_held_days: held,
+  };
   return mail('account-deleted', to, values);
 }
 

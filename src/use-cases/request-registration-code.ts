@@ -36,7 +36,8 @@ export async function requestRegistrationCode(
   const now = deps.clock();
   const expiresAt = new Date(now.getTime() + deps.config.regCodeTtlSeconds * 1000);
   const result = await inTransaction(deps.sql, async (tx, rollBack): Promise<RegistrationCodeRequest> => {
-    if (!(await claimName(tx, name, email, deps.keys.address(email), expiresAt, now))) return rollBack({ outcome: 'name-taken' });
+    const claimed = await claimName(tx, name, email, deps.keys.address(email), expiresAt, now);
+    if (!claimed) return rollBack({ outcome: 'name-taken' });
     const refusal = await reserveAddressRequest(tx, 'registration', deps.keys.address(email), now);
     if (refusal !== null) return rollBack({ outcome: 'refused', refusal });
     await recordRegistrationRequest(tx, { name, email, phone, passwordHash, expiresAt, locale }, now);
