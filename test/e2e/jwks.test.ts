@@ -151,42 +151,43 @@ describe('TOKEN_ALG=ES256', () => {
     }
   });
 
-  it('refuses a removed key at the next sweep even when another stored key fails to open', async () => {
+  /**
+   * On a service of its own: a token of the first key, a rotation past its lead, then `spoil` (what must not hold
+   * the removal back), the first key deleted as `signing-key remove` does, and `sweep`; the token must then be refused.
+   */
+  async function removeAfter(spoil: (own: TestService) => Promise<void>, sweep: (own: TestService) => Promise<void>) {
     const own = await startTestService({ env: { TOKEN_ALG: 'ES256', TOKEN_SECRET: '' } });
     try {
       const { token } = await registerAndSignIn(own);
       const oldKid = headerOf(token).kid;
       await addSigningKey(own.service.sql, sealer, own.clock.now());
       own.clock.advance(130);
-      const other = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'der', type: 'pkcs8' });
-      const foreign = createSealer(parseConfig({ ENCRYPTION_KEYS: `lost:${Buffer.alloc(32, 9).toString('base64')}` }).encryptionKeys!);
-      await own.service.sql`INSERT INTO signing_keys (kid, sealed_private_key, created_at) VALUES ('unopenable', ${foreign.seal(other, 'signing-key', 'unopenable')}, now())`;
+      await spoil(own);
       await own.service.sql`DELETE FROM signing_keys WHERE kid = ${oldKid}`;
-      await own.service.sweep();
+      await sweep(own);
       assert.equal((await own.call('GET', '/acc/me', { token })).status, 401, 'the removed key verifies nothing');
-      assert.ok(own.logs.some((line) => line.includes('"kid":"unopenable"')), 'the key that fails to open is logged');
+      return own.logs;
     } finally {
       await own.stop();
     }
+  }
+
+  it('refuses a removed key at the next sweep even when another stored key fails to open', async () => {
+    const other = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'der', type: 'pkcs8' });
+    const foreign = createSealer(parseConfig({ ENCRYPTION_KEYS: `lost:${Buffer.alloc(32, 9).toString('base64')}` }).encryptionKeys!);
+    const logs = await removeAfter(async (own) => {
+      await own.service.sql`INSERT INTO signing_keys (kid, sealed_private_key, created_at) VALUES ('unopenable', ${foreign.seal(other, 'signing-key', 'unopenable')}, now())`;
+    }, (own) => own.service.sweep());
+    assert.ok(logs.some((line) => line.includes('"kid":"unopenable"')), 'the key that fails to open is logged');
   });
 
   it('refuses a removed key at the next sweep even when an earlier step of the sweep fails', async () => {
-    const own = await startTestService({ env: { TOKEN_ALG: 'ES256', TOKEN_SECRET: '' } });
-    try {
-      const { token } = await registerAndSignIn(own);
-      const oldKid = headerOf(token).kid;
-      await addSigningKey(own.service.sql, sealer, own.clock.now());
-      own.clock.advance(130);
+    await removeAfter(async (own) => {
       await own.service.sql`
         CREATE FUNCTION refuse_delete() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$`;
       await own.service.sql`
         CREATE TRIGGER refuse_delete BEFORE DELETE ON spent_passkey_challenges FOR EACH STATEMENT EXECUTE FUNCTION refuse_delete()`;
-      await own.service.sql`DELETE FROM signing_keys WHERE kid = ${oldKid}`;
-      await assert.rejects(own.service.sweep(), /refused/);
-      assert.equal((await own.call('GET', '/acc/me', { token })).status, 401, 'the removed key verifies nothing');
-    } finally {
-      await own.stop();
-    }
+    }, (own) => assert.rejects(own.service.sweep(), /refused/));
   });
 
   it('refuses an HS256 token signed with the public key or any secret, whatever its header', async () => {
