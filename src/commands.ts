@@ -1,15 +1,15 @@
-import { adminUsage, runAdminCommand } from './admin/command.ts';
-import { createPasswordHasher } from './accounts/passwords.ts';
-import { loadKeyedHashes } from './keyed-hashes.ts';
-import type { Logger } from './log.ts';
-import { createMetrics } from './metrics.ts';
-import type { UseCaseDeps } from './use-cases/transaction.ts';
+import { adminUsage, runAdminCommand } from './features/operators/command.ts';
+import { createPasswordHasher } from './core/passwords.ts';
+import { loadKeyedHashes } from './core/keyed-hashes.ts';
+import type { Logger } from './telemetry/log.ts';
+import { createMetrics } from './telemetry/metrics.ts';
+import type { UseCaseDeps } from './core/transaction.ts';
 import { disabledWebhooks, enabledWebhooks } from './webhooks/events.ts';
 import { resealAll } from './reseal.ts';
-import { createSealer } from './sealing.ts';
+import { createSealer } from './core/sealing.ts';
 import { createMailRenderer, loadMailTemplates } from './mail/templates.ts';
 import type { ServiceConfig } from './service.ts';
-import { addSigningKey, removeSigningKey, signingKeyLeadMs } from './sessions/signing-keys.ts';
+import { addSigningKey, removeSigningKey, signingKeyLeadMs } from './core/signing-keys.ts';
 import { connectDatabase, type Sql } from './storage/db.ts';
 import { loadMigrations, migrate } from './storage/migrations.ts';
 

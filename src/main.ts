@@ -1,20 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import { checkUsage, runCheckCommand } from './check/cli.ts';
 import { commandNames, commandUsage, runCommand } from './commands.ts';
-import { ConfigError, parseConfig, parseEncryptionKeys } from './config.ts';
+import { ConfigError, parseConfig, parseEncryptionKeys } from './config/config.ts';
 import { lockDataDir, prepareDataDir, type DataDirLock } from './storage/data-dir.ts';
-import { isDatabaseUnavailable, poolerHint } from './database-errors.ts';
+import { isDatabaseUnavailable, poolerHint } from './storage/database-errors.ts';
 import { connectDatabase, isUncaughtDriverDefect } from './storage/db.ts';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './storage/embedded-db.ts';
 import { checkListenAddress } from './http/listen-check.ts';
 import { loadOrCreateSecret } from './storage/local-secrets.ts';
-import { createBufferedWriter, createLogger, describeError, type Logger } from './log.ts';
+import { createBufferedWriter, createLogger, describeError, type Logger } from './telemetry/log.ts';
 import { loadMigrations, migrate } from './storage/migrations.ts';
 import { mailUsage, runMailCommand } from './mail/preview.ts';
 import { createMailRenderer, loadMailTemplates } from './mail/templates.ts';
 import { startService, type ServiceConfig } from './service.ts';
-import { unsupportedNode } from './runtime.ts';
-import { version } from './version.ts';
+import { unsupportedNode } from './support/runtime.ts';
+import { version } from './support/version.ts';
 
 const shutdownDeadlineMs = 10_000;
 /** Log output, batched per event-loop turn; flushed before every exit. */

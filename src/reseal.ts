@@ -1,5 +1,5 @@
 import { createDecipheriv, hkdfSync } from 'node:crypto';
-import type { Opened, SealPurpose, Sealer } from './sealing.ts';
+import type { Opened, SealPurpose, Sealer } from './core/sealing.ts';
 import type { Sql } from './storage/db.ts';
 
 /**

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createLimiter, OverloadedError } from '../src/concurrency.ts';
+import { createLimiter, OverloadedError } from '../src/support/concurrency.ts';
 
 const deferred = () => {
   let resolve!: () => void;

@@ -10,7 +10,7 @@ import {
   parseConfig,
   parseDatabaseUrl,
   parseScryptParams,
-} from '../src/config.ts';
+} from '../src/config/config.ts';
 
 const secret = 's'.repeat(32);
 

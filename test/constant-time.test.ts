@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { equalSecrets } from '../src/constant-time.ts';
+import { equalSecrets } from '../src/core/constant-time.ts';
 
 describe('equalSecrets', () => {
   it('is true for the same bytes, given as buffers, strings or one of each', () => {

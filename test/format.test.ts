@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { formatCount, isoUtc } from '../src/format.ts';
+import { formatCount, isoUtc } from '../src/support/format.ts';
 
 describe('formatCount', () => {
   it('puts the noun in the singular for one and in the plural otherwise', () => {

@@ -1,10 +1,12 @@
-// The layers of src/, read from the import statements of its files:
-// - routes/ and admin/ take only http/, use-cases/ and the leaf files (the files directly in src/);
-// - http/ takes no domain folder (accounts/, sessions/, mail/, webhooks/, storage/, passkeys/);
-// - leaf files take no folder, except the wiring files, which build the service from all of them;
-// - check/, the operator's deployment check (issue 34), is a tool, not part of the service: it
-//   talks to a deployment over HTTP only, so it takes nothing from the rest of src/, and only
-//   main.ts takes it (to dispatch `check`). A reviewer of the service can then skip the folder;
+// The house of src/, read from the import statements of its files:
+// - core/ decides who gets in and what stays secret; it takes the infrastructure, never a feature;
+// - features/<name>/ each hold one feature; a feature takes the core and the infrastructure, never
+//   another feature;
+// - the infrastructure (http/, storage/, mail/, webhooks/, config/, telemetry/, support/) decides
+//   nothing: it takes neither the core nor a feature;
+// - the files directly in src/ wire it all together and may take anything;
+// - check/, the operator's deployment check, is a program apart: it takes nothing from the rest of
+//   src/, and only main.ts takes it (to dispatch `check`);
 // - and no file reaches itself through its imports.
 // `import type` and `export type` are erased at run time and are allowed everywhere.
 import assert from 'node:assert/strict';
@@ -15,16 +17,6 @@ import { describe, it } from 'node:test';
 export type Import = { from: string; to: string; typeOnly: boolean };
 
 const src = new URL('../src/', import.meta.url).pathname;
-const domain = ['accounts', 'sessions', 'mail', 'webhooks', 'storage', 'passkeys'];
-// The wiring: main.ts and service.ts start the service, and commands.ts runs main.ts's operator
-// commands (reseal, signing-key) on the same parts; they are where every folder meets.
-const wiring = ['main.ts', 'service.ts', 'commands.ts'];
-// openapi.ts describes the HTTP API, and takes its problem types from http/errors.ts, so that the
-// document names the very types the replies carry.
-const leafExceptions: Record<string, string[]> = { 'openapi.ts': ['http'] };
-
-const folderOf = (path: string): string | null => (path.includes('/') ? path.split('/')[0]! : null);
-
 /** The relative imports and re-exports of a source file, as paths under src/. */
 export function parseImports(file: string, source: string): Import[] {
   const pattern = /^\s*(?:import|export)\s+(type\s+)?(?:[\w*${}\s,]+?\s+from\s+)?['"](\.[^'"]+)['"]/gm;
@@ -35,24 +27,62 @@ export function parseImports(file: string, source: string): Import[] {
   }));
 }
 
-/** Each import that breaks a layer rule, said in a line. */
+export const infrastructure = ['http', 'storage', 'mail', 'webhooks', 'config', 'telemetry', 'support'];
+
+/** The room of a file: 'core', 'feature:<name>', 'infrastructure', 'check' or 'wiring'. */
+export function roomOf(path: string): string {
+  const [first, second] = path.split('/');
+  if (second === undefined) return 'wiring';
+  if (first === 'core' || first === 'check') return first;
+  if (first === 'features') return `feature:${second}`;
+  if (infrastructure.includes(first!)) return 'infrastructure';
+  return `unknown:${first}`;
+}
+
+/**
+ * Imports that break the rules today and are being moved out (issue 45): each names its reason.
+ * The list only shrinks: a new violation fails the test, and so does an entry that no longer holds.
+ */
+export const knownDebts: Record<string, string> = {
+  'features/account/delete.ts imports features/registration/store.ts': 'the name hold moves to the core',
+  'features/account/delete.ts imports features/second-factor/factor.ts': 'the factor check moves to the core',
+  'features/account/read-route.ts imports features/second-factor/factor.ts': 'the factor check moves to the core',
+  'features/email-change/request.ts imports features/second-factor/factor.ts': 'the factor check moves to the core',
+  'features/email-change/store.ts imports features/registration/requests.ts': 'to be read',
+  'features/operators/actions.ts imports features/account/delete.ts': 'the erasure moves to the core',
+  'features/operators/actions.ts imports features/passkeys/store.ts': 'the operator removes passkeys with statements of its own',
+  'features/operators/actions.ts imports features/password/reset-store.ts': 'the operator issues the reset code with statements of its own',
+  'features/passkeys/manage.ts imports features/second-factor/factor.ts': 'the factor check moves to the core',
+  'features/sessions/metadata-route.ts imports features/passkeys/relying-party.ts': 'grants are handed to the token endpoint at wiring time',
+  'features/sessions/sign-in.ts imports features/second-factor/factor.ts': 'the factor check moves to the core',
+  'features/sessions/token-route.ts imports features/passkeys/relying-party.ts': 'grants are handed to the token endpoint at wiring time',
+  'features/sessions/token-route.ts imports features/passkeys/sign-in.ts': 'grants are handed to the token endpoint at wiring time',
+  'http/body.ts imports core/fields.ts': 'the schema checker moves to http/, the patterns stay',
+  'http/oauth.ts imports core/fields.ts': 'the schema checker moves to http/, the patterns stay',
+  'http/openapi.ts imports core/fields.ts': 'the API document becomes a data file',
+  'http/server.ts imports core/client-address.ts': 'the server is handed the client address at wiring time',
+  'mail/messages.ts imports core/recovery-codes.ts': 'the mail takes the count, not the rule',
+};
+
+/** Each import that breaks a rule of the house, said in a line. */
 export function layerViolations(imports: Import[]): string[] {
   const found: string[] = [];
   for (const { from, to, typeOnly } of imports) {
     if (typeOnly) continue;
-    const source = folderOf(from);
-    const target = folderOf(to);
-    if ((source === 'check') !== (target === 'check') && !(from === 'main.ts' && target === 'check')) {
-      found.push(`${from} imports ${to}: check/ is a tool apart; it and the service meet only in main.ts`);
-    } else if (source === 'routes' && target !== null && !['routes', 'http', 'use-cases'].includes(target)) {
-      found.push(`${from} imports ${to}: routes take only http/, use-cases/ and leaf files`);
-    } else if (source === 'admin' && target !== null && !['admin', 'http', 'use-cases'].includes(target)) {
-      found.push(`${from} imports ${to}: admin/ (the operator's command and API) takes only http/, use-cases/ and leaf files`);
-    } else if (source === 'http' && target !== null && domain.includes(target)) {
-      found.push(`${from} imports ${to}: http/ takes no domain folder`);
-    } else if (source === null && target !== null && !wiring.includes(from)) {
-      const allowed = leafExceptions[from] ?? [];
-      if (!allowed.includes(target)) found.push(`${from} imports ${to}: leaf files take no folder`);
+    const source = roomOf(from);
+    const target = roomOf(to);
+    if (source.startsWith('unknown') || target.startsWith('unknown')) {
+      found.push(`${from} imports ${to}: a folder outside the house (core/, features/, the infrastructure, check/)`);
+    } else if ((source === 'check') !== (target === 'check') && !(from === 'main.ts' && target === 'check')) {
+      found.push(`${from} imports ${to}: check/ is a program apart; it and the service meet only in main.ts`);
+    } else if (source === 'infrastructure' && target !== 'infrastructure') {
+      found.push(`${from} imports ${to}: the infrastructure takes neither the core nor a feature`);
+    } else if (source === 'core' && target !== 'core' && target !== 'infrastructure') {
+      found.push(`${from} imports ${to}: the core takes no feature`);
+    } else if (source.startsWith('feature:') && target.startsWith('feature:') && source !== target) {
+      found.push(`${from} imports ${to}: a feature takes no other feature`);
+    } else if (source !== 'wiring' && target === 'wiring') {
+      found.push(`${from} imports ${to}: only the wiring takes the wiring`);
     }
   }
   return found;
@@ -101,7 +131,7 @@ describe('layers of src/', () => {
   it('are read from every kind of import statement', () => {
     const source = [
       "import { a, type B } from '../storage/db.ts';",
-      "import type { C } from '../accounts/accounts.ts';",
+      "import type { C } from '../core/accounts.ts';",
       "export { d } from './d.ts';",
       "import {\n  e,\n  f,\n} from '../mail/outbox.ts';",
       "import '../log.ts';",
@@ -109,32 +139,33 @@ describe('layers of src/', () => {
     ].join('\n');
     assert.deepEqual(parseImports('routes/x.ts', source), [
       { from: 'routes/x.ts', to: 'storage/db.ts', typeOnly: false },
-      { from: 'routes/x.ts', to: 'accounts/accounts.ts', typeOnly: true },
+      { from: 'routes/x.ts', to: 'core/accounts.ts', typeOnly: true },
       { from: 'routes/x.ts', to: 'routes/d.ts', typeOnly: false },
       { from: 'routes/x.ts', to: 'mail/outbox.ts', typeOnly: false },
       { from: 'routes/x.ts', to: 'log.ts', typeOnly: false },
     ]);
   });
 
-  it('refuse a route that imports storage/, and allow it a type', () => {
-    const route = (to: string, typeOnly = false): Import => ({ from: 'routes/x.ts', to, typeOnly });
-    assert.equal(layerViolations([route('storage/db.ts')]).length, 1);
-    assert.equal(layerViolations([route('accounts/accounts.ts')]).length, 1);
-    assert.deepEqual(layerViolations([route('storage/db.ts', true), route('http/errors.ts'), route('log.ts')]), []);
-    assert.deepEqual(layerViolations([route('use-cases/sign-in.ts'), route('routes/health.ts')]), []);
+  it('refuse a feature that imports another, and allow it the core, the infrastructure and a type', () => {
+    const edge = (to: string, typeOnly = false): Import => ({ from: 'features/sessions/x.ts', to, typeOnly });
+    assert.equal(layerViolations([edge('features/passkeys/store.ts')]).length, 1);
+    assert.deepEqual(layerViolations([edge('features/passkeys/store.ts', true)]), []);
+    assert.deepEqual(layerViolations([edge('core/accounts.ts'), edge('storage/db.ts'), edge('features/sessions/y.ts')]), []);
   });
 
-  it('refuse a domain folder in http/, and any folder in a leaf file but the wiring', () => {
-    const fromHttp: Import = { from: 'http/codes.ts', to: 'accounts/one-time-codes.ts', typeOnly: false };
-    assert.equal(layerViolations([fromHttp]).length, 1);
-    assert.equal(layerViolations([{ from: 'config.ts', to: 'webhooks/signing.ts', typeOnly: false }]).length, 1);
-    assert.deepEqual(layerViolations([{ from: 'service.ts', to: 'storage/db.ts', typeOnly: false }]), []);
+  it('refuse the core that imports a feature, and the infrastructure that imports the core or a feature', () => {
+    const edge = (from: string, to: string): Import => ({ from, to, typeOnly: false });
+    assert.equal(layerViolations([edge('core/auth.ts', 'features/account/delete.ts')]).length, 1);
+    assert.equal(layerViolations([edge('http/server.ts', 'core/auth.ts')]).length, 1);
+    assert.equal(layerViolations([edge('mail/outbox.ts', 'features/passkeys/store.ts')]).length, 1);
+    assert.equal(layerViolations([edge('core/auth.ts', 'service.ts')]).length, 1);
+    assert.deepEqual(layerViolations([edge('core/auth.ts', 'http/errors.ts'), edge('service.ts', 'features/passkeys/store.ts')]), []);
   });
 
   it('keep check/ apart from the service, but for main.ts dispatching it', () => {
     const edge = (from: string, to: string): Import => ({ from, to, typeOnly: false });
     assert.equal(layerViolations([edge('check/run.ts', 'http/errors.ts')]).length, 1);
-    assert.equal(layerViolations([edge('check/run.ts', 'log.ts')]).length, 1);
+    assert.equal(layerViolations([edge('check/run.ts', 'telemetry/log.ts')]).length, 1);
     assert.equal(layerViolations([edge('commands.ts', 'check/cli.ts')]).length, 1);
     assert.deepEqual(layerViolations([edge('main.ts', 'check/cli.ts'), edge('check/run.ts', 'check/probe.ts')]), []);
   });
@@ -148,19 +179,22 @@ describe('layers of src/', () => {
   it('hold in src/', async () => {
     const imports = await srcImports();
     assert.ok(imports.length > 100, `read ${imports.length} imports`);
+    const violations = layerViolations(imports);
     const problems = [
-      ...layerViolations(imports),
+      ...violations.filter((line) => !(line.split(':')[0]! in knownDebts)),
+      ...Object.keys(knownDebts).filter((edge) => !violations.some((line) => line.startsWith(`${edge}:`)))
+        .map((edge) => `${edge}: listed in knownDebts, but no longer an import that breaks a rule`),
       ...importCycles(imports).map((cycle) => `import circle: ${cycle.join(' -> ')}`),
     ];
-    assert.deepEqual(problems, [], `the layers are broken ${problems.length} times:\n${problems.join('\n')}`);
+    assert.deepEqual(problems, [], `the house is broken ${problems.length} times:\n${problems.join('\n')}`);
   });
 });
 
 describe('constant-time comparison in src/', () => {
-  it('is written once: timingSafeEqual appears in src/constant-time.ts alone, which the others call', async () => {
+  it('is written once: timingSafeEqual appears in src/core/constant-time.ts alone, which the others call', async () => {
     const files = await sourceFiles(src);
     const sources = await Promise.all(files.map((file) => readFile(join(src, file), 'utf8')));
     const naming = files.filter((_, index) => sources[index]!.includes('timingSafeEqual'));
-    assert.deepEqual(naming, ['constant-time.ts']);
+    assert.deepEqual(naming, ['core/constant-time.ts']);
   });
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { canonicalLocale, localeChain, negotiateLocale } from '../src/locales.ts';
+import { canonicalLocale, localeChain, negotiateLocale } from '../src/config/locales.ts';
 
 describe('canonicalLocale', () => {
   it('takes a language with an optional script and region, in canonical case', () => {

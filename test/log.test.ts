@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createBufferedWriter, createLogger, describeError } from '../src/log.ts';
+import { createBufferedWriter, createLogger, describeError } from '../src/telemetry/log.ts';
 
 describe('createLogger', () => {
   it('writes one JSON line per entry at or above its level', () => {

@@ -115,7 +115,7 @@ describe('main', () => {
     assert.equal(await help.exit, 0);
     assert.match(help.lines.join('\n'), /^Usage: account-service/);
     assert.match(help.lines.join('\n'), /--env-file/);
-    const configSource = await readFile(new URL('../src/config.ts', import.meta.url), 'utf8');
+    const configSource = await readFile(new URL('../src/config/config.ts', import.meta.url), 'utf8');
     const variables = new Set([...configSource.matchAll(/env(?:\.|, ')([A-Z_]{3,})/g)].map((match) => match[1]!));
     for (const name of variables) assert.match(help.lines.join(' '), new RegExp(`\\b${name}\\b`), `--help names ${name}`);
     const version = runMain({}, ['--version']);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createMetrics } from '../src/metrics.ts';
+import { createMetrics } from '../src/telemetry/metrics.ts';
 import { waitUntil } from './helpers/wait.ts';
 import { registerAndSignIn, requestCode, startTestService, uniqueUser, type TestService } from './helpers/service.ts';
 

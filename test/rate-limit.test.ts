@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { clientNetwork, createRateLimiter } from '../src/rate-limit.ts';
+import { clientNetwork, createRateLimiter } from '../src/http/rate-limit.ts';
 
 describe('createRateLimiter', () => {
   it('allows `perMinute` at once, then tells how long to wait', () => {

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { problems } from '../src/http/errors.ts';
-import { routes } from '../src/routes/index.ts';
+import { routes } from '../src/routes.ts';
 import { mailKinds } from '../src/mail/messages.ts';
 import { createTestDatabase } from './helpers/database.ts';
 import { codeBlocks } from './helpers/markdown.ts';
@@ -15,7 +15,7 @@ import { testEncryptionKeys, testSecret } from './helpers/service.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8');
-const source = await readFile(new URL('../src/config.ts', import.meta.url), 'utf8');
+const source = await readFile(new URL('../src/config/config.ts', import.meta.url), 'utf8');
 
 type Table = { line: number; header: string[]; delimited: boolean; rows: string[][] };
 
@@ -157,7 +157,7 @@ describe('README', () => {
 
   it("names in docs/operations.md's Several instances every limit kept per instance and every gauge counted for all of them", async () => {
     const operations = await readFile(resolve(root, 'docs/operations.md'), 'utf8');
-    const metricsRoute = await readFile(resolve(root, 'src/routes/metrics.ts'), 'utf8');
+    const metricsRoute = await readFile(resolve(root, 'src/features/operators/metrics-route.ts'), 'utf8');
     const start = operations.indexOf('- **Several instances**');
     assert.ok(start >= 0, 'the bullet');
     const bullet = operations.slice(start, operations.indexOf('\n\n', start));

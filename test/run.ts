@@ -5,7 +5,7 @@ import { chmod, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from '../src/storage/embedded-db.ts';
-import { createLogger } from '../src/log.ts';
+import { createLogger } from '../src/telemetry/log.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { unsupportedNode } from '../src/runtime.ts';
+import { unsupportedNode } from '../src/support/runtime.ts';
 import { execFileSync } from 'node:child_process';
 import { runToEnd } from './helpers/process.ts';
 

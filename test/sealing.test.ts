@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createSealer, sealedKeyId } from '../src/sealing.ts';
+import { createSealer, sealedKeyId } from '../src/core/sealing.ts';
 
 const first = { id: 'k1', key: Buffer.alloc(32, 1) };
 const second = { id: 'k2', key: Buffer.alloc(32, 2) };

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { isPlainObject, isWellFormed, passwordChangeSchema, patterns, registrationSchema, resetCodeRequestSchema, validateFields } from '../src/validation.ts';
+import { isPlainObject, isWellFormed, passwordChangeSchema, patterns, registrationSchema, resetCodeRequestSchema, validateFields } from '../src/core/fields.ts';
 
 describe('patterns', () => {
   it('are the spec regexes as written', () => {

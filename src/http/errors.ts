@@ -1,6 +1,6 @@
-import type { QuotaRefusal } from '../accounts/address-quotas.ts';
-import { formatCount } from '../format.ts';
-import type { InvalidParam } from '../validation.ts';
+import type { QuotaRefusal } from '../core/address-quotas.ts';
+import { formatCount } from '../support/format.ts';
+import type { InvalidParam } from '../core/fields.ts';
 
 /**
  * Every problem type the service answers with. The URIs are stable identifiers that

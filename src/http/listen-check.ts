@@ -1,5 +1,5 @@
 import { createServer } from 'node:net';
-import { ConfigError } from '../config.ts';
+import { ConfigError } from '../config/config.ts';
 
 /**
  * Listens on HOST and PORT for a moment and lets go, so that a port in use or a host that is

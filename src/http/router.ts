@@ -1,9 +1,9 @@
 import type { IncomingMessage } from 'node:http';
-import type { Limiter } from '../concurrency.ts';
-import type { RateLimiter } from '../rate-limit.ts';
-import type { TokenService } from '../sessions/tokens.ts';
-import type { SigningKeyRing } from '../sessions/signing-keys.ts';
-import type { UseCaseDeps } from '../use-cases/transaction.ts';
+import type { Limiter } from '../support/concurrency.ts';
+import type { RateLimiter } from './rate-limit.ts';
+import type { TokenService } from '../core/tokens.ts';
+import type { SigningKeyRing } from '../core/signing-keys.ts';
+import type { UseCaseDeps } from '../core/transaction.ts';
 import type { WebhookCounts } from '../webhooks/delivery.ts';
 
 /** Everything a handler may use, handed in so that tests can supply their own clock or database. */

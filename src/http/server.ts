@@ -4,11 +4,11 @@ import {
 } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { OverloadedError } from '../concurrency.ts';
-import { busyReason, isDatabaseUnavailable, poolerHint } from '../database-errors.ts';
-import { describeError } from '../log.ts';
-import { clientAddress } from './client-address.ts';
-import { clientNetwork } from '../rate-limit.ts';
+import { OverloadedError } from '../support/concurrency.ts';
+import { busyReason, isDatabaseUnavailable, poolerHint } from '../storage/database-errors.ts';
+import { describeError } from '../telemetry/log.ts';
+import { clientAddress } from '../core/client-address.ts';
+import { clientNetwork } from './rate-limit.ts';
 import { corsHeaders, preflightReply } from './cors.ts';
 import { HttpError, OAuthError, problemType, problems, type Problem } from './errors.ts';
 import { createRouter, type Deps, type Reply, type Route, type RouteDoc, type Router } from './router.ts';

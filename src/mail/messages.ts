@@ -1,5 +1,5 @@
-import { fewRecoveryCodesLeft } from '../accounts/recovery-codes.ts';
-import { isoUtc } from '../format.ts';
+import { fewRecoveryCodesLeft } from '../core/recovery-codes.ts';
+import { isoUtc } from '../support/format.ts';
 
 /** What the outbox stores and the transport sends; never logged, as it may hold a code. */
 export type MailContent = { subject: string; text: string; html: string };
@@ -77,7 +77,7 @@ export const mailKinds = {
     link,
     'Your password is unchanged. If it was not you, ignore this message.',
   ]),
-  // An operator's forced reset (use-cases/operator-actions.ts): the password no longer works; this code sets a new one.
+  // An operator's forced reset (features/operators/actions.ts): the password no longer works; this code sets a new one.
   'reset-forced': spec(`${codes} time`, 'Set a new password for your account', [
     'Hello,',
     'at {{time}} our operators signed your account out everywhere and cancelled its password, to protect it. The ' +
@@ -292,7 +292,7 @@ export function emailChangeCodeMail(to: Recipient, code: string, expiresAt: Date
   return mail('email-change-code', to, codeValues(code, expiresAt, now));
 }
 
-/** The code that enabling a second factor needs (use-cases/second-factor.ts). */
+/** The code that enabling a second factor needs (features/second-factor/factor.ts). */
 export function totpCodeMail(
   to: Recipient, code: string, expiresAt: Date, now: Date, clientAddress: string,
 ): OutgoingMail {
@@ -305,7 +305,7 @@ export function passkeyCodeMail(
   return mail('passkey-code', to, { ...codeValues(code, expiresAt, now), client_address: clientAddress });
 }
 
-/** The code that deleting the account needs (use-cases/delete-account.ts). */
+/** The code that deleting the account needs (features/account/delete.ts). */
 export function deletionCodeMail(
   to: Recipient, code: string, expiresAt: Date, now: Date, clientAddress: string,
 ): OutgoingMail {

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Fragment, Sql, Transaction } from '../storage/db.ts';
-import { createPollingWorker, type PollingSettings, type PollingWorker } from '../polling-worker.ts';
-import { backoffMs, type Backoff } from '../queue.ts';
-import type { Sealer } from '../sealing.ts';
+import { createPollingWorker, type PollingSettings, type PollingWorker } from '../support/polling-worker.ts';
+import { backoffMs, type Backoff } from '../support/queue.ts';
+import type { Sealer } from '../core/sealing.ts';
 import type { MailContent, OutgoingMail, UnaddressedMail } from './messages.ts';
 import type { Mailer } from './templates.ts';
 import { assertMailable, isPermanentFailure, type MailTransport } from './transport.ts';

@@ -1,4 +1,4 @@
-import { canonicalLocale } from '../locales.ts';
+import { canonicalLocale } from '../config/locales.ts';
 import { mailKinds, type MailKind } from './messages.ts';
 import type { MailRenderer } from './templates.ts';
 

@@ -1,8 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError } from '../config.ts';
-import { canonicalLocale, localeChain } from '../locales.ts';
-import type { Sealer } from '../sealing.ts';
+import { ConfigError } from '../config/config.ts';
+import { canonicalLocale, localeChain } from '../config/locales.ts';
+import type { Sealer } from '../core/sealing.ts';
 import {
   commonPlaceholders, mailKinds, type KindSpec, type MailContent, type MailKind, type Template, type UnaddressedMail,
 } from './messages.ts';

@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Transporter } from 'nodemailer';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../telemetry/log.ts';
 import type { MailContent } from './messages.ts';
 
 export type Envelope = MailContent & { messageId: string; from: string; to: string };

@@ -1,7 +1,7 @@
 import { constants } from 'node:fs';
 import { access, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ConfigError } from '../config.ts';
+import { ConfigError } from '../config/config.ts';
 
 /** Holds DATA_DIR for this process until released. */
 export type DataDirLock = { release(): Promise<void> };

@@ -1,5 +1,5 @@
 import postgres from 'postgres';
-import { isDatabaseUnavailable } from '../database-errors.ts';
+import { isDatabaseUnavailable } from './database-errors.ts';
 import { createGate, type Gate, type WorkKind } from './gate.ts';
 
 export type Sql = postgres.Sql;

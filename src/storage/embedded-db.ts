@@ -2,10 +2,10 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { ConfigError } from '../config.ts';
+import { ConfigError } from '../config/config.ts';
 import { isProcessRunning } from './data-dir.ts';
 import { loadOrCreateSecret } from './local-secrets.ts';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../telemetry/log.ts';
 
 export type EmbeddedDatabase = { url: string; stop(): Promise<void> };
 

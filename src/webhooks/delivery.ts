@@ -1,8 +1,8 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Sql } from '../storage/db.ts';
-import { createPollingWorker, type PollingSettings } from '../polling-worker.ts';
-import { backoffMs, countWaitingAndFailed, type Backoff, type QueueCounts } from '../queue.ts';
+import { createPollingWorker, type PollingSettings } from '../support/polling-worker.ts';
+import { backoffMs, countWaitingAndFailed, type Backoff, type QueueCounts } from '../support/queue.ts';
 import { webhookHeaders } from './signing.ts';
 
 export type WebhookCounts = QueueCounts;

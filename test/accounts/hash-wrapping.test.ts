@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { scrypt } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { wrapOutdatedHashes } from '../../src/accounts/hash-wrapping.ts';
-import { createPasswordHasher, parseHash, scryptWork, storedWork, type Derive, type PasswordHasher } from '../../src/accounts/passwords.ts';
+import { wrapOutdatedHashes } from '../../src/core/hash-wrapping.ts';
+import { createPasswordHasher, parseHash, scryptWork, storedWork, type Derive, type PasswordHasher } from '../../src/core/passwords.ts';
 import { connectDatabase } from '../../src/storage/db.ts';
 import { passwordGrant } from '../helpers/accounts.ts';
 import { createTestDatabase } from '../helpers/database.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createKeyedHashes } from '../../src/keyed-hashes.ts';
-import { clearThrottle, delaySeconds, rememberClient, settleSuccess } from '../../src/accounts/login-throttle.ts';
+import { createKeyedHashes } from '../../src/core/keyed-hashes.ts';
+import { clearThrottle, delaySeconds, rememberClient, settleSuccess } from '../../src/core/login-throttle.ts';
 import { createMigratedDatabase } from '../helpers/database.ts';
 import { waitUntil } from '../helpers/wait.ts';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { generateCode, hashCode } from '../../src/accounts/one-time-codes.ts';
-import { patterns } from '../../src/validation.ts';
+import { generateCode, hashCode } from '../../src/core/one-time-codes.ts';
+import { patterns } from '../../src/core/fields.ts';
 
 describe('one-time codes', () => {
   it('have the spec format, in upper case', () => {

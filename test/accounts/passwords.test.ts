@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createPasswordHasher, formatHash, parseHash, scryptWork, storedWork, wrappingParams, type Derive } from '../../src/accounts/passwords.ts';
-import type { ScryptParams } from '../../src/config.ts';
+import { createPasswordHasher, formatHash, parseHash, scryptWork, storedWork, wrappingParams, type Derive } from '../../src/core/passwords.ts';
+import type { ScryptParams } from '../../src/config/config.ts';
 
 const params = { ln: 4, r: 8, p: 1 };
 const hasher = createPasswordHasher(params);

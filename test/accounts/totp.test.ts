@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { base32Decode, base32Encode, generateSecret, hotp, matchingStep, otpauthUri, timeStep, totp } from '../../src/accounts/totp.ts';
-import { generateRecoveryCode, hashRecoveryCode, recoveryCodePattern } from '../../src/accounts/recovery-codes.ts';
-import { patterns } from '../../src/validation.ts';
+import { base32Decode, base32Encode, generateSecret, hotp, matchingStep, otpauthUri, timeStep, totp } from '../../src/core/totp.ts';
+import { generateRecoveryCode, hashRecoveryCode, recoveryCodePattern } from '../../src/core/recovery-codes.ts';
+import { patterns } from '../../src/core/fields.ts';
 import { referenceTotp } from '../helpers/totp.ts';
 
 // RFC 6238 Appendix B, the SHA-1 rows: the seed is the ASCII "12345678901234567890", 8 digits.

@@ -14,8 +14,8 @@
 // it would answer some with 503, as it should under that load.
 import { readdir, readFile } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
-import { createPasswordHasher } from '../../src/accounts/passwords.ts';
-import { formatScryptParams, type ScryptParams } from '../../src/config.ts';
+import { createPasswordHasher } from '../../src/core/passwords.ts';
+import { formatScryptParams, type ScryptParams } from '../../src/config/config.ts';
 import { roundTripBudgets } from '../helpers/round-trip-budgets.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { format, type Bench, type RunningService } from './bench.ts';

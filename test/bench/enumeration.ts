@@ -1,8 +1,8 @@
 // Pairs of requests that must take the same time, or their timing tells whether an account
 // exists: one request at a time, alternating, so that only the path differs.
 import { setTimeout as delay } from 'node:timers/promises';
-import { createPasswordHasher } from '../../src/accounts/passwords.ts';
-import { defaultScrypt } from '../../src/config.ts';
+import { createPasswordHasher } from '../../src/core/passwords.ts';
+import { defaultScrypt } from '../../src/config/config.ts';
 import { format, median, type Bench } from './bench.ts';
 import { seedAccounts } from './seed.ts';
 

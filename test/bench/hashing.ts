@@ -1,7 +1,7 @@
 // The paths that hash, against raw scrypt at the same parameters and concurrency, answering the
 // same bytes. Two connections per hashing slot, so that requests queue as they would under load.
 // At 5-10 requests a second the client is never the limit.
-import { defaultScrypt } from '../../src/config.ts';
+import { defaultScrypt } from '../../src/config/config.ts';
 import type { Bench } from './bench.ts';
 import { compare, comparisonTable, type Comparison, type Workload } from './compare.ts';
 import { seedAccounts, seedSignedIn } from './seed.ts';

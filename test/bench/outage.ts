@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { startEmbeddedDatabase } from '../../src/storage/embedded-db.ts';
-import { createLogger } from '../../src/log.ts';
+import { createLogger } from '../../src/telemetry/log.ts';
 import { imageCommand } from '../helpers/process.ts';
 import { call } from '../helpers/http.ts';
 

@@ -5,7 +5,7 @@
 // Each run below is one call: a name for --only, and a function `(bench: Bench) => Promise<void>`
 // that starts what it needs through `bench` and prints its own section of the report.
 import { cpus } from 'node:os';
-import { defaultScrypt } from '../../src/config.ts';
+import { defaultScrypt } from '../../src/config/config.ts';
 import { openBench } from './bench.ts';
 import { databaseCost } from './database-cost.ts';
 import { enumeration } from './enumeration.ts';

@@ -1,8 +1,8 @@
 // Rows the bench needs by the thousand, inserted in bulk: accounts, pending registrations with
 // their codes, and sessions with their refresh tokens, as the service's own paths would store them.
 import { randomBytes, randomUUID } from 'node:crypto';
-import { generateCode, hashCode } from '../../src/accounts/one-time-codes.ts';
-import { hashRefreshToken } from '../../src/sessions/sessions.ts';
+import { generateCode, hashCode } from '../../src/core/one-time-codes.ts';
+import { hashRefreshToken } from '../../src/core/sessions.ts';
 import type { Sql } from '../../src/storage/db.ts';
 import type { WrkRequest } from './wrk.ts';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createPasswordHasher, type PasswordHasher } from '../../src/accounts/passwords.ts';
+import { createPasswordHasher, type PasswordHasher } from '../../src/core/passwords.ts';
 import { passwordGrant } from '../helpers/accounts.ts';
 import { stopWallClock } from '../helpers/clock.ts';
 import { codeIn } from '../helpers/smtp.ts';

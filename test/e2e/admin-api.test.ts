@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { buildAdminDocument } from '../../src/admin/api-document.ts';
-import { operations } from '../../src/admin/operations.ts';
+import { buildAdminDocument } from '../../src/features/operators/api-document.ts';
+import { operations } from '../../src/features/operators/operations.ts';
 import { problemTypePrefix } from '../../src/http/errors.ts';
 import { eventsOf, passwordGrant, signedIn } from '../helpers/accounts.ts';
 import { createDocumentChecker, type Document } from '../helpers/api-document.ts';

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import * as client from 'openid-client';
 import type { HttpError } from '../../src/http/errors.ts';
 import type { Deps, RequestContext } from '../../src/http/router.ts';
-import { getAuthorizationServerMetadata } from '../../src/routes/authorization-server-metadata.ts';
+import { getAuthorizationServerMetadata } from '../../src/features/sessions/metadata-route.ts';
 import { freePort } from '../helpers/ports.ts';
 import { registerAndSignIn, startTestService, type TestService } from '../helpers/service.ts';
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { generateCode, hashCode } from '../../src/accounts/one-time-codes.ts';
+import { generateCode, hashCode } from '../../src/core/one-time-codes.ts';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { emailChangeBody, eventsOf, passwordGrant } from '../helpers/accounts.ts';

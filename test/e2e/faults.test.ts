@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import postgres from 'postgres';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../src/storage/embedded-db.ts';
-import { createLogger } from '../../src/log.ts';
+import { createLogger } from '../../src/telemetry/log.ts';
 import { call } from '../helpers/http.ts';
 import { runMain, type Running } from '../helpers/process.ts';
 import { startTestService, testEncryptionKeys, testSecret, type TestService } from '../helpers/service.ts';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { routes } from '../../src/routes/index.ts';
+import { routes } from '../../src/routes.ts';
 import { registerAndSignIn, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
 
 let app: TestService;

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { parseConfig } from '../../src/config.ts';
+import { parseConfig } from '../../src/config/config.ts';
 import { accountActiveMail } from '../../src/mail/messages.ts';
 import { enqueueMail } from '../../src/mail/outbox.ts';
-import { createSealer, sealedKeyId } from '../../src/sealing.ts';
-import { createTokenService, hmacTokenKeys } from '../../src/sessions/tokens.ts';
+import { createSealer, sealedKeyId } from '../../src/core/sealing.ts';
+import { createTokenService, hmacTokenKeys } from '../../src/core/tokens.ts';
 import { connectDatabase } from '../../src/storage/db.ts';
 import { enableTotp } from '../helpers/accounts.ts';
 import { createTestDatabase } from '../helpers/database.ts';

@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { hashCode } from '../../src/accounts/one-time-codes.ts';
-import { createPasswordHasher } from '../../src/accounts/passwords.ts';
+import { hashCode } from '../../src/core/one-time-codes.ts';
+import { createPasswordHasher } from '../../src/core/passwords.ts';
 import { passwordGrant } from '../helpers/accounts.ts';
 import { form, type HttpResult } from '../helpers/http.ts';
 import { startTestService, testEncryptionKeys, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
 import { commandDeps } from '../../src/commands.ts';
-import { parseConfig } from '../../src/config.ts';
-import { createLogger } from '../../src/log.ts';
-import { disableAccount } from '../../src/use-cases/disable-account.ts';
-import type { UseCaseDeps } from '../../src/use-cases/transaction.ts';
+import { parseConfig } from '../../src/config/config.ts';
+import { createLogger } from '../../src/telemetry/log.ts';
+import { disableAccount } from '../../src/features/operators/disable.ts';
+import type { UseCaseDeps } from '../../src/core/transaction.ts';
 
 // Every pair of writers on one account, in parallel over real HTTP, with jitter: password change,
 // reset, deletion, ending one session (DELETE /acc/me/sessions/{id} or POST /auth/revoke),

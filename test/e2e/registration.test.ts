@@ -219,7 +219,7 @@ describe('POST /acc/reg/code and POST /acc/reg', () => {
   });
 
   it('does the same scrypt work and as many statements for an address with an account as for a new one', async () => {
-    const { createPasswordHasher } = await import('../../src/accounts/passwords.ts');
+    const { createPasswordHasher } = await import('../../src/core/passwords.ts');
     const real = createPasswordHasher({ ln: 4, r: 8, p: 1 });
     let hashes = 0;
     const statements: string[] = [];
@@ -306,7 +306,7 @@ describe('POST /acc/reg/code and POST /acc/reg', () => {
   });
 
   it('sweeps registrations that expired more than an hour ago', async () => {
-    const { deleteExpiredRegistrations } = await import('../../src/accounts/registrations.ts');
+    const { deleteExpiredRegistrations } = await import('../../src/features/registration/store.ts');
     const user = uniqueUser();
     await requestCode(app, user);
     app.clock.advance(1800 + 3601);

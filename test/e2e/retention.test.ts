@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import type { KeyedHashes } from '../../src/keyed-hashes.ts';
+import type { KeyedHashes } from '../../src/core/keyed-hashes.ts';
 import { registerAndSignIn, requestCode, keyedHashesOf, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
 import { waitUntil } from '../helpers/wait.ts';
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { createPasswordHasher } from '../../src/accounts/passwords.ts';
-import { createTokenService, hmacTokenKeys } from '../../src/sessions/tokens.ts';
+import { createPasswordHasher } from '../../src/core/passwords.ts';
+import { createTokenService, hmacTokenKeys } from '../../src/core/tokens.ts';
 import { registerAndSignIn, startTestService, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
 
 let app: TestService;

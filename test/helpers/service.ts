@@ -1,8 +1,8 @@
-import { parseConfig } from '../../src/config.ts';
-import { loadKeyedHashes, type KeyedHashes } from '../../src/keyed-hashes.ts';
-import { createLogger } from '../../src/log.ts';
+import { parseConfig } from '../../src/config/config.ts';
+import { loadKeyedHashes, type KeyedHashes } from '../../src/core/keyed-hashes.ts';
+import { createLogger } from '../../src/telemetry/log.ts';
 import { createMailRenderer, type Mailer } from '../../src/mail/templates.ts';
-import { createSealer, type Sealer } from '../../src/sealing.ts';
+import { createSealer, type Sealer } from '../../src/core/sealing.ts';
 import { startService, type Service, type ServiceOptions } from '../../src/service.ts';
 import { createTestDatabase } from './database.ts';
 import { call, type CallOptions, type HttpResult } from './http.ts';

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 
 /**
- * The tests' own RFC 6238 implementation, written apart from src/accounts/totp.ts so that the
+ * The tests' own RFC 6238 implementation, written apart from src/core/totp.ts so that the
  * service is checked against something it does not share code with (and which is itself
  * checked against the RFC's test vectors in test/accounts/totp.test.ts).
  */

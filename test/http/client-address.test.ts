@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { describe, it } from 'node:test';
-import { clientAddress } from '../../src/http/client-address.ts';
+import { clientAddress } from '../../src/core/client-address.ts';
 
 const request = (peer: string, forwarded?: string | string[]) =>
   ({ socket: { remoteAddress: peer }, headers: forwarded === undefined ? {} : { 'x-forwarded-for': forwarded } }) as unknown as IncomingMessage;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { describe, it } from 'node:test';
-import { ConfigError } from '../../src/config.ts';
+import { ConfigError } from '../../src/config/config.ts';
 import { checkListenAddress, listenError } from '../../src/http/listen-check.ts';
 
 const failure = (code: string) => Object.assign(new Error(code), { code });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createRouter, matchRoute, type Route } from '../../src/http/router.ts';
-import { routes } from '../../src/routes/index.ts';
+import { routes } from '../../src/routes.ts';
 
 const handler: Route['handler'] = async () => ({ status: 204 });
 const doc: Route['doc'] = { summary: 'test', success: { status: 204 }, errors: [] };

@@ -5,17 +5,17 @@ import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Sql } from '../../src/storage/db.ts';
-import { createLogger } from '../../src/log.ts';
+import { createLogger } from '../../src/telemetry/log.ts';
 import { accountActiveMail } from '../../src/mail/messages.ts';
 import { createOutboxWorker, enqueueMail, type OutboxOptions } from '../../src/mail/outbox.ts';
-import { backoffMs } from '../../src/queue.ts';
+import { backoffMs } from '../../src/support/queue.ts';
 import { createFileTransport, createSmtpTransport, isPermanentFailure } from '../../src/mail/transport.ts';
-import { createSealer } from '../../src/sealing.ts';
+import { createSealer } from '../../src/core/sealing.ts';
 import { createMigratedDatabase } from '../helpers/database.ts';
 import { untilQueuesDrained, waitUntil } from '../helpers/wait.ts';
 import { codeIn, startTestSmtp } from '../helpers/smtp.ts';
 import { builtInMailer, requestCode, startTestService, testEncryptionKeys, uniqueUser, type TestService } from '../helpers/service.ts';
-import { parseConfig } from '../../src/config.ts';
+import { parseConfig } from '../../src/config/config.ts';
 
 let app: TestService;
 before(async () => {

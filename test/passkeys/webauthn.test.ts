@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { decodeCbor } from '../../src/passkeys/cbor.ts';
+import { decodeCbor } from '../../src/features/passkeys/cbor.ts';
 import {
   parseAuthenticatorData, publicKeyFromCose, readAssertion, verifyAssertion, verifyRegistration, verifySignature, type RelyingParty,
-} from '../../src/passkeys/webauthn.ts';
+} from '../../src/features/passkeys/webauthn.ts';
 import { createAuthenticator, encodeCbor, type Algorithm } from '../helpers/authenticator.ts';
-import { decoyFor } from '../../src/use-cases/passkey-sign-in.ts';
+import { decoyFor } from '../../src/features/passkeys/sign-in.ts';
 
 const vectors = JSON.parse(readFileSync(new URL('./spec-vectors.json', import.meta.url), 'utf8'));
 const hex = (text: string) => Buffer.from(text, 'hex');

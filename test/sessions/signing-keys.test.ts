@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { liveSigningKeys, signingKeyLeadMs } from '../../src/sessions/signing-keys.ts';
+import { liveSigningKeys, signingKeyLeadMs } from '../../src/core/signing-keys.ts';
 
 const now = new Date('2026-11-21T10:00:00Z');
 const ttlSeconds = 900;

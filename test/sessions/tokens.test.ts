@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import crypto, { createHmac, generateKeyPairSync, sign } from 'node:crypto';
 import { syncBuiltinESMExports } from 'node:module';
 import { describe, it } from 'node:test';
-import { createTokenService, ecTokenKeys, hmacTokenKeys, type SigningKey } from '../../src/sessions/tokens.ts';
+import { createTokenService, ecTokenKeys, hmacTokenKeys, type SigningKey } from '../../src/core/tokens.ts';
 
 const secret = Buffer.from('k'.repeat(32));
 const options = { keys: hmacTokenKeys([secret]), ttlSeconds: 900, issuer: 'https://accounts.example', audience: null };

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import postgres from 'postgres';
-import { busyReason } from '../../src/database-errors.ts';
+import { busyReason } from '../../src/storage/database-errors.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { handleDriverDefects } from '../helpers/driver-defect.ts';
 import { waitUntil } from '../helpers/wait.ts';

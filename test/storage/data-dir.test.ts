@@ -5,7 +5,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { ConfigError } from '../../src/config.ts';
+import { ConfigError } from '../../src/config/config.ts';
 import { lockDataDir, prepareDataDir } from '../../src/storage/data-dir.ts';
 
 let dir: string;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
-import { isDatabaseUnavailable, isUniqueViolation } from '../../src/database-errors.ts';
+import { isDatabaseUnavailable, isUniqueViolation } from '../../src/storage/database-errors.ts';
 import {
   answered, connectDatabase, isDriverWriteDefect, isPoolBroken, isUncaughtDriverDefect, openDatabase, type Database,
   type Sql, type Transaction,

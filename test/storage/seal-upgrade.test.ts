@@ -9,10 +9,10 @@
 import assert from 'node:assert/strict';
 import { createCipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { parseConfig } from '../../src/config.ts';
+import { parseConfig } from '../../src/config/config.ts';
 import { accountActiveMail } from '../../src/mail/messages.ts';
 import { enqueueMail } from '../../src/mail/outbox.ts';
-import { createSealer } from '../../src/sealing.ts';
+import { createSealer } from '../../src/core/sealing.ts';
 import { connectDatabase } from '../../src/storage/db.ts';
 import { enableTotp } from '../helpers/accounts.ts';
 import { createTestDatabase } from '../helpers/database.ts';

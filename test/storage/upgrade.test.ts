@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { createHash, createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { createPasswordHasher } from '../../src/accounts/passwords.ts';
+import { createPasswordHasher } from '../../src/core/passwords.ts';
 import { connectDatabase } from '../../src/storage/db.ts';
 import { loadMigrations, migrate } from '../../src/storage/migrations.ts';
 import { createTestDatabase } from '../helpers/database.ts';

@@ -1,0 +1,28 @@
+import { authenticate } from '../../core/auth.ts';
+import type { Handler } from '../../http/router.ts';
+import { isoUtc } from '../../support/format.ts';
+import { listRecentEvents } from '../../core/reads.ts';
+
+/**
+ * GET /acc/me/events: the account's latest security events, newest first. An operator's action
+ * shows as actor `operator`, with no client address (where the operator worked from is the
+ * operator's business) and without the operator's reason, which is written for the operators'
+ * records and the application's webhook and may name what the owner should not read (a ticket,
+ * a fraud signal, someone's report): the application tells the owner in its own words.
+ */
+export const getEvents: Handler = async (ctx, deps) => {
+  const { account } = await authenticate(ctx, deps);
+  const events = await listRecentEvents(deps, account.id);
+  return {
+    status: 200,
+    body: {
+      events: events.map((event) => ({
+        type: event.type,
+        occurred_at: isoUtc(event.occurredAt),
+        actor: event.actor ?? 'client',
+        client_address: event.actor === null ? event.clientAddress : null,
+        session_id: event.sessionId,
+      })),
+    },
+  };
+};

@@ -1,0 +1,122 @@
+import { accountRateLimited, OAuthError, throttled } from '../../http/errors.ts';
+import { clientOf, sessionAllowance, signInAllowance, takeAccountAllowance } from '../../core/auth.ts';
+import { readOAuthParameters, stringParameter } from '../../http/oauth.ts';
+import type { Deps, Handler, Reply, RequestContext } from '../../http/router.ts';
+import { passkeyGrantType, passkeySettings } from '../passkeys/relying-party.ts';
+import { signInWithPasskey } from '../passkeys/sign-in.ts';
+import { refreshSession } from './refresh.ts';
+import { signIn } from './sign-in.ts';
+import { patterns } from '../../core/fields.ts';
+
+const maxUsernameLength = 254;
+const maxPasswordLength = 256;
+const maxRefreshTokenLength = 256;
+const maxOtpLength = 32;
+/** No space: the account's own throttle identifiers hold one, so no username reaches them (password-check.ts). */
+const printableAscii = /^[\x21-\x7e]+$/;
+
+/**
+ * POST /auth/token (RFC 6749): the resource owner password grant (§4.3) starts a session, and
+ * the refresh token grant (§6) rotates its refresh token. JSON or form encoding. Errors follow
+ * RFC 6749 §5.2, not RFC 9457, as OAuth clients expect.
+ */
+export const issueToken: Handler = async (ctx, deps) => {
+  const params = await readOAuthParameters(ctx.req);
+  // Unknown parameters (scope, client_id …) are ignored, as RFC 6749 §3.2 requires of the server.
+  const grantType = params.grant_type;
+  if (grantType === undefined) throw new OAuthError('invalid_request', 'grant_type is required.');
+  if (grantType === 'password') return passwordGrant(ctx, deps, params);
+  if (grantType === 'refresh_token') return refreshGrant(ctx, deps, params);
+  if (grantType === passkeyGrantType) return passkeyGrant(ctx, deps, params);
+  throw new OAuthError('unsupported_grant_type', `grant_type must be password, refresh_token or ${passkeyGrantType}.`);
+};
+
+async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<string, unknown>): Promise<Reply> {
+  const username = stringParameter(params, 'username', maxUsernameLength);
+  // Every stored name and address is printable ASCII (the spec's patterns). Anything else could
+  // only be folded onto one by the database's case rules ('İ' onto 'i') while the throttle keys
+  // it apart, or carry a NUL that PostgreSQL refuses: it is refused here, the same for everyone.
+  if (!printableAscii.test(username)) {
+    throw new OAuthError('invalid_request', 'username must be printable ASCII without spaces.');
+  }
+  const password = stringParameter(params, 'password', maxPasswordLength);
+  const otp = otpParameter(params);
+  const takeAllowance = (accountId: string) =>
+    takeAccountAllowance(deps, signInAllowance(accountId, ctx.clientAddress));
+  const result = await signIn(deps, username, password, otp, clientOf(ctx), takeAllowance);
+  if (result.outcome === 'throttled') throw throttled(result.retryAfterSeconds);
+  if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
+  if (result.outcome === 'mfa-required') {
+    throw new OAuthError(
+      'mfa_required', 'The account has a second factor: send otp, a code of the authenticator app or a recovery ' +
+        'code.',
+    );
+  }
+  if (result.outcome === 'refused') throw new OAuthError('invalid_grant', 'The username or password is incorrect.');
+  if (result.outcome === 'disabled') throw new OAuthError('account_disabled', 'The account is disabled.');
+  return tokenReply(deps, result.accountPublicId, result.sessionId, result.refreshToken);
+}
+
+async function refreshGrant(ctx: RequestContext, deps: Deps, params: Record<string, unknown>): Promise<Reply> {
+  const presented = stringParameter(params, 'refresh_token', maxRefreshTokenLength);
+  const takeAllowance = deps.accountRateLimiter === null
+    ? null
+    : (sessionId: string) => takeAccountAllowance(deps, sessionAllowance(sessionId));
+  const result = await refreshSession(deps, presented, clientOf(ctx), takeAllowance);
+  if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
+  if (result.outcome === 'refused') {
+    throw new OAuthError('invalid_grant', 'The refresh token is invalid, expired, revoked or already used.');
+  }
+  return tokenReply(deps, result.accountPublicId, result.sessionId, result.refreshToken);
+}
+
+const maxChallengeIdLength = 200;
+const maxCredentialLength = 7000;
+
+/**
+ * The passkey grant: `challenge_id` from POST /auth/passkey/options and `credential`, the
+ * AuthenticationResponseJSON (an object in a JSON body, a JSON string in a form body). Every
+ * refusal is the same invalid_grant.
+ */
+async function passkeyGrant(ctx: RequestContext, deps: Deps, params: Record<string, unknown>): Promise<Reply> {
+  const rp = deps.config.webauthn;
+  if (rp === null) throw new OAuthError('unsupported_grant_type', `Passkeys are off: set ${passkeySettings}.`);
+  const challengeId = stringParameter(params, 'challenge_id', maxChallengeIdLength);
+  let credential = params.credential;
+  if (typeof credential === 'string' && credential.length <= maxCredentialLength) {
+    try {
+      credential = JSON.parse(credential);
+    } catch {
+      throw new OAuthError('invalid_request', 'credential must be an AuthenticationResponseJSON object.');
+    }
+  }
+  if (typeof credential !== 'object' || credential === null) {
+    throw new OAuthError('invalid_request', 'credential must be an AuthenticationResponseJSON object.');
+  }
+  const takeAllowance = (accountId: string) =>
+    takeAccountAllowance(deps, signInAllowance(accountId, ctx.clientAddress));
+  const result = await signInWithPasskey(deps, rp, challengeId, credential, clientOf(ctx), takeAllowance);
+  if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
+  if (result.outcome === 'disabled') throw new OAuthError('account_disabled', 'The account is disabled.');
+  if (result.outcome !== 'signed-in') throw new OAuthError('invalid_grant', 'The passkey was not accepted.');
+  return tokenReply(deps, result.accountPublicId, result.sessionId, result.refreshToken);
+}
+
+function tokenReply(deps: Deps, accountPublicId: string, sessionId: string, refreshToken: string): Reply {
+  const { token, expiresIn } = deps.tokens.issueToken(accountPublicId, sessionId, deps.clock());
+  return {
+    status: 200,
+    body: { access_token: token, token_type: 'Bearer', expires_in: expiresIn, refresh_token: refreshToken },
+    headers: { Pragma: 'no-cache' },
+  };
+}
+
+/** The optional `otp`: a 6-digit TOTP code or a recovery code; malformed is refused before anything is read. */
+function otpParameter(params: Record<string, unknown>): string | undefined {
+  if (params.otp === undefined) return undefined;
+  const otp = stringParameter(params, 'otp', maxOtpLength);
+  if (!patterns.otp.test(otp)) {
+    throw new OAuthError('invalid_request', 'otp must be a 6-digit code or a recovery code.');
+  }
+  return otp;
+}
