@@ -45,16 +45,11 @@ export function roomOf(path: string): string {
  */
 export const knownDebts: Record<string, string> = {
   'features/account/delete.ts imports features/registration/store.ts': 'the name hold moves to the core',
-  'features/account/delete.ts imports features/second-factor/factor.ts': 'the factor check moves to the core',
-  'features/account/read-route.ts imports features/second-factor/factor.ts': 'the factor check moves to the core',
-  'features/email-change/request.ts imports features/second-factor/factor.ts': 'the factor check moves to the core',
   'features/email-change/store.ts imports features/registration/requests.ts': 'to be read',
   'features/operators/actions.ts imports features/account/delete.ts': 'the erasure moves to the core',
   'features/operators/actions.ts imports features/passkeys/store.ts': 'the operator removes passkeys with statements of its own',
   'features/operators/actions.ts imports features/password/reset-store.ts': 'the operator issues the reset code with statements of its own',
-  'features/passkeys/manage.ts imports features/second-factor/factor.ts': 'the factor check moves to the core',
   'features/sessions/metadata-route.ts imports features/passkeys/relying-party.ts': 'grants are handed to the token endpoint at wiring time',
-  'features/sessions/sign-in.ts imports features/second-factor/factor.ts': 'the factor check moves to the core',
   'features/sessions/token-route.ts imports features/passkeys/relying-party.ts': 'grants are handed to the token endpoint at wiring time',
   'features/sessions/token-route.ts imports features/passkeys/sign-in.ts': 'grants are handed to the token endpoint at wiring time',
   'http/body.ts imports core/fields.ts': 'the schema checker moves to http/, the patterns stay',

@@ -7,10 +7,12 @@ import { accountDeletedMail, deletionCodeMail } from '../../mail/messages.ts';
 import { enqueueMail, insertMail, sealMail } from '../../mail/outbox.ts';
 import { endSessions } from '../../core/end-sessions.ts';
 import { throttleKeys, type CallerFactorRefusal } from '../../core/password-check.ts';
-import { checkPasswordAndFactor } from '../second-factor/factor.ts';
+import { checkPasswordAndFactor } from '../../core/factor.ts';
 import type { Transaction } from '../../storage/db.ts';
 import type { WebhookData } from '../../webhooks/events.ts';
-import { inTransaction, lockAccountIfSessionLives, wakeWorkers, type Client, type UseCaseDeps } from '../../core/transaction.ts';
+import {
+  inTransaction, lockAccountIfSessionLives, wakeWorkers, type Client, type UseCaseDeps,
+} from '../../core/transaction.ts';
 
 export type Deletion =
   | { outcome: 'deleted' } | { outcome: 'code-sent' } | { outcome: 'wrong-code' }

@@ -1,7 +1,7 @@
 import { authenticate } from '../../core/auth.ts';
 import type { Handler } from '../../http/router.ts';
 import { isoUtc } from '../../support/format.ts';
-import { hasActiveFactor } from '../second-factor/factor.ts';
+import { hasActiveFactor } from '../../core/factor.ts';
 
 /**
  * GET /acc/me: the signed-in account, without anything secret. `id` is the public id, never the

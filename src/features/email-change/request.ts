@@ -6,7 +6,7 @@ import { recordEvent } from '../../core/security-events.ts';
 import { emailChangeAttemptMail, emailChangeCodeMail, emailChangeRequestedMail } from '../../mail/messages.ts';
 import { enqueueMail } from '../../mail/outbox.ts';
 import type { CallerFactorRefusal } from '../../core/password-check.ts';
-import { checkPasswordAndFactor, useSecondFactor } from '../second-factor/factor.ts';
+import { checkPasswordAndFactor, useSecondFactor } from '../../core/factor.ts';
 import { inTransaction, type Client, type UseCaseDeps } from '../../core/transaction.ts';
 
 export type EmailChangeRequest =

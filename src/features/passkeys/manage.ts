@@ -14,8 +14,10 @@ import {
 } from './webauthn.ts';
 import { endSessions } from '../../core/end-sessions.ts';
 import { checkCallerPassword, type CallerFactorRefusal } from '../../core/password-check.ts';
-import { checkPasswordAndFactor, useSecondFactor } from '../second-factor/factor.ts';
-import { inTransaction, lockAccountIfSessionLives, wakeWorkers, type Client, type UseCaseDeps } from '../../core/transaction.ts';
+import { checkPasswordAndFactor, useSecondFactor } from '../../core/factor.ts';
+import {
+  inTransaction, lockAccountIfSessionLives, wakeWorkers, type Client, type UseCaseDeps,
+} from '../../core/transaction.ts';
 
 /**
  * Adding, listing, renaming and removing passkeys. Lock order (transaction.ts): the address

@@ -1,36 +1,33 @@
 import type { Account } from '../../core/accounts.ts';
 import { accountQuotaKey, reserveAddressRequest, type QuotaRefusal } from '../../core/address-quotas.ts';
-import { forgetKnownClients, refundBudget, reserveFactorGuess } from '../../core/login-throttle.ts';
-import { consumeCodes, generateCode, hashCode, storeCode } from '../../core/one-time-codes.ts';
-import { generateRecoveryCode, hashRecoveryCode, recoveryCodeCount } from '../../core/recovery-codes.ts';
-import {
-  activateFactor, findSecondFactor, hasRecoveryCode, removeFactor, resealFactor, startEnrollment, useRecoveryCode,
-  useTimeStep, type SecondFactor,
-} from '../../core/factor-store.ts';
-import { recordEvent } from '../../core/security-events.ts';
-import { base32Encode, generateSecret, matchingStep, otpauthUri, totpCodePattern } from '../../core/totp.ts';
-import { noticeMail, recoveryCodeUsedMail, totpCodeMail } from '../../mail/messages.ts';
-import { enqueueMail } from '../../mail/outbox.ts';
-import type { Sql, Transaction } from '../../storage/db.ts';
 import { endSessions } from '../../core/end-sessions.ts';
+import { checkPasswordAndFactor } from '../../core/factor.ts';
+import { activateFactor, findSecondFactor, removeFactor, startEnrollment } from '../../core/factor-store.ts';
+import { forgetKnownClients } from '../../core/login-throttle.ts';
+import { consumeCodes, generateCode, hashCode, storeCode } from '../../core/one-time-codes.ts';
 import {
-  checkCallerPassword, factorIdentifier, signedInIdentifier, throttledAttempt, throttleKeys,
-  type CallerCheck, type CallerFactorRefusal, type CallerRefusal, type FactorProof, type SecondFactorOutcome,
+  checkCallerPassword, signedInIdentifier, throttledAttempt, throttleKeys, type CallerFactorRefusal, type CallerRefusal,
 } from '../../core/password-check.ts';
-import { inTransaction, lockAccountIfSessionLives, wakeWorkers, type Client, type UseCaseDeps } from '../../core/transaction.ts';
+import { generateRecoveryCode, hashRecoveryCode, recoveryCodeCount } from '../../core/recovery-codes.ts';
+import { recordEvent } from '../../core/security-events.ts';
+import { base32Encode, generateSecret, matchingStep, otpauthUri } from '../../core/totp.ts';
+import {
+  inTransaction, lockAccountIfSessionLives, wakeWorkers, type Client, type UseCaseDeps,
+} from '../../core/transaction.ts';
+import { noticeMail, totpCodeMail } from '../../mail/messages.ts';
+import { enqueueMail } from '../../mail/outbox.ts';
 
 /**
- * The second factor (TOTP, RFC 6238): enroll, confirm, disable, and the check that sign-in and
- * deletion make once the password is proven. Each owns its transaction and follows the lock
- * order of transaction.ts: the request quota, the account row, sessions, then codes (the factor,
- * its recovery codes, the e-mailed code), events, outbox.
+ * The second factor (TOTP, RFC 6238): enroll, confirm, disable; the check that every use case
+ * makes once the password is proven is the core's (core/factor.ts). Each owns its transaction
+ * and follows the lock order of core/transaction.ts: the request quota, the account row,
+ * sessions, then codes (the factor, its recovery codes, the e-mailed code), events, outbox.
  *
  * The mailbox is the root of recovery: a factor survives a password reset, so enrolling one
  * needs the password and a code mailed to the account's address, as adding a passkey does. A
  * password thief can no longer tie the account to an app of their own and keep it past a reset.
  */
 type Caller = { account: Account; sessionId: string };
-type FactorAccount = Pick<Account, 'id' | 'publicId' | 'name' | 'email' | 'locale' | 'factorActive'>;
 
 /** How long the code mailed by an enrollment works: time to set up the app and read the mail. */
 export const enrollmentCodeTtlSeconds = 15 * 60;
@@ -154,92 +151,3 @@ export async function disableTotp(
   return { outcome: 'disabled' };
 }
 
-/**
- * Checks the second factor of an account whose password was just proven; never call it before,
- * as its answer tells whether the account has a factor (what sign-in reads with the account is
- * not looked at before either). `otp` must match `patterns.otp` (validation.ts). Each guess
- * takes a token of the account's own budget first (factorIdentifier), which no known network
- * passes: at most LOGIN_FAILURES_PER_HOUR guesses an hour, wherever they are made. A right code
- * gives it back and is answered as a proof, not used: the caller uses it (useSecondFactor) in
- * the transaction that acts on it.
- */
-export async function checkSecondFactor(
-  deps: UseCaseDeps, account: FactorAccount, otp: string | undefined,
-): Promise<SecondFactorOutcome> {
-  // Sign-in read whether a factor is active with the account; the factor row is read only for one.
-  const factor = account.factorActive === false ? null : await findSecondFactor(deps.sql, account.id);
-  if (factor === null || !factor.active) return { outcome: 'none' };
-  if (otp === undefined) return { outcome: 'missing' };
-  const budget = deps.keys.loginIdentifier(factorIdentifier(account));
-  const perHour = deps.config.loginFailuresPerHour;
-  const wait = await reserveFactorGuess(deps.sql, budget, perHour, deps.clock());
-  if (wait > 0) return { outcome: 'throttled', retryAfterSeconds: wait };
-  const proof = await matchFactor(deps, account.id, factor, otp);
-  if (proof === null) return { outcome: 'wrong' };
-  await refundBudget(deps.sql, budget, perHour);
-  return { outcome: 'passed', proof };
-}
-
-/** The proof of a right code: a TOTP step later than the last used, or an unused recovery code; null otherwise. */
-async function matchFactor(
-  deps: UseCaseDeps, accountId: string, factor: SecondFactor, otp: string,
-): Promise<FactorProof | null> {
-  if (totpCodePattern.test(otp)) {
-    const secret = await openActiveSecret(deps, accountId, factor.sealedSecret);
-    const step = secret === null ? null : matchingStep(secret, otp, deps.clock());
-    if (step === null || (factor.lastUsedStep !== null && step <= factor.lastUsedStep)) return null;
-    return { kind: 'step', step };
-  }
-  const codeHash = hashRecoveryCode(otp);
-  return (await hasRecoveryCode(deps.sql, accountId, codeHash)) ? { kind: 'recovery', codeHash } : null;
-}
-
-/**
- * Uses up a checked code (checkSecondFactor's proof) in the caller's transaction, after the
- * account row: a TOTP step in one conditional statement, a recovery code by its delete, with its
- * event and the owner's notice (the caller wakes the outbox once it commits). False when a
- * concurrent request used it first: the caller rolls back. A null proof (no factor) passes.
- */
-export async function useSecondFactor(
-  tx: Transaction, deps: UseCaseDeps, account: FactorAccount, proof: FactorProof | null,
-  clientAddress: string, sessionId: string | null, now: Date,
-): Promise<boolean> {
-  if (proof === null) return true;
-  if (proof.kind === 'step') return useTimeStep(tx, account.id, proof.step);
-  const left = await useRecoveryCode(tx, account.id, proof.codeHash);
-  if (left === null) return false;
-  await recordEvent(tx, account.id, 'recovery-code-used', clientAddress, sessionId, now);
-  await enqueueMail(tx, recoveryCodeUsedMail(account, now, clientAddress, left), deps.mailer, now);
-  return true;
-}
-
-/**
- * The password check of a signed-in caller (checkCallerPassword), then, once the password is
- * proven and under the same throttle, the second factor: an active factor needs a right `otp`.
- * A valid check's `factor` tells what the second factor found ('none': the account has none).
- */
-export function checkPasswordAndFactor(
-  deps: UseCaseDeps, caller: Caller, password: string, otp: string | undefined, client: Client,
-): Promise<CallerCheck> {
-  const checkFactor = () => checkSecondFactor(deps, caller.account, otp);
-  return checkCallerPassword(deps, caller, password, client, checkFactor);
-}
-
-/** Whether the account has an active factor (GET /acc/me). */
-export async function hasActiveFactor(sql: Sql, account: FactorAccount): Promise<boolean> {
-  if (account.factorActive !== undefined) return account.factorActive;
-  return (await findSecondFactor(sql, account.id))?.active ?? false;
-}
-
-/**
- * The secret of an active factor; null if no configured key opens it (its encryption key was
- * removed before the re-seal). One sealed under an old key is sealed again under the current one.
- */
-async function openActiveSecret(deps: UseCaseDeps, accountId: string, sealed: Buffer): Promise<Buffer | null> {
-  const opened = deps.sealer.open(sealed, 'totp-secret', accountId);
-  if (opened === null) return null;
-  if (!opened.current) {
-    await resealFactor(deps.sql, accountId, sealed, deps.sealer.seal(opened.plaintext, 'totp-secret', accountId));
-  }
-  return opened.plaintext;
-}

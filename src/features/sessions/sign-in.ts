@@ -4,7 +4,7 @@ import { clientNetwork } from '../../http/rate-limit.ts';
 import { startSession, type SessionTokens } from '../../core/sessions.ts';
 import type { Sql, Transaction } from '../../storage/db.ts';
 import { checkPassword, recordWrongPassword } from '../../core/password-check.ts';
-import { checkSecondFactor, useSecondFactor } from '../second-factor/factor.ts';
+import { checkSecondFactor, useSecondFactor } from '../../core/factor.ts';
 import { inTransaction, retryOnce, type Client, type UseCaseDeps } from '../../core/transaction.ts';
 
 export type SignIn =
