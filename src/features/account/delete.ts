@@ -1,17 +1,13 @@
 import type { Account } from '../../core/accounts.ts';
 import { accountQuotaKey, reserveAddressRequest, type QuotaRefusal } from '../../core/address-quotas.ts';
-import { throttleDeletionStatements } from '../../core/login-throttle.ts';
 import { consumeCodes, generateCode, hashCode, storeCode } from '../../core/one-time-codes.ts';
-import { holdName } from '../registration/store.ts';
-import { accountDeletedMail, deletionCodeMail } from '../../mail/messages.ts';
-import { enqueueMail, insertMail, sealMail } from '../../mail/outbox.ts';
-import { endSessions } from '../../core/end-sessions.ts';
-import { throttleKeys, type CallerFactorRefusal } from '../../core/password-check.ts';
+import { eraseAccount } from '../../core/erasure.ts';
+import { deletionCodeMail } from '../../mail/messages.ts';
+import { enqueueMail } from '../../mail/outbox.ts';
+import type { CallerFactorRefusal } from '../../core/password-check.ts';
 import { checkPasswordAndFactor } from '../../core/factor.ts';
-import type { Transaction } from '../../storage/db.ts';
-import type { WebhookData } from '../../webhooks/events.ts';
 import {
-  inTransaction, lockAccountIfSessionLives, wakeWorkers, type Client, type UseCaseDeps,
+  inTransaction, lockAccountIfSessionLives, type Client, type UseCaseDeps,
 } from '../../core/transaction.ts';
 
 export type Deletion =
@@ -61,46 +57,4 @@ async function mailDeletionCode(
   });
   if (result.outcome === 'code-sent') deps.outbox.wake();
   return result;
-}
-
-/**
- * THE erasure, for the owner (above) and the operator (operator-actions.ts): `lock` takes step 2
- * of the lock order, and says whether to go on ('go-on') or why not, which is returned and
- * rolls everything back. The webhook's `data` tells the application who acted, and
- * `clientAddress` null tells the owner's notice that an operator did. The account's name stays
- * held for its address for NAME_HOLD_DAYS (a keyed hash of the address, nothing else), so that
- * whoever deleted it cannot hand the name to another address.
- */
-export async function eraseAccount<Refusal extends string>(
-  deps: UseCaseDeps,
-  account: Pick<Account, 'id' | 'publicId' | 'name' | 'email' | 'locale'>,
-  clientAddress: string | null,
-  lock: (tx: Transaction) => Promise<'go-on' | Refusal>,
-  data: WebhookData = {},
-): Promise<'go-on' | Refusal> {
-  const now = deps.clock();
-  const identifiers = throttleKeys(deps, account);
-  const holdDays = deps.config.nameHoldDays;
-  const notice = sealMail(accountDeletedMail(account, now, clientAddress, holdDays), deps.mailer);
-  const outcome = await inTransaction(deps.sql, async (tx, rollBack): Promise<'go-on' | Refusal> => {
-    // Step 1 of the lock order: the address's name holds, before the account row, as a code request takes them.
-    await tx`SELECT 1 FROM name_holds WHERE address = lower(${account.email}) FOR UPDATE`;
-    const locked = await lock(tx);
-    if (locked !== 'go-on') return rollBack(locked);
-    // No event: the account's events go with it. The application is told all the same.
-    const webhook = deps.webhooks.event('account.deleted', account.publicId, now, data);
-    await endSessions(tx, { accountId: account.id, sessionId: null, event: null, webhook, record: 'always', now });
-    await tx`
-      WITH account AS (DELETE FROM accounts WHERE id = ${account.id}),
-        holds AS (DELETE FROM name_holds WHERE address = lower(${account.email})),
-        ${throttleDeletionStatements(tx, identifiers)},
-        mail AS (DELETE FROM outbox WHERE lower(recipient) = lower(${account.email}))
-      ${insertMail(tx, notice, tx`${account.email}::text`, now)}`;
-    if (holdDays > 0) await holdName(tx, account.name, deps.keys.address(account.email), now, holdDays);
-    return 'go-on';
-  });
-  if (outcome !== 'go-on') return outcome;
-  deps.metrics.increment('accounts_deleted_total');
-  wakeWorkers(deps);
-  return outcome;
 }

@@ -10,7 +10,7 @@ import { resetForcedMail } from '../../mail/messages.ts';
 import { sealMail } from '../../mail/outbox.ts';
 import type { Transaction } from '../../storage/db.ts';
 import type { WebhookData } from '../../webhooks/events.ts';
-import { eraseAccount } from '../account/delete.ts';
+import { eraseAccount } from '../../core/erasure.ts';
 import { endSessions } from '../../core/end-sessions.ts';
 import { throttleKeys } from '../../core/password-check.ts';
 import { inTransaction, lockAccount, wakeWorkers, type UseCaseDeps } from '../../core/transaction.ts';

@@ -49,20 +49,6 @@ export async function claimName(
   return hold?.own === true;
 }
 
-/**
- * Holds a deleted account's name for `days`, for the address it had, kept as its keyed hash
- * (`addressKey`): only that address may register the name meanwhile (claimName).
- */
-export async function holdName(
-  tx: Transaction, name: string, addressKey: Buffer, now: Date, days: number,
-): Promise<void> {
-  const expiresAt = new Date(now.getTime() + days * 24 * 3600 * 1000);
-  await tx`
-    INSERT INTO name_holds (name, address_key, expires_at) VALUES (${name}, ${addressKey}, ${expiresAt})
-    ON CONFLICT (name) DO UPDATE
-    SET address = NULL, address_key = excluded.address_key, expires_at = excluded.expires_at`;
-}
-
 /** Deletes holds that have expired; returns how many. */
 export async function deleteExpiredNameHolds(sql: Sql, now: Date): Promise<number> {
   const rows = await sql`DELETE FROM name_holds WHERE expires_at <= ${now}`;
