@@ -81,3 +81,10 @@ export async function setLocale(sql: Sql, id: string, locale: string | null): Pr
   const rows = await sql`UPDATE accounts SET locale = ${locale} WHERE id = ${id} AND activated_at IS NOT NULL`;
   return rows.count === 1;
 }
+
+/**
+ * At most one "someone tried to register" or "someone tried to use your address" notice per
+ * account in this time (registration attempts and e-mail changes alike), so
+ * nobody can flood its mailbox.
+ */
+export const attemptNoticeIntervalMs = 60 * 60 * 1000;

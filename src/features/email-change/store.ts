@@ -1,6 +1,6 @@
 import { isSessionLive } from '../../core/sessions.ts';
 import type { Transaction } from '../../storage/db.ts';
-import { attemptNoticeIntervalMs } from '../registration/requests.ts';
+import { attemptNoticeIntervalMs } from '../../core/accounts.ts';
 
 /** The caller's account as its e-mail change request reads it, locked. */
 export type LockedAccount = { id: string; name: string; email: string; locale: string | null };

@@ -3,16 +3,10 @@ import { registrationAttemptMail, registrationCodeMail } from '../../mail/messag
 import { enqueueMail } from '../../mail/outbox.ts';
 import type { Mailer } from '../../mail/templates.ts';
 import { generateCode, hashCode, storeCode } from '../../core/one-time-codes.ts';
+import { attemptNoticeIntervalMs } from '../../core/accounts.ts';
 import {
   insertRegistration, lockAddressHolder, recordAttemptNotice, releaseExpiredHolders, type NewRegistration,
 } from './store.ts';
-
-/**
- * At most one "someone tried to register" or "someone tried to use your address" notice per
- * account in this time (registration attempts and e-mail changes alike, email-changes.ts), so
- * nobody can flood its mailbox.
- */
-export const attemptNoticeIntervalMs = 60 * 60 * 1000;
 
 /**
  * A registration request, once its name is held and its quota counted, is only recorded: the
