@@ -37,6 +37,7 @@ import { createLiveSessionCount, deleteExpiredSessions } from './core/sessions.t
 import { deleteOldEvents, strangerEventRetentionDays } from './core/security-events.ts';
 import { createWebhookWorker, deleteDeliveredWebhooks, type WebhookDeliveryOptions } from './webhooks/delivery.ts';
 import { disabledWebhooks, enabledWebhooks } from './webhooks/events.ts';
+import { clientAddress } from './core/client-address.ts';
 
 /** Configuration once main.ts has settled the database and the token secrets. */
 export type ServiceConfig = Config & { databaseUrl: string; tokenSecrets: Buffer[]; encryptionKeys: EncryptionKey[] };
@@ -150,6 +151,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       webhookCounts: () => webhookWorker?.counts() ?? null,
       liveSessions,
       schemaCurrent: () => isSchemaCurrent(sql, migrations),
+      clientAddressOf: (req) => clientAddress(req, config.trustProxy),
       rateLimiter: config.rateLimit === 0 ? null : createRateLimiter(config.rateLimit),
       accountRateLimiter: config.accountRateLimit === 0 ? null : createRateLimiter(config.accountRateLimit),
       noteDatabaseFailure: database.noteFailure,

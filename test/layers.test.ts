@@ -49,11 +49,7 @@ export const knownDebts: Record<string, string> = {
   'features/sessions/metadata-route.ts imports features/passkeys/relying-party.ts': 'grants are handed to the token endpoint at wiring time',
   'features/sessions/token-route.ts imports features/passkeys/relying-party.ts': 'grants are handed to the token endpoint at wiring time',
   'features/sessions/token-route.ts imports features/passkeys/sign-in.ts': 'grants are handed to the token endpoint at wiring time',
-  'http/body.ts imports core/fields.ts': 'the schema checker moves to http/, the patterns stay',
-  'http/oauth.ts imports core/fields.ts': 'the schema checker moves to http/, the patterns stay',
   'http/openapi.ts imports core/fields.ts': 'the API document becomes a data file',
-  'http/server.ts imports core/client-address.ts': 'the server is handed the client address at wiring time',
-  'mail/messages.ts imports core/recovery-codes.ts': 'the mail takes the count, not the rule',
 };
 
 /** Each import that breaks a rule of the house, said in a line. */

@@ -6,7 +6,8 @@ import { buildOpenApiDocument, unicodeSafePattern } from '../src/http/openapi.ts
 import type { Route } from '../src/http/router.ts';
 import { routes } from '../src/routes.ts';
 import { lintApiDocument } from './tools/lint-openapi.ts';
-import { activationSchema, passwordChangeSchema, patterns, registrationSchema, type Schema } from '../src/core/fields.ts';
+import { activationSchema, passwordChangeSchema, patterns, registrationSchema } from '../src/core/fields.ts';
+import type { Schema } from '../src/http/validate.ts';
 import { createDocumentChecker, type Document } from './helpers/api-document.ts';
 import type { CallOptions, HttpResult } from './helpers/http.ts';
 import { codeIn } from './helpers/smtp.ts';

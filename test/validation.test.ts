@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { isPlainObject, isWellFormed, passwordChangeSchema, patterns, registrationSchema, resetCodeRequestSchema, validateFields } from '../src/core/fields.ts';
+import { passwordChangeSchema, patterns, registrationSchema, resetCodeRequestSchema } from '../src/core/fields.ts';
+import { isPlainObject, isWellFormed, validateFields } from '../src/http/validate.ts';
 
 describe('patterns', () => {
   it('are the spec regexes as written', () => {

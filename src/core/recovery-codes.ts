@@ -3,8 +3,6 @@ import { drawGroupedCode } from './one-time-codes.ts';
 
 /** How many recovery codes an owner gets when a factor is activated. */
 export const recoveryCodeCount = 10;
-/** At or below this many unused codes, the notice of a used code says to make new ones. */
-export const fewRecoveryCodesLeft = 3;
 
 const alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
 

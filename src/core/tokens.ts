@@ -1,6 +1,6 @@
 import { createHmac, createSecretKey, randomUUID, sign, verify, type KeyObject } from 'node:crypto';
 import { equalSecrets } from './constant-time.ts';
-import { isUuid } from './fields.ts';
+import { isUuid } from '../http/validate.ts';
 
 /** Claims of an access token. `sub` is the account's public id, `sid` its session. */
 export type TokenClaims = {

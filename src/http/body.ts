@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { HttpError, invalidFields, problems } from './errors.ts';
-import { isPlainObject, validateFields, type Schema, type Valid } from '../core/fields.ts';
+import { isPlainObject, validateFields, type Schema, type Valid } from './validate.ts';
 
 export const maxBodyBytes = 8 * 1024;
 

@@ -1,6 +1,6 @@
 import type { QuotaRefusal } from '../core/address-quotas.ts';
 import { formatCount } from '../support/format.ts';
-import type { InvalidParam } from '../core/fields.ts';
+import type { InvalidParam } from './validate.ts';
 
 /**
  * Every problem type the service answers with. The URIs are stable identifiers that

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { parseJsonObject, readBody } from './body.ts';
 import { OAuthError } from './errors.ts';
-import { isWellFormed, malformedReason } from '../core/fields.ts';
+import { isWellFormed, malformedReason } from './validate.ts';
 
 /**
  * The parameters of an OAuth request (token, revocation): form-encoded as RFC 6749 and

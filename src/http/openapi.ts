@@ -4,8 +4,9 @@ import {
   accountDeletionSchema, activationSchema, emailChangeRequestSchema, emailChangeSchema, localeSchema,
   passkeyAdditionSchema, passkeyOptionsSchema, passkeyRemovalSchema, passkeyRenameSchema, passwordChangeSchema,
   passwordResetSchema, registrationSchema, resetCodeRequestSchema, totpConfirmationSchema, totpEnrollmentSchema,
-  totpRemovalSchema, patterns, type Schema,
+  totpRemovalSchema, patterns,
 } from '../core/fields.ts';
+import type { Schema } from './validate.ts';
 import { license } from '../support/version.ts';
 
 type JsonObject = Record<string, unknown>;

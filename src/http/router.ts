@@ -17,9 +17,11 @@ export type Deps = UseCaseDeps & {
   liveSessions: { current(): Promise<number> };
   /** Whether the database holds every migration of this build (storage/migrations.ts isSchemaCurrent). */
   schemaCurrent(): Promise<boolean>;
+  /** The client's address as the core decides it (core/client-address.ts, TRUST_PROXY). */
+  clientAddressOf(req: IncomingMessage): string;
   /** Null when RATE_LIMIT is 0. */
   rateLimiter: RateLimiter | null;
-  /** Per account (its row id): sign-ins, refreshes and session listings. Null when ACCOUNT_RATE_LIMIT is 0. */
+  /** Sign-ins per account and network, a session's own requests per session. Null when ACCOUNT_RATE_LIMIT is 0. */
   accountRateLimiter: RateLimiter | null;
   /** False while the pool knows the database is away (db.ts); asks nothing of the database. */
   databaseUp(): boolean;

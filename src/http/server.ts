@@ -7,7 +7,6 @@ import type { Duplex } from 'node:stream';
 import { OverloadedError } from '../support/concurrency.ts';
 import { busyReason, isDatabaseUnavailable, poolerHint } from '../storage/database-errors.ts';
 import { describeError } from '../telemetry/log.ts';
-import { clientAddress } from '../core/client-address.ts';
 import { clientNetwork } from './rate-limit.ts';
 import { corsHeaders, preflightReply } from './cors.ts';
 import { HttpError, OAuthError, problemType, problems, type Problem } from './errors.ts';
@@ -63,7 +62,7 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, deps: De
   const header = req.headers['x-request-id'];
   const requestId = typeof header === 'string' && requestIdPattern.test(header) ? header : randomUUID();
   let path = loggedPath(req.url ?? '/');
-  const address = clientAddress(req, deps.config.trustProxy);
+  const address = deps.clientAddressOf(req);
   let route: Route | null = null;
   let reply: Reply;
   try {

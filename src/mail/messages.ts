@@ -1,5 +1,7 @@
-import { fewRecoveryCodesLeft } from '../core/recovery-codes.ts';
 import { isoUtc } from '../support/format.ts';
+
+/** At or below this many unused codes, the notice of a used code says to make new ones. */
+export const fewRecoveryCodesLeft = 3;
 
 /** What the outbox stores and the transport sends; never logged, as it may hold a code. */
 export type MailContent = { subject: string; text: string; html: string };

@@ -9,9 +9,9 @@ import {
   addPasskey, listAccountPasskeys, removePasskey, renameAccountPasskey, startPasskeyRegistration, type Passkey,
 } from './manage.ts';
 import {
-  isPlainObject, isUuid, passkeyAdditionSchema, passkeyOptionsSchema, passkeyRemovalSchema, passkeyRenameSchema,
-  validateFields,
+  passkeyAdditionSchema, passkeyOptionsSchema, passkeyRemovalSchema, passkeyRenameSchema,
 } from '../../core/fields.ts';
+import { isPlainObject, isUuid, validateFields } from '../../http/validate.ts';
 
 /**
  * The passkey routes. Each answers 404 naming the settings while no relying party is

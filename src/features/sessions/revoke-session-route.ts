@@ -1,7 +1,7 @@
 import { authenticate, clientOf } from '../../core/auth.ts';
 import { HttpError, problems } from '../../http/errors.ts';
 import type { Handler } from '../../http/router.ts';
-import { isUuid } from '../../core/fields.ts';
+import { isUuid } from '../../http/validate.ts';
 import { endSession } from './end-session.ts';
 
 /**
