@@ -44,8 +44,6 @@ export function roomOf(path: string): string {
  * The list only shrinks: a new violation fails the test, and so does an entry that no longer holds.
  */
 export const knownDebts: Record<string, string> = {
-  'features/operators/actions.ts imports features/passkeys/store.ts': 'the operator removes passkeys with statements of its own',
-  'features/operators/actions.ts imports features/password/reset-store.ts': 'the operator issues the reset code with statements of its own',
   'features/sessions/metadata-route.ts imports features/passkeys/relying-party.ts': 'grants are handed to the token endpoint at wiring time',
   'features/sessions/token-route.ts imports features/passkeys/relying-party.ts': 'grants are handed to the token endpoint at wiring time',
   'features/sessions/token-route.ts imports features/passkeys/sign-in.ts': 'grants are handed to the token endpoint at wiring time',

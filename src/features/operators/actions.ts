@@ -2,9 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { findAccountRef, type AccountRef } from './views.ts';
 import { clearFailures } from '../../core/login-throttle.ts';
 import { generateCode, hashCode } from '../../core/one-time-codes.ts';
-import { issueResetCode, resetPasswordHash } from '../password/reset-store.ts';
+import { issueResetCode, resetPasswordHash } from '../../core/reset-codes.ts';
 import { removeFactor } from '../../core/factor-store.ts';
-import { deletePasskeysOf } from '../passkeys/store.ts';
 import { recordOperatorEvent } from '../../core/security-events.ts';
 import { resetForcedMail } from '../../mail/messages.ts';
 import { sealMail } from '../../mail/outbox.ts';
@@ -74,7 +73,9 @@ export async function forceReset(
     const webhook = deps.webhooks.event('password.reset_forced', account.publicId, now, operatorData(operator));
     const event = { type: 'reset-forced' as const, clientAddress: operator.address, sessionId: null, operator };
     await endSessions(tx, { accountId: account.id, sessionId: null, event, webhook, record: 'always', now });
-    const passkeys = await deletePasskeysOf(tx, account.id);
+    // Every passkey of the account, by a statement of the operator's own (the passkeys feature may be off).
+    const removed = await tx<{ id: string }[]>`DELETE FROM passkeys WHERE account_id = ${account.id} RETURNING id`;
+    const passkeys = removed.map((row) => row.id);
     for (const id of passkeys) {
       await recordOperatorEvent(tx, account.id, 'passkey-removed', operator, now);
       const data = { passkey_id: id, ...operatorData(operator) };

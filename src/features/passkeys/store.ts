@@ -64,12 +64,6 @@ export async function deletePasskey(tx: Transaction, accountId: string, id: stri
   return (row?.name as string | undefined) ?? null;
 }
 
-/** Deletes every passkey of the account; their ids. */
-export async function deletePasskeysOf(tx: Transaction, accountId: string): Promise<string[]> {
-  const rows = await tx<{ id: string }[]>`DELETE FROM passkeys WHERE account_id = ${accountId} RETURNING id`;
-  return rows.map((row) => row.id);
-}
-
 /** The passkey with this credential id and its active owner, or null. */
 export async function findPasskeyOwner(sql: Sql, credentialId: Buffer): Promise<PasskeyOwner | null> {
   const [row] = await sql<PasskeyOwner[]>`

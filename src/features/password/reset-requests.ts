@@ -3,7 +3,7 @@ import { resetCodeMail } from '../../mail/messages.ts';
 import { sealMail } from '../../mail/outbox.ts';
 import type { Mailer } from '../../mail/templates.ts';
 import { generateCode, hashCode } from '../../core/one-time-codes.ts';
-import { issueResetCode } from './reset-store.ts';
+import { issueResetCode } from '../../core/reset-codes.ts';
 
 /**
  * A password reset request is answered after it is only recorded: the same one row for every

@@ -1,7 +1,7 @@
 import { clearAccountQuotas } from '../../core/address-quotas.ts';
 import { clearThrottle, rememberClient } from '../../core/login-throttle.ts';
 import { consumeCodes } from '../../core/one-time-codes.ts';
-import { resetPasswordHash } from './reset-store.ts';
+import { resetPasswordHash } from '../../core/reset-codes.ts';
 import { noticeMail } from '../../mail/messages.ts';
 import { enqueueMail } from '../../mail/outbox.ts';
 import { clientNetwork } from '../../http/rate-limit.ts';

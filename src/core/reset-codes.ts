@@ -1,6 +1,6 @@
-import type { Transaction } from '../../storage/db.ts';
-import { insertMail, type SealedMail } from '../../mail/outbox.ts';
-import { insertEvents } from '../../core/security-events.ts';
+import type { Transaction } from '../storage/db.ts';
+import { insertMail, type SealedMail } from '../mail/outbox.ts';
+import { insertEvents } from './security-events.ts';
 
 export type ResetAccount = { id: string; publicId: string; name: string; email: string; locale: string | null };
 
