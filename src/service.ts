@@ -38,6 +38,7 @@ import { deleteOldEvents, strangerEventRetentionDays } from './core/security-eve
 import { createWebhookWorker, deleteDeliveredWebhooks, type WebhookDeliveryOptions } from './webhooks/delivery.ts';
 import { disabledWebhooks, enabledWebhooks } from './webhooks/events.ts';
 import { clientAddress } from './core/client-address.ts';
+import { passkeyGrant } from './features/passkeys/grant.ts';
 
 /** Configuration once main.ts has settled the database and the token secrets. */
 export type ServiceConfig = Config & { databaseUrl: string; tokenSecrets: Buffer[]; encryptionKeys: EncryptionKey[] };
@@ -152,6 +153,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       liveSessions,
       schemaCurrent: () => isSchemaCurrent(sql, migrations),
       clientAddressOf: (req) => clientAddress(req, config.trustProxy),
+      grants: config.webauthn === null ? [] : [passkeyGrant],
       rateLimiter: config.rateLimit === 0 ? null : createRateLimiter(config.rateLimit),
       accountRateLimiter: config.accountRateLimit === 0 ? null : createRateLimiter(config.accountRateLimit),
       noteDatabaseFailure: database.noteFailure,

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { parseJsonObject, readBody } from './body.ts';
 import { OAuthError } from './errors.ts';
+import type { Deps, Reply, RequestContext } from './router.ts';
 import { isWellFormed, malformedReason } from './validate.ts';
 
 /**
@@ -30,4 +31,20 @@ export function stringParameter(params: Record<string, unknown>, name: string, m
   // A lone surrogate or a NUL would hash the same as other passwords (validation.ts).
   if (!isWellFormed(value)) throw new OAuthError('invalid_request', `${name} ${malformedReason}.`);
   return value;
+}
+
+/** A grant of the token endpoint that a feature adds (its `grant_type`, and what answers it). */
+export type TokenGrant = {
+  type: string;
+  handle(ctx: RequestContext, deps: Deps, params: Record<string, unknown>): Promise<Reply>;
+};
+
+/** The token endpoint's answer (RFC 6749 §5.1): a new access token beside the session's refresh token. */
+export function tokenReply(deps: Deps, accountPublicId: string, sessionId: string, refreshToken: string): Reply {
+  const { token, expiresIn } = deps.tokens.issueToken(accountPublicId, sessionId, deps.clock());
+  return {
+    status: 200,
+    body: { access_token: token, token_type: 'Bearer', expires_in: expiresIn, refresh_token: refreshToken },
+    headers: { Pragma: 'no-cache' },
+  };
 }

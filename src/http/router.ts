@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Limiter } from '../support/concurrency.ts';
+import type { TokenGrant } from './oauth.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { TokenService } from '../core/tokens.ts';
 import type { SigningKeyRing } from '../core/signing-keys.ts';
@@ -29,6 +30,8 @@ export type Deps = UseCaseDeps & {
   databaseConnections: number;
   /** Told of every database error, so that a broken pool can replace itself. */
   noteDatabaseFailure(error: unknown): void;
+  /** The token endpoint's grants beyond password and refresh_token, of the features that are on. */
+  grants: TokenGrant[];
   /** The OpenAPI document, made once at start-up. */
   apiDocument: unknown;
   passwordLimiter: Limiter;

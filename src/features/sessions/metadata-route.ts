@@ -1,5 +1,4 @@
 import { HttpError, problems } from '../../http/errors.ts';
-import { passkeyGrantType } from '../passkeys/relying-party.ts';
 import type { Handler } from '../../http/router.ts';
 
 /**
@@ -25,7 +24,7 @@ export const getAuthorizationServerMetadata: Handler = async (_ctx, deps) => {
       issuer,
       token_endpoint: new URL('/auth/token', base).href,
       revocation_endpoint: new URL('/auth/revoke', base).href,
-      grant_types_supported: ['password', 'refresh_token', ...(deps.config.webauthn ? [passkeyGrantType] : [])],
+      grant_types_supported: ['password', 'refresh_token', ...deps.grants.map((grant) => grant.type)],
       // Public clients only: the endpoints take no client credentials (RFC 6749 §2.1).
       token_endpoint_auth_methods_supported: ['none'],
       revocation_endpoint_auth_methods_supported: ['none'],

@@ -1,9 +1,7 @@
 import { accountRateLimited, OAuthError, throttled } from '../../http/errors.ts';
 import { clientOf, sessionAllowance, signInAllowance, takeAccountAllowance } from '../../core/auth.ts';
-import { readOAuthParameters, stringParameter } from '../../http/oauth.ts';
+import { readOAuthParameters, stringParameter, tokenReply } from '../../http/oauth.ts';
 import type { Deps, Handler, Reply, RequestContext } from '../../http/router.ts';
-import { passkeyGrantType, passkeySettings } from '../passkeys/relying-party.ts';
-import { signInWithPasskey } from '../passkeys/sign-in.ts';
 import { refreshSession } from './refresh.ts';
 import { signIn } from './sign-in.ts';
 import { patterns } from '../../core/fields.ts';
@@ -17,7 +15,8 @@ const printableAscii = /^[\x21-\x7e]+$/;
 
 /**
  * POST /auth/token (RFC 6749): the resource owner password grant (§4.3) starts a session, and
- * the refresh token grant (§6) rotates its refresh token. JSON or form encoding. Errors follow
+ * the refresh token grant (§6) rotates its refresh token; the grants of features that are on
+ * (Deps.grants: a passkey's) are handed in at wiring time. JSON or form encoding. Errors follow
  * RFC 6749 §5.2, not RFC 9457, as OAuth clients expect.
  */
 export const issueToken: Handler = async (ctx, deps) => {
@@ -27,8 +26,10 @@ export const issueToken: Handler = async (ctx, deps) => {
   if (grantType === undefined) throw new OAuthError('invalid_request', 'grant_type is required.');
   if (grantType === 'password') return passwordGrant(ctx, deps, params);
   if (grantType === 'refresh_token') return refreshGrant(ctx, deps, params);
-  if (grantType === passkeyGrantType) return passkeyGrant(ctx, deps, params);
-  throw new OAuthError('unsupported_grant_type', `grant_type must be password, refresh_token or ${passkeyGrantType}.`);
+  const grant = deps.grants.find((candidate) => candidate.type === grantType);
+  if (grant !== undefined) return grant.handle(ctx, deps, params);
+  const known = ['password', 'refresh_token', ...deps.grants.map((candidate) => candidate.type)];
+  throw new OAuthError('unsupported_grant_type', `grant_type must be ${known.join(', ')}.`);
 };
 
 async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<string, unknown>): Promise<Reply> {
@@ -68,47 +69,6 @@ async function refreshGrant(ctx: RequestContext, deps: Deps, params: Record<stri
     throw new OAuthError('invalid_grant', 'The refresh token is invalid, expired, revoked or already used.');
   }
   return tokenReply(deps, result.accountPublicId, result.sessionId, result.refreshToken);
-}
-
-const maxChallengeIdLength = 200;
-const maxCredentialLength = 7000;
-
-/**
- * The passkey grant: `challenge_id` from POST /auth/passkey/options and `credential`, the
- * AuthenticationResponseJSON (an object in a JSON body, a JSON string in a form body). Every
- * refusal is the same invalid_grant.
- */
-async function passkeyGrant(ctx: RequestContext, deps: Deps, params: Record<string, unknown>): Promise<Reply> {
-  const rp = deps.config.webauthn;
-  if (rp === null) throw new OAuthError('unsupported_grant_type', `Passkeys are off: set ${passkeySettings}.`);
-  const challengeId = stringParameter(params, 'challenge_id', maxChallengeIdLength);
-  let credential = params.credential;
-  if (typeof credential === 'string' && credential.length <= maxCredentialLength) {
-    try {
-      credential = JSON.parse(credential);
-    } catch {
-      throw new OAuthError('invalid_request', 'credential must be an AuthenticationResponseJSON object.');
-    }
-  }
-  if (typeof credential !== 'object' || credential === null) {
-    throw new OAuthError('invalid_request', 'credential must be an AuthenticationResponseJSON object.');
-  }
-  const takeAllowance = (accountId: string) =>
-    takeAccountAllowance(deps, signInAllowance(accountId, ctx.clientAddress));
-  const result = await signInWithPasskey(deps, rp, challengeId, credential, clientOf(ctx), takeAllowance);
-  if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
-  if (result.outcome === 'disabled') throw new OAuthError('account_disabled', 'The account is disabled.');
-  if (result.outcome !== 'signed-in') throw new OAuthError('invalid_grant', 'The passkey was not accepted.');
-  return tokenReply(deps, result.accountPublicId, result.sessionId, result.refreshToken);
-}
-
-function tokenReply(deps: Deps, accountPublicId: string, sessionId: string, refreshToken: string): Reply {
-  const { token, expiresIn } = deps.tokens.issueToken(accountPublicId, sessionId, deps.clock());
-  return {
-    status: 200,
-    body: { access_token: token, token_type: 'Bearer', expires_in: expiresIn, refresh_token: refreshToken },
-    headers: { Pragma: 'no-cache' },
-  };
 }
 
 /** The optional `otp`: a 6-digit TOTP code or a recovery code; malformed is refused before anything is read. */
