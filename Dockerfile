@@ -22,6 +22,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY sql ./sql
+COPY api ./api
 # DATA_DIR (./.data) is where mail goes as .eml files when SMTP_URL is unset; /app belongs to
 # root, so the directory is made here and given to the user the service runs as.
 RUN mkdir -p /app/.data && chown node:node /app/.data

@@ -24,10 +24,10 @@ import { deleteStaleResetRequests } from './features/password/reset-requests.ts'
 import { deleteStaleRegistrationRequests } from './features/registration/requests.ts';
 import { createRequestResolver } from './request-resolver.ts';
 import { wrapOutdatedHashes } from './core/hash-wrapping.ts';
-import { routes } from './routes.ts';
+import { routes as allRoutes } from './routes.ts';
 import { adminRoutes } from './features/operators/api.ts';
 import { createMetrics } from './telemetry/metrics.ts';
-import { buildOpenApiDocument } from './http/openapi.ts';
+import { fitDocument, readApiDocument } from './http/api-document.ts';
 import { createSealer, type EncryptionKey, type Sealer } from './core/sealing.ts';
 import { hasLegacySeals, resealAll } from './reseal.ts';
 import { version } from './support/version.ts';
@@ -133,6 +133,9 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     const unlimitedHasher = options.passwords ?? createPasswordHasher(config.scrypt);
     const passwordLimiter = createLimiter(config.hashConcurrency, config.hashConcurrency * 4, 2_000);
     const liveSessions = createLiveSessionCount(sql, clock);
+    // The API document as its file says, fitted to the routes served (api-document.ts).
+    const api = fitDocument(readApiDocument('openapi.json'), allRoutes);
+    const routes = api.routes;
     const deps: Deps = {
       sql,
       config,
@@ -159,7 +162,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       noteDatabaseFailure: database.noteFailure,
       databaseUp: database.isUp,
       databaseConnections: database.connections,
-      apiDocument: buildOpenApiDocument(routes, version),
+      apiDocument: { ...api.document, info: { ...api.document.info, version } },
       metrics: createMetrics(),
       passwordLimiter,
       applicationName,

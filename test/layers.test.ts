@@ -39,14 +39,6 @@ export function roomOf(path: string): string {
   return `unknown:${first}`;
 }
 
-/**
- * Imports that break the rules today and are being moved out (issue 45): each names its reason.
- * The list only shrinks: a new violation fails the test, and so does an entry that no longer holds.
- */
-export const knownDebts: Record<string, string> = {
-  'http/openapi.ts imports core/fields.ts': 'the API document becomes a data file',
-};
-
 /** Each import that breaks a rule of the house, said in a line. */
 export function layerViolations(imports: Import[]): string[] {
   const found: string[] = [];
@@ -162,11 +154,8 @@ describe('layers of src/', () => {
   it('hold in src/', async () => {
     const imports = await srcImports();
     assert.ok(imports.length > 100, `read ${imports.length} imports`);
-    const violations = layerViolations(imports);
     const problems = [
-      ...violations.filter((line) => !(line.split(':')[0]! in knownDebts)),
-      ...Object.keys(knownDebts).filter((edge) => !violations.some((line) => line.startsWith(`${edge}:`)))
-        .map((edge) => `${edge}: listed in knownDebts, but no longer an import that breaks a rule`),
+      ...layerViolations(imports),
       ...importCycles(imports).map((cycle) => `import circle: ${cycle.join(' -> ')}`),
     ];
     assert.deepEqual(problems, [], `the house is broken ${problems.length} times:\n${problems.join('\n')}`);

@@ -54,24 +54,10 @@ export type Route = {
   errorFormat?: 'oauth';
   /** The log names the route's path (`{target}` as written), not the request's: its parameters may be addresses. */
   logTemplate?: boolean;
-  /** What the API document says; the server warns in its log of any status not listed here. */
-  doc: RouteDoc;
-};
-
-export type RouteDoc = {
-  summary: string;
+  /** The route needs a bearer token of a live session. */
   auth?: true;
-  /** A request schema of openapi.ts. */
-  request?:
-    | 'RegistrationRequest' | 'ActivationRequest' | 'ResetCodeRequest' | 'PasswordResetRequest'
-    | 'PasswordChangeRequest' | 'TokenRequest' | 'RevocationRequest' | 'AccountDeletionRequest'
-    | 'TotpEnrollmentRequest' | 'TotpConfirmationRequest' | 'TotpRemovalRequest' | 'EmailChangeRequest'
-    | 'EmailChangeConfirmation' | 'PasskeyOptionsRequest' | 'PasskeyAdditionRequest' | 'PasskeyRenameRequest'
-    | 'PasskeyRemovalRequest' | 'LocaleRequest';
-  success: { status: 200 | 201 | 204; schema?: string; contentType?: string };
-  /** A second success without a body, and what it means (DELETE /acc/me's first step). */
-  accepted?: { status: 202; description: string };
-  errors: number[];
+  /** The statuses its operation in the API document lists (api-document.ts fitDocument); the server warns of others. */
+  statuses?: readonly number[];
 };
 
 export type RouteMatch = { route: Route; params: Record<string, string> } | { allow: string[] } | null;

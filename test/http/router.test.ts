@@ -4,13 +4,12 @@ import { createRouter, matchRoute, type Route } from '../../src/http/router.ts';
 import { routes } from '../../src/routes.ts';
 
 const handler: Route['handler'] = async () => ({ status: 204 });
-const doc: Route['doc'] = { summary: 'test', success: { status: 204 }, errors: [] };
 
 describe('matchRoute', () => {
   const table: Route[] = [
-    { method: 'GET', path: '/a', handler, doc },
-    { method: 'PUT', path: '/a', handler, doc },
-    { method: 'POST', path: '/b', handler, doc },
+    { method: 'GET', path: '/a', handler },
+    { method: 'PUT', path: '/a', handler },
+    { method: 'POST', path: '/b', handler },
   ];
   it('finds the route for a path and method', () => {
     const match = matchRoute(table, 'PUT', '/a');

@@ -6,7 +6,7 @@ import { HttpError, invalidFields, problems } from '../../http/errors.ts';
 import type { Deps, Handler, RequestContext, Route } from '../../http/router.ts';
 import { clientNetwork, createRateLimiter, type RateLimiter } from '../../http/rate-limit.ts';
 import { accountPublicId } from './reads.ts';
-import { buildAdminDocument, errorStatuses } from './api-document.ts';
+import { fitDocument, readApiDocument } from '../../http/api-document.ts';
 import { ArgumentError, type Args } from './arguments.ts';
 import { operations, type Operation } from './operations.ts';
 
@@ -17,17 +17,20 @@ import { operations, type Operation } from './operations.ts';
  * names them; an operation without an operand in its path takes its entry's `id` there.
  */
 export function adminRoutes(token: string, version: string): Route[] {
+  const read = readApiDocument('admin-openapi.json');
   const expected = digest(token);
   const refusals = createRateLimiter(refusalsPerMinute);
   const authorize: Authorize = (ctx, deps) => authorizeOrRefuse(ctx, deps, expected, refusals);
-  const document = buildAdminDocument(version);
+  let document: unknown = null;
   const getAdminDocument: Handler = async (ctx, deps) => {
     authorize(ctx, deps);
     return { status: 200, body: document };
   };
-  const doc = { summary: 'Its document', success, errors: [401, 429] };
-  const documentRoute: Route = { method: 'GET', path: '/openapi.json', handler: getAdminDocument, doc };
-  return [...operations.map((operation) => operationRoute(operation, authorize)), documentRoute];
+  const documentRoute: Route = { method: 'GET', path: '/openapi.json', handler: getAdminDocument };
+  const routes = [...operations.map((operation) => operationRoute(operation, authorize)), documentRoute];
+  const fitted = fitDocument(read, routes);
+  document = { ...fitted.document, info: { ...fitted.document.info, version } };
+  return fitted.routes;
 }
 
 type Authorize = (ctx: RequestContext, deps: Deps) => void;
@@ -60,11 +63,9 @@ function operationRoute(operation: Operation, authorize: Authorize): Route {
     if (result.outcome === 'not-found') throw new HttpError(problems.notFound, { detail: result.message });
     return { status: 200, body: result.body };
   };
-  const doc = { summary: operation.summary, success, errors: errorStatuses(operation) };
-  return { method: operation.method, path: operation.path, handler, doc, logTemplate: true };
+  return { method: operation.method, path: operation.path, handler, logTemplate: true };
 }
 
-const success = { status: 200 } as const;
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
 /**
