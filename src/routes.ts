@@ -30,35 +30,36 @@ import {
 } from './features/passkeys/routes.ts';
 
 /**
- * Every route of the service. What each answers is in the API document (api/openapi.json), which
- * test/openapi.test.ts holds to this table and to every answer of the running service.
+ * Every route of the service. A route that needs a bearer token names its act in the proof table
+ * (core/proofs.ts), which says what else it needs. What each answers is in the API document
+ * (api/openapi.json), which test/openapi.test.ts holds to this table and to every answer.
  */
 export const routes: readonly Route[] = [
   { method: 'POST', path: '/acc/reg/code', handler: requestRegistrationCodeRoute, rateLimited: true },
   { method: 'POST', path: '/acc/reg', handler: activateAccountRoute, rateLimited: true },
   { method: 'POST', path: '/acc/pwd/code', handler: requestResetCodeRoute, rateLimited: true },
   { method: 'POST', path: '/acc/pwd', handler: resetPasswordRoute, rateLimited: true },
-  { method: 'PUT', path: '/acc/me/pwd', handler: changePasswordRoute, auth: true },
-  { method: 'PUT', path: '/acc/me/locale', handler: setLocaleRoute, auth: true },
-  { method: 'POST', path: '/acc/me/email', handler: requestEmailChangeRoute, rateLimited: true, auth: true },
+  { method: 'PUT', path: '/acc/me/pwd', handler: changePasswordRoute, act: 'change-password' },
+  { method: 'PUT', path: '/acc/me/locale', handler: setLocaleRoute, act: 'set-locale' },
+  { method: 'POST', path: '/acc/me/email', handler: requestEmailChangeRoute, rateLimited: true, act: 'change-address' },
   { method: 'POST', path: '/acc/email', handler: changeEmailRoute, rateLimited: true },
-  { method: 'GET', path: '/acc/me', handler: getAccount, auth: true },
+  { method: 'GET', path: '/acc/me', handler: getAccount, act: 'read-account' },
   { method: 'POST', path: '/auth/token', handler: issueToken, rateLimited: true, errorFormat: 'oauth' },
   { method: 'POST', path: '/auth/revoke', handler: revokeTokenRoute, rateLimited: true, errorFormat: 'oauth' },
-  { method: 'DELETE', path: '/acc/me', handler: deleteAccountRoute, auth: true },
-  { method: 'POST', path: '/acc/me/totp', handler: enrollSecondFactor, auth: true },
-  { method: 'POST', path: '/acc/me/totp/confirm', handler: confirmSecondFactor, auth: true },
-  { method: 'DELETE', path: '/acc/me/totp', handler: disableSecondFactor, auth: true },
-  { method: 'POST', path: '/acc/me/passkeys/options', handler: passkeyRegistrationOptionsRoute, auth: true },
-  { method: 'POST', path: '/acc/me/passkeys', handler: addPasskeyRoute, auth: true },
-  { method: 'GET', path: '/acc/me/passkeys', handler: listPasskeysRoute, auth: true },
-  { method: 'PATCH', path: '/acc/me/passkeys/{id}', handler: renamePasskeyRoute, auth: true },
-  { method: 'DELETE', path: '/acc/me/passkeys/{id}', handler: removePasskeyRoute, auth: true },
+  { method: 'DELETE', path: '/acc/me', handler: deleteAccountRoute, act: 'delete-account' },
+  { method: 'POST', path: '/acc/me/totp', handler: enrollSecondFactor, act: 'enable-second-factor' },
+  { method: 'POST', path: '/acc/me/totp/confirm', handler: confirmSecondFactor, act: 'enable-second-factor' },
+  { method: 'DELETE', path: '/acc/me/totp', handler: disableSecondFactor, act: 'disable-second-factor' },
+  { method: 'POST', path: '/acc/me/passkeys/options', handler: passkeyRegistrationOptionsRoute, act: 'add-passkey' },
+  { method: 'POST', path: '/acc/me/passkeys', handler: addPasskeyRoute, act: 'add-passkey' },
+  { method: 'GET', path: '/acc/me/passkeys', handler: listPasskeysRoute, act: 'list-passkeys' },
+  { method: 'PATCH', path: '/acc/me/passkeys/{id}', handler: renamePasskeyRoute, act: 'rename-passkey' },
+  { method: 'DELETE', path: '/acc/me/passkeys/{id}', handler: removePasskeyRoute, act: 'remove-passkey' },
   { method: 'POST', path: '/auth/passkey/options', handler: passkeySignInOptionsRoute, rateLimited: true },
-  { method: 'GET', path: '/acc/me/events', handler: getEvents, auth: true },
-  { method: 'GET', path: '/acc/me/sessions', handler: getSessions, auth: true },
-  { method: 'DELETE', path: '/acc/me/sessions', handler: revokeAllSessions, auth: true },
-  { method: 'DELETE', path: '/acc/me/sessions/{id}', handler: revokeSession, auth: true },
+  { method: 'GET', path: '/acc/me/events', handler: getEvents, act: 'list-events' },
+  { method: 'GET', path: '/acc/me/sessions', handler: getSessions, act: 'list-sessions' },
+  { method: 'DELETE', path: '/acc/me/sessions', handler: revokeAllSessions, act: 'end-every-session' },
+  { method: 'DELETE', path: '/acc/me/sessions/{id}', handler: revokeSession, act: 'end-session' },
   { method: 'GET', path: '/healthz', handler: checkHealth },
   { method: 'GET', path: '/readyz', handler: checkReadiness },
   { method: 'GET', path: '/.well-known/oauth-authorization-server', handler: getAuthorizationServerMetadata },

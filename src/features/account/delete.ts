@@ -1,14 +1,14 @@
 import type { Account } from '../../core/accounts.ts';
 import { accountQuotaKey, reserveAddressRequest, type QuotaRefusal } from '../../core/address-quotas.ts';
-import { consumeCodes, generateCode, hashCode, storeCode } from '../../core/one-time-codes.ts';
+import { generateCode, hashCode, storeCode } from '../../core/one-time-codes.ts';
 import { eraseAccount } from '../../core/erasure.ts';
 import { deletionCodeMail } from '../../mail/messages.ts';
 import { enqueueMail } from '../../mail/outbox.ts';
 import type { CallerFactorRefusal } from '../../core/password-check.ts';
-import { checkPasswordAndFactor } from '../../core/factor.ts';
 import {
   inTransaction, lockAccountIfSessionLives, type Client, type UseCaseDeps,
 } from '../../core/transaction.ts';
+import { requireProof, useMailbox } from '../../core/proofs.ts';
 
 export type Deletion =
   | { outcome: 'deleted' } | { outcome: 'code-sent' } | { outcome: 'wrong-code' }
@@ -28,14 +28,13 @@ export async function deleteAccount(
   emailCode: string | undefined, client: Client,
 ): Promise<Deletion> {
   const { account } = caller;
-  const check = await checkPasswordAndFactor(deps, caller, password, otp, client);
+  const check = await requireProof(deps, caller, 'delete-account', { password, otp }, client);
   if (check.outcome !== 'valid') return check;
   if (emailCode === undefined) return mailDeletionCode(deps, caller, client);
   const now = deps.clock();
-  const codeHash = hashCode(emailCode);
   const erased = await eraseAccount(deps, account, client.address, async (tx) => {
     if (!(await lockAccountIfSessionLives(tx, caller))) return 'session-ended';
-    return (await consumeCodes(tx, account.id, 'deletion', codeHash, now)) ? 'go-on' : 'wrong-code';
+    return (await useMailbox(tx, 'delete-account', account.id, emailCode, now)) ? 'go-on' : 'wrong-code';
   });
   return { outcome: erased === 'go-on' ? 'deleted' : erased };
 }

@@ -1,11 +1,12 @@
 import { setEmail } from './store.ts';
 import { forgetKnownClients } from '../../core/login-throttle.ts';
-import { consumeCodes, deleteCodes, findEmailChange, hashCode } from '../../core/one-time-codes.ts';
+import { consumeCodes, deleteCodes, findEmailChange } from '../../core/one-time-codes.ts';
 import { emailChangedMail } from '../../mail/messages.ts';
 import { enqueueMail } from '../../mail/outbox.ts';
 import { isUniqueViolation } from '../../storage/database-errors.ts';
 import { endSessions } from '../../core/end-sessions.ts';
 import { inTransaction, lockAccount, wakeWorkers, type Client, type UseCaseDeps } from '../../core/transaction.ts';
+import { useMailbox } from '../../core/proofs.ts';
 
 /** The account a live e-mail change code belongs to, as the code lookup found it. */
 export type ChangingAccount = { id: string; publicId: string; name: string; email: string; locale: string | null };
@@ -60,7 +61,7 @@ export async function changeEmail(
       // read and this; the change is then rolled back as a whole.
       if (!(await consumeCodes(tx, account.id, 'email-change', codeHash, now))) throw codeGone;
       // The code mailed to the current address: a wrong one rolls everything back, both codes included.
-      if (!(await consumeCodes(tx, account.id, 'email-change-current', hashCode(currentCode), now))) throw codeGone;
+      if (!(await useMailbox(tx, 'change-address', account.id, currentCode, now))) throw codeGone;
       // A reset code mailed to the old address must not open the account any more.
       await deleteCodes(tx, account.id, 'reset');
       await forgetKnownClients(tx, [deps.keys.loginIdentifier(account.email)]);

@@ -6,8 +6,9 @@ import { recordEvent } from '../../core/security-events.ts';
 import { emailChangeAttemptMail, emailChangeCodeMail, emailChangeRequestedMail } from '../../mail/messages.ts';
 import { enqueueMail } from '../../mail/outbox.ts';
 import type { CallerFactorRefusal } from '../../core/password-check.ts';
-import { checkPasswordAndFactor, useSecondFactor } from '../../core/factor.ts';
+import { useSecondFactor } from '../../core/factor.ts';
 import { inTransaction, type Client, type UseCaseDeps } from '../../core/transaction.ts';
+import { requireProof } from '../../core/proofs.ts';
 
 export type EmailChangeRequest =
   | { outcome: 'requested' } | { outcome: 'refused'; refusal: QuotaRefusal } | CallerFactorRefusal;
@@ -43,7 +44,7 @@ export async function requestEmailChange(
   // With an active second factor, an otp is needed too, checked once the password is proven and
   // under the same throttle: the address is how a reset reaches the account, so a stolen
   // password and token alone must not move it.
-  const check = await checkPasswordAndFactor(deps, caller, password, otp, client);
+  const check = await requireProof(deps, caller, 'change-address', { password, otp }, client);
   if (check.outcome !== 'valid') return check;
 
   const now = deps.clock();

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Account } from '../../core/accounts.ts';
 import { accountQuotaKey, reserveAddressRequest, type QuotaRefusal } from '../../core/address-quotas.ts';
-import { consumeCodes, generateCode, hashCode, storeCode } from '../../core/one-time-codes.ts';
+import { generateCode, hashCode, storeCode } from '../../core/one-time-codes.ts';
 import { recordEvent } from '../../core/security-events.ts';
 import { passkeyCodeMail, passkeyMail } from '../../mail/messages.ts';
 import { enqueueMail } from '../../mail/outbox.ts';
@@ -13,11 +13,12 @@ import {
   coseAlgorithms, decodeBase64Url, verifyRegistration, type RelyingParty, type Refusal,
 } from './webauthn.ts';
 import { endSessions } from '../../core/end-sessions.ts';
-import { checkCallerPassword, type CallerFactorRefusal } from '../../core/password-check.ts';
-import { checkPasswordAndFactor, useSecondFactor } from '../../core/factor.ts';
+import type { CallerFactorRefusal } from '../../core/password-check.ts';
+import { useSecondFactor } from '../../core/factor.ts';
 import {
   inTransaction, lockAccountIfSessionLives, wakeWorkers, type Client, type UseCaseDeps,
 } from '../../core/transaction.ts';
+import { requireProof, useMailbox } from '../../core/proofs.ts';
 
 /**
  * Adding, listing, renaming and removing passkeys. Lock order (transaction.ts): the address
@@ -72,7 +73,7 @@ export async function startPasskeyRegistration(
   deps: UseCaseDeps, rp: RelyingParty, caller: Caller, password: string, otp: string | undefined, client: Client,
 ): Promise<RegistrationStart> {
   const { account, sessionId } = caller;
-  const check = await checkPasswordAndFactor(deps, caller, password, otp, client);
+  const check = await requireProof(deps, caller, 'add-passkey', { password, otp }, client);
   if (check.outcome !== 'valid') return check;
   const now = deps.clock();
   const expiresAt = new Date(now.getTime() + challengeTtlSeconds * 1000);
@@ -132,7 +133,7 @@ export async function addPasskey(
     // made-up challenge cannot spend the owner's (found by an outside tester); with one, the
     // code is used up whatever follows: one guess a challenge.
     if (challenge === null || !spent) return { outcome: 'unknown-challenge' };
-    const codeUsed = await consumeCodes(tx, account.id, 'passkey', hashCode(request.emailCode), now);
+    const codeUsed = await useMailbox(tx, 'add-passkey', account.id, request.emailCode, now);
     if (!codeUsed) return { outcome: 'wrong-code' };
     const verified = verifyRegistration(rp, challenge.challenge, request.credential);
     if (verified.outcome === 'refused') return { outcome: 'invalid', reason: verified.reason };
@@ -186,7 +187,7 @@ export async function removePasskey(
   deps: UseCaseDeps, caller: Caller, id: string, password: string, client: Client,
 ): Promise<Removal> {
   const { account, sessionId } = caller;
-  const check = await checkCallerPassword(deps, caller, password, client);
+  const check = await requireProof(deps, caller, 'remove-passkey', { password }, client);
   if (check.outcome !== 'valid') return check;
   const now = deps.clock();
   const result = await inTransaction(deps.sql, async (tx, rollBack): Promise<Removal> => {

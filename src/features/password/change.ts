@@ -2,8 +2,9 @@ import type { Account } from '../../core/accounts.ts';
 import { noticeMail } from '../../mail/messages.ts';
 import { enqueueMail } from '../../mail/outbox.ts';
 import { endSessions } from '../../core/end-sessions.ts';
-import { checkCallerPassword, type CallerFactorRefusal } from '../../core/password-check.ts';
+import type { CallerFactorRefusal } from '../../core/password-check.ts';
 import { inTransaction, lockAccount, wakeWorkers, type Client, type UseCaseDeps } from '../../core/transaction.ts';
+import { requireProof } from '../../core/proofs.ts';
 
 export type PasswordChange = { outcome: 'changed' } | CallerFactorRefusal;
 
@@ -17,7 +18,7 @@ export async function changePassword(
   client: Client,
 ): Promise<PasswordChange> {
   const { account, sessionId } = caller;
-  const check = await checkCallerPassword(deps, caller, oldPassword, client);
+  const check = await requireProof(deps, caller, 'change-password', { password: oldPassword }, client);
   if (check.outcome !== 'valid') return check;
   const newHash = await deps.passwords.hash(newPassword);
   const now = deps.clock();

@@ -1,12 +1,11 @@
 import type { Account } from '../../core/accounts.ts';
 import { accountQuotaKey, reserveAddressRequest, type QuotaRefusal } from '../../core/address-quotas.ts';
 import { endSessions } from '../../core/end-sessions.ts';
-import { checkPasswordAndFactor } from '../../core/factor.ts';
 import { activateFactor, findSecondFactor, removeFactor, startEnrollment } from '../../core/factor-store.ts';
 import { forgetKnownClients } from '../../core/login-throttle.ts';
-import { consumeCodes, generateCode, hashCode, storeCode } from '../../core/one-time-codes.ts';
+import { generateCode, hashCode, storeCode } from '../../core/one-time-codes.ts';
 import {
-  checkCallerPassword, signedInIdentifier, throttledAttempt, throttleKeys, type CallerFactorRefusal, type CallerRefusal,
+  signedInIdentifier, throttledAttempt, throttleKeys, type CallerFactorRefusal, type CallerRefusal,
 } from '../../core/password-check.ts';
 import { generateRecoveryCode, hashRecoveryCode, recoveryCodeCount } from '../../core/recovery-codes.ts';
 import { recordEvent } from '../../core/security-events.ts';
@@ -16,6 +15,7 @@ import {
 } from '../../core/transaction.ts';
 import { noticeMail, totpCodeMail } from '../../mail/messages.ts';
 import { enqueueMail } from '../../mail/outbox.ts';
+import { requireProof, useMailbox } from '../../core/proofs.ts';
 
 /**
  * The second factor (TOTP, RFC 6238): enroll, confirm, disable; the check that every use case
@@ -48,7 +48,7 @@ export async function enrollTotp(
   deps: UseCaseDeps, caller: Caller, password: string, client: Client,
 ): Promise<Enrollment> {
   const { account } = caller;
-  const check = await checkCallerPassword(deps, caller, password, client);
+  const check = await requireProof(deps, caller, 'enable-second-factor', { password }, client);
   if (check.outcome !== 'valid') return check;
   const secret = generateSecret();
   const sealed = deps.sealer.seal(secret, 'totp-secret', account.id);
@@ -109,7 +109,7 @@ async function activateWithCode(
     // Every other session ends: one started with the password alone must now pass the factor.
     const others = { accountId: account.id, sessionId: null, keptSessionId: sessionId, record: 'always' as const, now };
     await endSessions(tx, { ...others, event, webhook });
-    const mailed = await consumeCodes(tx, account.id, 'totp', hashCode(emailCode), now);
+    const mailed = await useMailbox(tx, 'enable-second-factor', account.id, emailCode, now);
     if (!mailed) return rollBack({ outcome: 'wrong-email-code' });
     // Not pending: replaced by a new enrollment or confirmed by a concurrent request meanwhile.
     const hashes = recoveryCodes.map(hashRecoveryCode);
@@ -134,7 +134,7 @@ export async function disableTotp(
   deps: UseCaseDeps, caller: Caller, password: string, otp: string, client: Client,
 ): Promise<Removal> {
   const { account, sessionId } = caller;
-  const check = await checkPasswordAndFactor(deps, caller, password, otp, client);
+  const check = await requireProof(deps, caller, 'disable-second-factor', { password, otp }, client);
   if (check.outcome !== 'valid') return check;
   if (check.proof === null) return { outcome: 'not-active' };
   const now = deps.clock();
