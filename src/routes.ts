@@ -31,7 +31,8 @@ import {
 
 /**
  * Every route of the service. A route that needs a bearer token names its act in the proof table
- * (core/proofs.ts), which says what else it needs. What each answers is in the API document
+ * (core/proofs.ts), which says what else it needs; a route of an optional feature names it, and
+ * is served only while FEATURES has it on. What each answers is in the API document
  * (api/openapi.json), which test/openapi.test.ts holds to this table and to every answer.
  */
 export const routes: readonly Route[] = [
@@ -41,21 +42,45 @@ export const routes: readonly Route[] = [
   { method: 'POST', path: '/acc/pwd', handler: resetPasswordRoute, rateLimited: true },
   { method: 'PUT', path: '/acc/me/pwd', handler: changePasswordRoute, act: 'change-password' },
   { method: 'PUT', path: '/acc/me/locale', handler: setLocaleRoute, act: 'set-locale' },
-  { method: 'POST', path: '/acc/me/email', handler: requestEmailChangeRoute, rateLimited: true, act: 'change-address' },
-  { method: 'POST', path: '/acc/email', handler: changeEmailRoute, rateLimited: true },
+  {
+    method: 'POST', path: '/acc/me/email', handler: requestEmailChangeRoute, rateLimited: true, act: 'change-address',
+    feature: 'email-change',
+  },
+  { method: 'POST', path: '/acc/email', handler: changeEmailRoute, rateLimited: true, feature: 'email-change' },
   { method: 'GET', path: '/acc/me', handler: getAccount, act: 'read-account' },
   { method: 'POST', path: '/auth/token', handler: issueToken, rateLimited: true, errorFormat: 'oauth' },
   { method: 'POST', path: '/auth/revoke', handler: revokeTokenRoute, rateLimited: true, errorFormat: 'oauth' },
   { method: 'DELETE', path: '/acc/me', handler: deleteAccountRoute, act: 'delete-account' },
-  { method: 'POST', path: '/acc/me/totp', handler: enrollSecondFactor, act: 'enable-second-factor' },
-  { method: 'POST', path: '/acc/me/totp/confirm', handler: confirmSecondFactor, act: 'enable-second-factor' },
-  { method: 'DELETE', path: '/acc/me/totp', handler: disableSecondFactor, act: 'disable-second-factor' },
-  { method: 'POST', path: '/acc/me/passkeys/options', handler: passkeyRegistrationOptionsRoute, act: 'add-passkey' },
-  { method: 'POST', path: '/acc/me/passkeys', handler: addPasskeyRoute, act: 'add-passkey' },
-  { method: 'GET', path: '/acc/me/passkeys', handler: listPasskeysRoute, act: 'list-passkeys' },
-  { method: 'PATCH', path: '/acc/me/passkeys/{id}', handler: renamePasskeyRoute, act: 'rename-passkey' },
-  { method: 'DELETE', path: '/acc/me/passkeys/{id}', handler: removePasskeyRoute, act: 'remove-passkey' },
-  { method: 'POST', path: '/auth/passkey/options', handler: passkeySignInOptionsRoute, rateLimited: true },
+  {
+    method: 'POST', path: '/acc/me/totp', handler: enrollSecondFactor, act: 'enable-second-factor',
+    feature: 'second-factor',
+  },
+  {
+    method: 'POST', path: '/acc/me/totp/confirm', handler: confirmSecondFactor, act: 'enable-second-factor',
+    feature: 'second-factor',
+  },
+  {
+    method: 'DELETE', path: '/acc/me/totp', handler: disableSecondFactor, act: 'disable-second-factor',
+    feature: 'second-factor',
+  },
+  {
+    method: 'POST', path: '/acc/me/passkeys/options', handler: passkeyRegistrationOptionsRoute, act: 'add-passkey',
+    feature: 'passkeys',
+  },
+  { method: 'POST', path: '/acc/me/passkeys', handler: addPasskeyRoute, act: 'add-passkey', feature: 'passkeys' },
+  { method: 'GET', path: '/acc/me/passkeys', handler: listPasskeysRoute, act: 'list-passkeys', feature: 'passkeys' },
+  {
+    method: 'PATCH', path: '/acc/me/passkeys/{id}', handler: renamePasskeyRoute, act: 'rename-passkey',
+    feature: 'passkeys',
+  },
+  {
+    method: 'DELETE', path: '/acc/me/passkeys/{id}', handler: removePasskeyRoute, act: 'remove-passkey',
+    feature: 'passkeys',
+  },
+  {
+    method: 'POST', path: '/auth/passkey/options', handler: passkeySignInOptionsRoute, rateLimited: true,
+    feature: 'passkeys',
+  },
   { method: 'GET', path: '/acc/me/events', handler: getEvents, act: 'list-events' },
   { method: 'GET', path: '/acc/me/sessions', handler: getSessions, act: 'list-sessions' },
   { method: 'DELETE', path: '/acc/me/sessions', handler: revokeAllSessions, act: 'end-every-session' },
@@ -64,7 +89,7 @@ export const routes: readonly Route[] = [
   { method: 'GET', path: '/readyz', handler: checkReadiness },
   { method: 'GET', path: '/.well-known/oauth-authorization-server', handler: getAuthorizationServerMetadata },
   { method: 'GET', path: '/.well-known/jwks.json', handler: getJwks },
-  { method: 'GET', path: '/.well-known/webauthn', handler: getWebauthnOrigins },
+  { method: 'GET', path: '/.well-known/webauthn', handler: getWebauthnOrigins, feature: 'passkeys' },
   { method: 'GET', path: '/openapi.json', handler: getApiDocument },
   { method: 'GET', path: '/metrics', handler: getMetrics },
 ];

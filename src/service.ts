@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import type { Config } from './config/config.ts';
+import { ConfigError, type Config, type OptionalFeature } from './config/config.ts';
 import { connectDatabase, openDatabase, type Sql } from './storage/db.ts';
 import type { Deps } from './http/router.ts';
 import { createServer, type ServerTimeouts } from './http/server.ts';
@@ -103,6 +103,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     const migrator = connectDatabase(config.databaseUrl, { applicationName, bounds: config.database });
     const applied = await migrate(migrator, migrations).finally(() => migrator.end());
     if (applied.length > 0) log.info('migrations applied', { applied });
+    await refuseFeaturesInUse(sql, config.features);
 
     const transport = options.transport ?? createTransport(config, log);
     const sealer = createSealer(config.encryptionKeys);
@@ -134,7 +135,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     const passwordLimiter = createLimiter(config.hashConcurrency, config.hashConcurrency * 4, 2_000);
     const liveSessions = createLiveSessionCount(sql, clock);
     // The API document as its file says, fitted to the routes served (api-document.ts).
-    const api = fitDocument(readApiDocument('openapi.json'), allRoutes);
+    const served = allRoutes.filter((route) => route.feature === undefined || isOn(config, route.feature));
+    const api = fitDocument(readApiDocument('openapi.json'), served);
     const routes = api.routes;
     const deps: Deps = {
       sql,
@@ -156,7 +158,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       liveSessions,
       schemaCurrent: () => isSchemaCurrent(sql, migrations),
       clientAddressOf: (req) => clientAddress(req, config.trustProxy),
-      grants: config.webauthn === null ? [] : [passkeyGrant],
+      grants: config.webauthn === null || !isOn(config, 'passkeys') ? [] : [passkeyGrant],
       rateLimiter: config.rateLimit === 0 ? null : createRateLimiter(config.rateLimit),
       accountRateLimiter: config.accountRateLimit === 0 ? null : createRateLimiter(config.accountRateLimit),
       noteDatabaseFailure: database.noteFailure,
@@ -267,6 +269,39 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   } catch (error) {
     await database.end();
     throw error;
+  }
+}
+
+const isOn = (config: ServiceConfig, feature: string) => (config.features as string[]).includes(feature);
+
+/**
+ * Refuses to start with a feature off that accounts still rely on: turning the second factor off
+ * would let its accounts in with the password alone, and turning passkeys off would strand what
+ * their owners registered. Says how many, which, and which admin command clears them.
+ */
+async function refuseFeaturesInUse(sql: Sql, features: OptionalFeature[]): Promise<void> {
+  const guarded = [
+    {
+      feature: 'second-factor',
+      what: 'an active second factor',
+      clear: 'admin remove-second-factor NAME --reason "…"',
+      names: () => sql`
+        SELECT a.name FROM second_factors f JOIN accounts a ON a.id = f.account_id WHERE f.activated_at IS NOT NULL`,
+    },
+    {
+      feature: 'passkeys', what: 'a passkey', clear: 'admin reset NAME --reason "…" (which also resets the password)',
+      names: () => sql`SELECT DISTINCT a.name FROM passkeys p JOIN accounts a ON a.id = p.account_id`,
+    },
+  ] as const;
+  for (const { feature, what, clear, names: find } of guarded) {
+    if ((features as string[]).includes(feature)) continue;
+    const names = (await find()).map((row) => row.name as string);
+    if (names.length === 0) continue;
+    const some = names.slice(0, 5).join(', ') + (names.length > 5 ? ', …' : '');
+    throw new ConfigError(
+      `FEATURES leaves out ${feature}, but ${names.length} account(s) have ${what} (${some}). Clear each with ` +
+        `\`${clear}\`, or put ${feature} back in FEATURES`,
+    );
   }
 }
 

@@ -64,6 +64,8 @@ export type Config = {
   logLevel: LogLevel;
   /** Passkeys' relying party (WEBAUTHN_*); null: the passkey routes answer 404 (main.ts fills it in embedded mode). */
   webauthn: RelyingParty | null;
+  /** The optional features that are on (FEATURES); registration, password, sessions and account always are. */
+  features: OptionalFeature[];
   /** Where events are POSTed, and the keys that sign them (the first is current); null: no webhooks. */
   webhook: { url: string; keys: Buffer[] } | null;
   /** Human-readable reasons why the configuration is weaker than production defaults. */
@@ -187,6 +189,7 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info'),
     webhook: parseWebhook(env, host, port),
     webauthn: parseRelyingParty(env),
+    features: parseFeatures(env.FEATURES),
     warnings,
   };
   warnings.push(...lookalikeWarnings(Object.keys(given), [...read]), ...databaseHints(given, databaseUrl));
@@ -278,6 +281,24 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
 function claimString(env: NodeJS.ProcessEnv, name: string): string | null {
   const expected = '1 to 200 printable characters without spaces';
   return checkedValue(env, name, (raw) => /^[\x21-\x7e]{1,200}$/.test(raw), expected);
+}
+
+/** The features an operator may turn off; all are on by default. */
+export const optionalFeatures = ['second-factor', 'passkeys', 'email-change'] as const;
+export type OptionalFeature = (typeof optionalFeatures)[number];
+
+function parseFeatures(raw: string | undefined): OptionalFeature[] {
+  if (raw === undefined) return [...optionalFeatures];
+  const named = raw.split(',').map((name) => name.trim()).filter((name) => name !== '');
+  for (const name of named) {
+    if (!(optionalFeatures as readonly string[]).includes(name)) {
+      throw new ConfigError(
+        `FEATURES names "${name.slice(0, 40)}", which is no optional feature: give a comma-separated list of ` +
+          `${optionalFeatures.join(', ')} (registration, password, sessions and account are always on)`,
+      );
+    }
+  }
+  return optionalFeatures.filter((feature) => named.includes(feature));
 }
 
 function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: readonly T[], fallback: T): T {

@@ -54,6 +54,8 @@ export type Route = {
   errorFormat?: 'oauth';
   /** The log names the route's path (`{target}` as written), not the request's: its parameters may be addresses. */
   logTemplate?: boolean;
+  /** The optional feature (FEATURES) the route is part of; while it is off, the route is not served. */
+  feature?: string;
   /** The act of the proof table (core/proofs.ts) it does: it needs a bearer token and what the act's row says. */
   act?: string;
   /** The statuses its operation in the API document lists (api-document.ts fitDocument); the server warns of others. */
