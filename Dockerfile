@@ -23,6 +23,7 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean -
 COPY --from=build /app/dist ./dist
 COPY sql ./sql
 COPY api ./api
+COPY templates ./templates
 # DATA_DIR (./.data) is where mail goes as .eml files when SMTP_URL is unset; /app belongs to
 # root, so the directory is made here and given to the user the service runs as.
 RUN mkdir -p /app/.data && chown node:node /app/.data

@@ -48,6 +48,20 @@ export function loadMailTemplates(dir: string | null): MailTemplates {
   return templates;
 }
 
+/** The built-in English texts, templates/KIND.en.txt (shipped beside `src/` and `dist/`), checked as an operator's are. */
+const builtInDir = new URL('../../templates/', import.meta.url).pathname;
+let builtIns: Map<MailKind, Template> | null = null;
+
+function builtInTemplates(): Map<MailKind, Template> {
+  builtIns ??= new Map(
+    (Object.keys(mailKinds) as MailKind[]).map((kind) => {
+      const file = `${kind}.en.txt`;
+      return [kind, parseTemplate(file, readFileSync(join(builtInDir, file)), kind)];
+    }),
+  );
+  return builtIns;
+}
+
 function listFiles(dir: string): string[] {
   try {
     return readdirSync(dir).filter((name) => !name.startsWith('.'));
@@ -96,6 +110,7 @@ function refuse(file: string, reason: string): never {
  * text when none has.
  */
 export function createMailRenderer(templates: MailTemplates = new Map(), settings?: MailSettings): MailRenderer {
+  const builtIn = builtInTemplates();
   const { productName, supportContact, appUrl, mailDefaultLocale } = settings ?? noSettings;
   const locales = [...new Set(['en', ...[...templates.keys()].map((key) => key.split('.')[1]!)])];
   return {
@@ -107,7 +122,7 @@ export function createMailRenderer(templates: MailTemplates = new Map(), setting
       const codeLink = appUrl !== null && values.code !== undefined ? `${appUrl}#kind=${kind}&code=${values.code}` : '';
       const settingValues = { product_name: productName ?? '', support: supportContact ?? '', app_url: appUrl ?? '' };
       const all = { ...values, code_link: codeLink, ...settingValues };
-      const template = own?.text ?? mailKinds[kind].builtIn;
+      const template = own?.text ?? builtIn.get(kind)!;
       const asIs = (value: string) => value;
       const text = fill(template.body, all, asIs).replace(/\n{3,}/g, '\n\n').trim();
       const html = own?.html ? fill(own.html.body, all, escapeHtml) : htmlOf(text);
