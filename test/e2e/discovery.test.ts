@@ -59,7 +59,7 @@ describe('GET /.well-known/oauth-authorization-server when TOKEN_ISSUER is not a
     }
   });
 
-  const metadataFor = (tokenIssuer: string) => getAuthorizationServerMetadata({} as RequestContext, { config: { tokenIssuer }, signingKeys: null } as Deps);
+  const metadataFor = (tokenIssuer: string) => getAuthorizationServerMetadata({} as RequestContext, { config: { tokenIssuer }, signingKeys: null, grants: [] } as unknown as Deps);
   it('refuses an issuer with a path, a query, user info or another scheme, which RFC 8414 discovery cannot reach', async () => {
     for (const tokenIssuer of ['https://accounts.example.com/tenant', 'https://accounts.example.com/?x=1', 'https://accounts.example.com#x', 'ftp://accounts.example.com', 'https://user@accounts.example.com', 'HTTPS://Accounts.Example.com']) {
       await assert.rejects(metadataFor(tokenIssuer), (error: HttpError) => error.problem.status === 404, tokenIssuer);
