@@ -93,6 +93,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     bounds: config.database,
     onDown: () => log.warn('database unreachable or its connections broken; failing requests at once until it answers'),
     onUp: () => log.info('database answers again; serving with a new connection pool'),
+    onUnprepared: () => log.warn(
+      'prepared statement missing: a transaction-mode pooler is in front of PostgreSQL; statements are no longer ' +
+        'prepared; add prepare=false to DATABASE_URL to start so (docs/operations.md, Poolers)',
+    ),
     ...(options.onQuery === undefined ? {} : { onQuery: options.onQuery }),
   });
   const { sql } = database;

@@ -122,8 +122,10 @@ function toHttpError(error: unknown, deps: Deps, requestId: string): HttpError {
   }
   const hint = poolerHint(error);
   if (hint !== null) {
-    // A setup error, not an outage: said in one line, answered at once, the breaker left alone.
+    // A setup error, not an outage: said in one line, answered at once, the breaker left alone;
+    // a missing prepared statement has the pools stop preparing statements (storage/db.ts).
     deps.log.error(hint, { request_id: requestId });
+    deps.noteDatabaseFailure(error);
     return retryLater(problems.unavailable, 'The database is unavailable', 5);
   }
   const busy = busyReason(error);

@@ -48,7 +48,7 @@ export function loadMailTemplates(dir: string | null): MailTemplates {
   return templates;
 }
 
-/** The built-in English texts, templates/KIND.en.txt (shipped beside `src/` and `dist/`), checked as an operator's are. */
+/** The built-in English texts, templates/KIND.en.txt (shipped beside `src/` and `dist/`), checked as operators' are. */
 const builtInDir = new URL('../../templates/', import.meta.url).pathname;
 let builtIns: Map<MailKind, Template> | null = null;
 

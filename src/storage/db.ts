@@ -19,7 +19,7 @@ export type Database = {
    * Told of database errors; one that shows the database unreachable or the pool broken opens
    * the breaker or renews the pools. Settles, never rejects, when that is decided, with what was done.
    */
-  noteFailure(error: unknown): Promise<'ignored' | 'opened' | 'kept' | 'renewed'>;
+  noteFailure(error: unknown): Promise<'ignored' | 'opened' | 'kept' | 'renewed' | 'unprepared'>;
   /** False while the breaker is open. */
   isUp(): boolean;
   /** The most connections it opens. */
@@ -55,6 +55,10 @@ const maxQueued = 500;
 export type PoolOptions = {
   applicationName?: string;
   bounds?: Bounds;
+  /** False: statements are not prepared (the driver's `prepare`), as a transaction-mode pooler needs. */
+  prepare?: boolean;
+  /** Told once when a missing prepared statement showed a transaction-mode pooler: no more prepared statements. */
+  onUnprepared?: () => void;
   onDown?: () => void;
   onUp?: () => void;
   onQuery?: (text: string, connection: number) => void;
@@ -80,8 +84,10 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
   // One driver pool of one connection for each connection of the gate (see poolSize).
   // `onQuery` is told the connection's index here: each driver pool numbers its one connection alike.
   const { onQuery } = options;
+  let prepare = options.prepare;
   const connectOne = (index: number) => connectDatabase(url, {
     ...options, connections: 1, ...(onQuery === undefined ? {} : { onQuery: (text: string) => onQuery(text, index) }),
+    ...(prepare === false ? { prepare } : {}),
   });
   const connectAll = () => Array.from({ length: poolSize }, (_, index) => connectOne(index));
   let pools = connectAll();
@@ -162,6 +168,18 @@ export function openDatabase(url: string, options: PoolOptions = {}): Database {
   return {
     sql,
     async noteFailure(error) {
+      // A statement prepared on one server connection and missing on the next (26000) shows a
+      // transaction-mode pooler: from now on no statement is prepared, on fresh pools, so that the
+      // operator's likeliest mistake (no prepare=false in DATABASE_URL) costs a few 503s, not hangs.
+      if (prepare !== false && (error as { code?: unknown } | null)?.code === '26000' && !down && !ended) {
+        prepare = false;
+        const old = pools;
+        renewAll();
+        renewedAt = performance.now();
+        for (const pool of old) void pool.end({ timeout: renewalSpacingMs / 1000 }).catch(() => {});
+        options.onUnprepared?.();
+        return 'unprepared';
+      }
       if (down || ended || checking || !(isDatabaseUnavailable(error) || isPoolBroken(error))) return 'ignored';
       if (refusesConnections(error)) {
         open();
@@ -372,11 +390,13 @@ const pipelineDepth = 4;
 
 /** `onQuery` sees the text of every statement (never its parameters), for tests that compare paths. */
 export function connectDatabase(
-  url: string, options: Pick<PoolOptions, 'applicationName' | 'onQuery' | 'bounds'> & { connections?: number } = {},
+  url: string,
+  options: Pick<PoolOptions, 'applicationName' | 'onQuery' | 'bounds' | 'prepare'> & { connections?: number } = {},
 ): Sql {
   const { applicationName = 'account-service', onQuery, bounds = unbounded, connections = poolSize } = options;
   return postgres(url, {
     ...sessionAttrs(url),
+    ...(options.prepare === false ? { prepare: false } : {}),
     ...(onQuery === undefined ? {} : { debug: (connection: number, text: string) => onQuery(text, connection) }),
     max: connections,
     connect_timeout: connectTimeoutSeconds,
