@@ -1,6 +1,6 @@
 import type { Account } from './accounts.ts';
 import type { CallerFactorRefusal } from './password-check.ts';
-import { findCaller } from './reads.ts';
+import { findSessionAccount } from './sessions.ts';
 import type { Client } from './transaction.ts';
 import { clientNetwork } from '../http/rate-limit.ts';
 import { HttpError, problems, throttled } from '../http/errors.ts';
@@ -32,7 +32,7 @@ export async function authenticate(ctx: RequestContext, deps: Deps): Promise<Cal
   const token = headers.length === 1 ? bearerToken(headers[0]) : null;
   const now = deps.clock();
   const claims = token === null ? null : deps.tokens.verifyToken(token, now);
-  const account = claims === null ? null : await findCaller(deps, claims.sub, claims.sid, now);
+  const account = claims === null ? null : await findSessionAccount(deps.sql, claims.sub, claims.sid, now);
   if (account === null) throw invalidToken();
   return { account, sessionId: claims!.sid };
 }

@@ -17,24 +17,6 @@ export async function hasRecoveryCode(sql: Sql, accountId: string, codeHash: Buf
 }
 
 /**
- * Stores a pending enrollment, replacing an earlier pending one; false, changing nothing, when a
- * factor is already active. One statement, so that two enrollments and a confirmation cannot
- * interleave into an active factor with a secret that no one confirmed.
- */
-export async function startEnrollment(
-  tx: Transaction, accountId: string, sealedSecret: Buffer, now: Date,
-): Promise<boolean> {
-  const rows = await tx`
-    INSERT INTO second_factors AS f (account_id, sealed_secret, created_at)
-    VALUES (${accountId}, ${sealedSecret}, ${now})
-    ON CONFLICT (account_id) DO UPDATE
-    SET sealed_secret = excluded.sealed_secret, created_at = excluded.created_at, last_used_step = NULL
-    WHERE f.activated_at IS NULL
-    RETURNING 1`;
-  return rows.count === 1;
-}
-
-/**
  * Replaces a sealed secret with the same secret sealed under the current key, unless it changed
  * meanwhile (a new enrollment, a removal): the re-seal never brings back a secret.
  */
@@ -44,24 +26,6 @@ export async function resealFactor(
   const rows = await sql`
     UPDATE second_factors SET sealed_secret = ${resealed} WHERE account_id = ${accountId} AND sealed_secret = ${old}`;
   return rows.count === 1;
-}
-
-/**
- * Activates the pending enrollment whose secret is `sealedSecret` (the one the code was checked
- * against), with `step` as its first used step; false when it was replaced or activated meanwhile.
- * Its recovery codes replace any left from an earlier factor.
- */
-export async function activateFactor(
-  tx: Transaction, accountId: string, sealedSecret: Buffer, step: number, recoveryHashes: Buffer[], now: Date,
-): Promise<boolean> {
-  const rows = await tx`
-    UPDATE second_factors SET activated_at = ${now}, last_used_step = ${step}
-    WHERE account_id = ${accountId} AND activated_at IS NULL AND sealed_secret = ${sealedSecret}`;
-  if (rows.count === 0) return false;
-  await tx`DELETE FROM recovery_codes WHERE account_id = ${accountId}`;
-  const codeRows = recoveryHashes.map((codeHash) => ({ account_id: accountId, code_hash: codeHash }));
-  await tx`INSERT INTO recovery_codes ${tx(codeRows)}`;
-  return true;
 }
 
 /**

@@ -1,5 +1,7 @@
 import { createHash, randomInt } from 'node:crypto';
 import type { Sql, Transaction } from '../storage/db.ts';
+import { HttpError, problems } from '../http/errors.ts';
+import type { UseCaseDeps } from './transaction.ts';
 
 /** What a code is for. A code works only at the endpoint of its own purpose. */
 export type CodePurpose =
@@ -51,6 +53,23 @@ export async function storeCode(
 export type FoundCode = {
   expiresAt: Date; accountId: string; publicId: string; name: string; email: string; locale: string | null;
 };
+
+export type LiveCode = FoundCode & { codeHash: Buffer };
+
+/**
+ * A code that exists for `purpose` and has not expired, with its hash; else 404 or 410. Looked up
+ * by hash in one read without a lock: only hashes are stored, and the use case that acts on it
+ * uses it up (consumeCodes), which decides.
+ */
+export async function checkCode(
+  deps: Pick<UseCaseDeps, 'sql' | 'clock'>, purpose: CodePurpose, code: string,
+): Promise<LiveCode> {
+  const codeHash = hashCode(code);
+  const found = await findCode(deps.sql, purpose, codeHash);
+  if (found === null) throw new HttpError(problems.unknownCode);
+  if (found.expiresAt <= deps.clock()) throw new HttpError(problems.codeExpired, { detail: 'Request a new code.' });
+  return { ...found, codeHash };
+}
 
 /** The code of this purpose with this hash, or null. Reads without a lock. */
 export async function findCode(sql: Sql, purpose: CodePurpose, codeHash: Buffer): Promise<FoundCode | null> {

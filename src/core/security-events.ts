@@ -90,20 +90,6 @@ export type EventRow = {
 };
 export type OperatorAct = { reason: string | null };
 
-/** The account's latest events, newest first, of which at most `shownStrangerEvents` of the strangers' kinds. */
-export async function listEvents(sql: Sql, accountId: string): Promise<SecurityEvent[]> {
-  return sql<SecurityEvent[]>`
-    SELECT type, occurred_at AS "occurredAt", client_address AS "clientAddress", session_id AS "sessionId", actor
-    FROM (
-      (SELECT * FROM security_events WHERE account_id = ${accountId} AND type <> ALL(${strangerKinds as EventType[]})
-       ORDER BY occurred_at DESC, id DESC LIMIT ${shownEvents})
-      UNION ALL
-      (SELECT * FROM security_events WHERE account_id = ${accountId} AND type = ANY(${strangerKinds as EventType[]})
-       ORDER BY occurred_at DESC, id DESC LIMIT ${shownStrangerEvents})
-    ) AS latest
-    ORDER BY occurred_at DESC, id DESC LIMIT ${shownEvents}`;
-}
-
 /**
  * How long the strangers' kinds are kept, unless EVENT_RETENTION_DAYS is shorter. Anyone can
  * make them, as fast as the sign-in throttle and the reset quota allow, and the view shows only

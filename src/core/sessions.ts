@@ -151,19 +151,6 @@ export async function findSessionAccount(
 }
 
 /**
- * The account's live sessions, the most recently used first, at most `limit` of them. Sign-ins
- * keep an account within the cap; the limit bounds the answer also while an account still holds
- * more than a lowered SESSIONS_PER_ACCOUNT allows (until its next sign-in).
- */
-export async function listSessions(sql: Sql, accountId: string, now: Date, limit: number): Promise<Session[]> {
-  return sql<Session[]>`
-    SELECT id, created_at AS "createdAt", last_used_at AS "lastUsedAt", client_address AS "clientAddress",
-      user_agent AS "userAgent"
-    FROM sessions WHERE account_id = ${accountId} AND expires_at > ${now}
-    ORDER BY last_used_at DESC, created_at DESC LIMIT ${limit}`;
-}
-
-/**
  * The account and session a token names, for a revocation: by an access token's claims, or by
  * a refresh token, current or spent. Null when there is no such session (any more).
  */

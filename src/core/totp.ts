@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { equalSecrets } from './constant-time.ts';
 
 /**
@@ -9,52 +9,6 @@ import { equalSecrets } from './constant-time.ts';
 
 export const stepSeconds = 30;
 export const codeDigits = 6;
-/** RFC 4226 §4 asks for at least 128 bits and recommends 160: the length of an SHA-1 block key. */
-export const secretBytes = 20;
-
-const base32Alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
-
-/** RFC 4648 base32, without padding, as otpauth URIs carry secrets. */
-export function base32Encode(bytes: Buffer): string {
-  let out = '';
-  let bits = 0;
-  let value = 0;
-  for (const byte of bytes) {
-    value = (value << 8) | byte;
-    bits += 8;
-    while (bits >= 5) {
-      out += base32Alphabet[(value >>> (bits - 5)) & 31];
-      bits -= 5;
-    }
-    value &= (1 << bits) - 1;
-  }
-  if (bits > 0) out += base32Alphabet[(value << (5 - bits)) & 31];
-  return out;
-}
-
-/** The bytes of an RFC 4648 base32 text (any letter case, padding optional), or null if it is not one. */
-export function base32Decode(text: string): Buffer | null {
-  const digits = text.toUpperCase().replace(/=+$/, '');
-  const out: number[] = [];
-  let bits = 0;
-  let value = 0;
-  for (const char of digits) {
-    const index = base32Alphabet.indexOf(char);
-    if (index < 0) return null;
-    value = (value << 5) | index;
-    bits += 5;
-    if (bits >= 8) {
-      out.push((value >>> (bits - 8)) & 255);
-      bits -= 8;
-    }
-    value &= (1 << bits) - 1;
-  }
-  return Buffer.from(out);
-}
-
-export function generateSecret(): Buffer {
-  return randomBytes(secretBytes);
-}
 
 /** RFC 4226 §5.3: HMAC-SHA1 of the 8-byte counter, dynamically truncated to `digits` decimal digits. */
 export function hotp(secret: Buffer, counter: number, digits = codeDigits): string {
@@ -90,18 +44,6 @@ export function matchingStep(secret: Buffer, code: string, at: Date): number | n
     if (equalSecrets(expected, presented)) found = step;
   }
   return found;
-}
-
-/**
- * The Key Uri Format that authenticator apps read (often from a QR code):
- * otpauth://totp/<issuer>:<account>?secret=…&issuer=…&algorithm=SHA1&digits=6&period=30.
- */
-export function otpauthUri(secret: Buffer, issuer: string, accountName: string): string {
-  const label = `${encodeURIComponent(issuer)}:${encodeURIComponent(accountName)}`;
-  const query =
-    `secret=${base32Encode(secret)}&issuer=${encodeURIComponent(issuer)}` +
-    `&algorithm=SHA1&digits=${codeDigits}&period=${stepSeconds}`;
-  return `otpauth://totp/${label}?${query}`;
 }
 
 /** A 6-digit TOTP code as a client sends it. */

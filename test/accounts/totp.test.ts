@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { base32Decode, base32Encode, generateSecret, hotp, matchingStep, otpauthUri, timeStep, totp } from '../../src/core/totp.ts';
-import { generateRecoveryCode, hashRecoveryCode, recoveryCodePattern } from '../../src/core/recovery-codes.ts';
+import { hotp, matchingStep, timeStep, totp } from '../../src/core/totp.ts';
+import { hashRecoveryCode, recoveryCodePattern } from '../../src/core/recovery-codes.ts';
+import {
+  base32Decode, base32Encode, generateRecoveryCode, generateSecret, otpauthUri,
+} from '../../src/features/second-factor/enrollment.ts';
 import { patterns } from '../../src/core/fields.ts';
 import { referenceTotp } from '../helpers/totp.ts';
 

@@ -1,7 +1,10 @@
 import { authenticate } from '../../core/auth.ts';
 import type { Handler } from '../../http/router.ts';
 import { isoUtc } from '../../support/format.ts';
-import { listRecentEvents } from '../../core/reads.ts';
+import {
+  shownEvents, shownStrangerEvents, strangerKinds, type EventType, type SecurityEvent,
+} from '../../core/security-events.ts';
+import type { Sql } from '../../storage/db.ts';
 
 /**
  * GET /acc/me/events: the account's latest security events, newest first. An operator's action
@@ -12,7 +15,7 @@ import { listRecentEvents } from '../../core/reads.ts';
  */
 export const getEvents: Handler = async (ctx, deps) => {
   const { account } = await authenticate(ctx, deps);
-  const events = await listRecentEvents(deps, account.id);
+  const events = await listEvents(deps.sql, account.id);
   return {
     status: 200,
     body: {
@@ -26,3 +29,17 @@ export const getEvents: Handler = async (ctx, deps) => {
     },
   };
 };
+
+/** The account's latest events, newest first, of which at most `shownStrangerEvents` of the strangers' kinds. */
+export async function listEvents(sql: Sql, accountId: string): Promise<SecurityEvent[]> {
+  return sql<SecurityEvent[]>`
+    SELECT type, occurred_at AS "occurredAt", client_address AS "clientAddress", session_id AS "sessionId", actor
+    FROM (
+      (SELECT * FROM security_events WHERE account_id = ${accountId} AND type <> ALL(${strangerKinds as EventType[]})
+       ORDER BY occurred_at DESC, id DESC LIMIT ${shownEvents})
+      UNION ALL
+      (SELECT * FROM security_events WHERE account_id = ${accountId} AND type = ANY(${strangerKinds as EventType[]})
+       ORDER BY occurred_at DESC, id DESC LIMIT ${shownStrangerEvents})
+    ) AS latest
+    ORDER BY occurred_at DESC, id DESC LIMIT ${shownEvents}`;
+}

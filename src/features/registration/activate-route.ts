@@ -1,6 +1,6 @@
 import { clientOf } from '../../core/auth.ts';
 import { readValidBody } from '../../http/body.ts';
-import { checkCode } from '../../core/codes.ts';
+import { checkCode } from '../../core/one-time-codes.ts';
 import { HttpError, problems } from '../../http/errors.ts';
 import type { Handler } from '../../http/router.ts';
 import { activateAccount } from './activate.ts';

@@ -1,15 +1,18 @@
 import type { Account } from '../../core/accounts.ts';
 import { accountQuotaKey, reserveAddressRequest, type QuotaRefusal } from '../../core/address-quotas.ts';
 import { endSessions } from '../../core/end-sessions.ts';
-import { activateFactor, findSecondFactor, removeFactor, startEnrollment } from '../../core/factor-store.ts';
+import { findSecondFactor, removeFactor } from '../../core/factor-store.ts';
 import { forgetKnownClients } from '../../core/login-throttle.ts';
 import { generateCode, hashCode, storeCode } from '../../core/one-time-codes.ts';
 import {
   signedInIdentifier, throttledAttempt, throttleKeys, type CallerFactorRefusal, type CallerRefusal,
 } from '../../core/password-check.ts';
-import { generateRecoveryCode, hashRecoveryCode, recoveryCodeCount } from '../../core/recovery-codes.ts';
+import { hashRecoveryCode } from '../../core/recovery-codes.ts';
 import { recordEvent } from '../../core/security-events.ts';
-import { base32Encode, generateSecret, matchingStep, otpauthUri } from '../../core/totp.ts';
+import { matchingStep } from '../../core/totp.ts';
+import {
+  activateFactor, base32Encode, generateRecoveryCode, generateSecret, otpauthUri, recoveryCodeCount, startEnrollment,
+} from './enrollment.ts';
 import {
   inTransaction, lockAccountIfSessionLives, wakeWorkers, type Client, type UseCaseDeps,
 } from '../../core/transaction.ts';
