@@ -6,8 +6,12 @@ import { readApiDocument } from '../src/http/api-document.ts';
 import { routes } from '../src/routes.ts';
 import { lintApiDocument } from './tools/lint-openapi.ts';
 import * as fields from '../src/core/fields.ts';
+import * as passkeyFields from '../src/features/passkeys/fields.ts';
+import * as factorFields from '../src/features/second-factor/fields.ts';
+import * as emailFields from '../src/features/email-change/fields.ts';
 import { activationSchema, passwordChangeSchema, patterns, registrationSchema } from '../src/core/fields.ts';
 import type { Schema } from '../src/http/validate.ts';
+import { localeSchema } from '../src/features/account/locale-route.ts';
 import { createDocumentChecker, type Document } from './helpers/api-document.ts';
 import type { CallOptions, HttpResult } from './helpers/http.ts';
 import { codeIn } from './helpers/smtp.ts';
@@ -30,11 +34,11 @@ const requestSchemas: Record<string, Schema> = {
   RegistrationRequest: fields.registrationSchema, ActivationRequest: fields.activationSchema,
   ResetCodeRequest: fields.resetCodeRequestSchema, PasswordResetRequest: fields.passwordResetSchema,
   PasswordChangeRequest: fields.passwordChangeSchema, AccountDeletionRequest: fields.accountDeletionSchema,
-  TotpEnrollmentRequest: fields.totpEnrollmentSchema, TotpConfirmationRequest: fields.totpConfirmationSchema,
-  TotpRemovalRequest: fields.totpRemovalSchema, EmailChangeRequest: fields.emailChangeRequestSchema,
-  EmailChangeConfirmation: fields.emailChangeSchema, PasskeyOptionsRequest: fields.passkeyOptionsSchema,
-  PasskeyAdditionRequest: fields.passkeyAdditionSchema, PasskeyRenameRequest: fields.passkeyRenameSchema,
-  PasskeyRemovalRequest: fields.passkeyRemovalSchema, LocaleRequest: fields.localeSchema,
+  TotpEnrollmentRequest: factorFields.totpEnrollmentSchema, TotpConfirmationRequest: factorFields.totpConfirmationSchema,
+  TotpRemovalRequest: factorFields.totpRemovalSchema, EmailChangeRequest: emailFields.emailChangeRequestSchema,
+  EmailChangeConfirmation: emailFields.emailChangeSchema, PasskeyOptionsRequest: passkeyFields.passkeyOptionsSchema,
+  PasskeyAdditionRequest: passkeyFields.passkeyAdditionSchema, PasskeyRenameRequest: passkeyFields.passkeyRenameSchema,
+  PasskeyRemovalRequest: passkeyFields.passkeyRemovalSchema, LocaleRequest: localeSchema,
 };
 const operations = Object.entries(document.paths).flatMap(([path, methods]) => Object.entries(methods).map(([method, operation]) => ({ name: `${method.toUpperCase()} ${path}`, operation })));
 

@@ -9,7 +9,7 @@ import type { Transaction } from '../storage/db.ts';
 import type { WebhookData } from '../webhooks/events.ts';
 
 /**
- * THE erasure, for the owner (above) and the operator (operator-actions.ts): `lock` takes step 2
+ * Erases the account, for its owner (features/account) and an operator: `lock` takes step 2
  * of the lock order, and says whether to go on ('go-on') or why not, which is returned and
  * rolls everything back. The webhook's `data` tells the application who acted, and
  * `clientAddress` null tells the owner's notice that an operator did. The account's name stays
@@ -17,11 +17,8 @@ import type { WebhookData } from '../webhooks/events.ts';
  * whoever deleted it cannot hand the name to another address.
  */
 export async function eraseAccount<Refusal extends string>(
-  deps: UseCaseDeps,
-  account: Pick<Account, 'id' | 'publicId' | 'name' | 'email' | 'locale'>,
-  clientAddress: string | null,
-  lock: (tx: Transaction) => Promise<'go-on' | Refusal>,
-  data: WebhookData = {},
+  deps: UseCaseDeps, account: Pick<Account, 'id' | 'publicId' | 'name' | 'email' | 'locale'>,
+  clientAddress: string | null, lock: (tx: Transaction) => Promise<'go-on' | Refusal>, data: WebhookData = {},
 ): Promise<'go-on' | Refusal> {
   const now = deps.clock();
   const identifiers = throttleKeys(deps, account);
@@ -62,4 +59,22 @@ export async function holdName(
     INSERT INTO name_holds (name, address_key, expires_at) VALUES (${name}, ${addressKey}, ${expiresAt})
     ON CONFLICT (name) DO UPDATE
     SET address = NULL, address_key = excluded.address_key, expires_at = excluded.expires_at`;
+}
+
+/**
+ * Removes every passkey of the account, each with its event (`recordRemoval`) and a passkey.removed
+ * webhook carrying `data`; how many. The owner's reset does it on request, as the mailbox proves the
+ * owner, and an operator's forced reset always: a passkey that an intruder added while holding the
+ * mailbox would otherwise sign in again after every reset.
+ */
+export async function removeAllPasskeys(
+  tx: Transaction, deps: UseCaseDeps, account: { id: string; publicId: string }, now: Date,
+  recordRemoval: () => Promise<void>, data: WebhookData = {},
+): Promise<number> {
+  const removed = await tx<{ id: string }[]>`DELETE FROM passkeys WHERE account_id = ${account.id} RETURNING id`;
+  for (const { id } of removed) {
+    await recordRemoval();
+    await deps.webhooks.enqueue(tx, 'passkey.removed', account.publicId, now, { passkey_id: id, ...data });
+  }
+  return removed.length;
 }

@@ -26,9 +26,6 @@ export const registrationSchema = {
   locale: field(localePattern, { required: false, nullable: true }),
 } satisfies Schema;
 
-/** Ours: the owner's choice of locale (PUT /acc/me/locale); null: MAIL_DEFAULT_LOCALE. */
-export const localeSchema = { locale: field(localePattern, { nullable: true }) } satisfies Schema;
-
 export const activationSchema = { code: field(patterns.code) } satisfies Schema;
 
 export const resetCodeRequestSchema = { email: field(patterns.email) } satisfies Schema;
@@ -36,6 +33,8 @@ export const resetCodeRequestSchema = { email: field(patterns.email) } satisfies
 export const passwordResetSchema = {
   code: field(patterns.code),
   new_pwd: field(patterns.password),
+  // Ours: `remove` takes every passkey away with the reset (core/erasure.ts removeAllPasskeys).
+  passkeys: field(/^(keep|remove)$/, { required: false }),
 } satisfies Schema;
 
 export const accountDeletionSchema = {
@@ -45,55 +44,6 @@ export const accountDeletionSchema = {
   // The code the first request mailed to the account's address; without it, one is mailed.
   email_code: field(patterns.code, { required: false }),
 } satisfies Schema;
-
-export const totpEnrollmentSchema = { pwd: field(patterns.password) } satisfies Schema;
-
-/** `email_code`: the code that the enrollment mailed to the account's address (issue 30). */
-export const totpConfirmationSchema = {
-  code: field(patterns.totpCode),
-  email_code: field(patterns.code),
-} satisfies Schema;
-
-export const totpRemovalSchema = { pwd: field(patterns.password), otp: field(patterns.otp) } satisfies Schema;
-
-/** The new address is checked like a registration's. */
-export const emailChangeRequestSchema = {
-  pwd: field(patterns.password),
-  email: field(patterns.email),
-  // Required when the account has an active second factor; that is checked after the password.
-  otp: field(patterns.otp, { required: false }),
-} satisfies Schema;
-
-/** Ours (passkeys): a name its owner gives a passkey, any printable text. */
-// No control characters (C0, DEL, C1), format characters or line and paragraph separators: a
-// right-to-left override in a name would reorder the notices that show it, a line break split them.
-// No "=?" either: in a mail header (an operator's subject may show the name) it may start an RFC
-// 2047 encoded word, which mail clients decode, to a right-to-left override too.
-const passkeyName = {
-  ...field(/^(?!.*=\?)[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]{1,64}$/u),
-  mismatch: 'must be 1 to 64 characters without control or format characters, line or paragraph separators, or "=?"',
-};
-
-export const passkeyOptionsSchema = {
-  pwd: field(patterns.password), otp: field(patterns.otp, { required: false }),
-} satisfies Schema;
-
-/**
- * Without `credential`, an object that the verifier reads (features/passkeys/webauthn.ts). The
- * challenge_id is a sealed value in base64url (features/passkeys/manage.ts sealChallenge).
- */
-export const passkeyAdditionSchema = {
-  challenge_id: field(/^[A-Za-z0-9_-]{1,200}$/),
-  email_code: field(patterns.code),
-  name: { ...passkeyName, required: false },
-} satisfies Schema;
-
-export const passkeyRenameSchema = { name: passkeyName } satisfies Schema;
-
-export const passkeyRemovalSchema = { pwd: field(patterns.password) } satisfies Schema;
-
-export const emailChangeSchema = { code: field(patterns.code), current_code: field(patterns.code) } satisfies Schema;
-
 
 export const passwordChangeSchema = {
   old_pwd: field(patterns.password),

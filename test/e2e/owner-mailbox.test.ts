@@ -173,4 +173,77 @@ describe('the owner always gets back in, round two (issue 44)', () => {
     assert.equal((await app.call('POST', '/acc/pwd/code', { json: { email: other.user.email }, localAddress: '127.46.6.30' })).status, 429);
     assert.equal((await app.call('POST', '/acc/pwd/code', { json: { email: other.user.email }, localAddress: '127.46.5.5' })).status, 204);
   });
+
+  it("4. a reset can take every passkey with it, so an intruder's passkey session cannot keep the owner out (second outside tester)", async () => {
+    const { user, token } = await registerAndSignIn(app);
+    const intruderKey = createAuthenticator(-7);
+    await addPasskey(token, user, intruderKey, '127.47.0.1');
+    // The intruder signs in with the passkey and signs out every session, as often as it likes.
+    const signOutEverywhere = async () => {
+      const intruder = await passkeySignIn(intruderKey, '127.47.0.2');
+      return app.call('DELETE', '/acc/me/sessions', { token: intruder, localAddress: '127.47.0.2' });
+    };
+    assert.equal((await signOutEverywhere()).status, 204);
+    // The owner's reset from the mailbox, asking that every passkey go with it.
+    const before = app.smtp.messages.length;
+    assert.equal((await app.call('POST', '/acc/pwd/code', { json: { email: user.email }, localAddress: '127.47.9.9' })).status, 204);
+    const code = codeIn(await mailTo(user.email, 'Your password reset code', before));
+    const json = { code, new_pwd: 'owner-takes-it-back-44-4', passkeys: 'remove' };
+    assert.equal((await app.call('POST', '/acc/pwd', { json, localAddress: '127.47.9.9' })).status, 204);
+    const options = await app.call('POST', '/auth/passkey/options', { localAddress: '127.47.0.2' });
+    const credential = intruderKey.assert(options.json.options, origin, rpId);
+    const grant = { grant_type: 'urn:account-service:grant-type:passkey', challenge_id: options.json.challenge_id, credential };
+    const refused = await app.call('POST', '/auth/token', { json: grant, localAddress: '127.47.0.2' });
+    assert.equal(refused.status, 400, 'the passkey no longer signs in');
+    assert.equal(refused.json.error, 'invalid_grant');
+    const owner = (await signedIn(app, user.name, 'owner-takes-it-back-44-4', { source: '127.47.9.9' })).access_token;
+    assert.deepEqual((await app.call('GET', '/acc/me/passkeys', { token: owner })).json.passkeys, []);
+    const events = (await app.call('GET', '/acc/me/events', { token: owner })).json.events as { type: string }[];
+    assert.ok(events.some((event) => event.type === 'passkey-removed'), 'the removal is in the activity');
+    const wrong = await app.call('POST', '/acc/pwd', { json: { code: 'ABCD-EFGH-IJKL-MNOP', new_pwd: 'whatever-1', passkeys: 'all' } });
+    assert.equal(wrong.status, 400, 'passkeys is keep or remove');
+  });
+
+  it("5. a session that spends the account's own password budget does not keep the owner out after a reset", async () => {
+    const { user, token } = await registerAndSignIn(app);
+    const wrongFrom = (index: number) =>
+      app.call('PUT', '/acc/me/pwd', { token, json: { old_pwd: 'not-the-password', new_pwd: 'whatever-123' }, localAddress: `127.48.${index}.9` });
+    // 100 wrong passwords an hour per account (LOGIN_FAILURES_PER_HOUR), five from each network before it waits.
+    let last = 0;
+    for (let index = 0; index < 24 && last !== 429; index += 1) {
+      for (let attempt = 0; attempt < 5; attempt += 1) last = (await wrongFrom(index)).status;
+    }
+    assert.equal(last, 429, 'the budget is spent');
+    await resetFrom(user, '127.48.99.9', 'owner-takes-it-back-44-5');
+    const owner = (await signedIn(app, user.name, user.pwd, { source: '127.48.99.9' })).access_token;
+    // The budget is spent again by the intruder's next session (here, a session of the owner's, as the thief's ended).
+    const intruder = (await signedIn(app, user.name, user.pwd, { source: '127.48.50.1' })).access_token;
+    last = 0;
+    for (let index = 0; index < 24 && last !== 429; index += 1) {
+      for (let attempt = 0; attempt < 5; attempt += 1) {
+        last = (await app.call('DELETE', '/acc/me', { token: intruder, json: { pwd: 'not-the-password' }, localAddress: `127.48.${index}.10` })).status;
+      }
+    }
+    assert.equal(last, 429, 'spent again');
+    const change = await app.call('PUT', '/acc/me/pwd', {
+      token: owner, json: { old_pwd: user.pwd, new_pwd: 'owner-changes-it-44-5' }, localAddress: '127.48.99.9',
+    });
+    assert.equal(change.status, 204, `the network that completed the reset still has the password checked: ${change.text}`);
+  });
+
+  it('6. renaming a passkey counts in the session\'s allowance, and a name of spaces alone is refused', async () => {
+    const { user, token } = await registerAndSignIn(app);
+    await addPasskey(token, user, createAuthenticator(-7), '127.49.0.1');
+    const [passkey] = (await app.call('GET', '/acc/me/passkeys', { token })).json.passkeys as { id: string }[];
+    const rename = (name: string) => app.call('PATCH', `/acc/me/passkeys/${passkey!.id}`, { token, json: { name } });
+    assert.equal((await rename('   ')).status, 400, 'spaces alone');
+    let status = 200;
+    let renames = 0;
+    while (status === 200 && renames < 40) {
+      status = (await rename(`Laptop ${renames}`)).status;
+      renames += 1;
+    }
+    assert.equal(status, 429, `refused after ${renames - 1} renames`);
+    assert.ok(renames <= 31, `at most ACCOUNT_RATE_LIMIT (30) a minute: ${renames}`);
+  });
 });

@@ -236,7 +236,7 @@ describe('passkeys over HTTP', () => {
 
   it('refuses a passkey name that holds "=?", which a mail header would decode as an encoded word', async () => {
     const { user, token } = await registerAndSignIn(app);
-    const reason = 'must be 1 to 64 characters without control or format characters, line or paragraph separators, or "=?"';
+    const reason = 'must be 1 to 64 characters, not all spaces, without control or format characters, line or paragraph separators, or "=?"';
     // The subject of an operator's template that shows this name would read as a right-to-left override.
     const encodedWord = '=?utf-8?B?4oCuZXZpbA==?=';
     const rename = await app.call('PATCH', '/acc/me/passkeys/00000000-0000-4000-8000-000000000000', {

@@ -3,7 +3,8 @@ import { readValidBody } from '../../http/body.ts';
 import type { Handler } from '../../http/router.ts';
 import { canonicalLocale } from '../../config/locales.ts';
 import { setAccountLocale } from './locale.ts';
-import { localeSchema } from '../../core/fields.ts';
+import { localePattern } from '../../config/locales.ts';
+import { field, type Schema } from '../../http/validate.ts';
 
 /**
  * PUT /acc/me/locale: the locale of the account's mail, stored as canonically written (de-AT);
@@ -16,3 +17,6 @@ export const setLocaleRoute: Handler = async (ctx, deps) => {
   if (!stored) throw invalidToken();
   return { status: 204 };
 };
+
+/** Ours: the owner's choice of locale (PUT /acc/me/locale); null: MAIL_DEFAULT_LOCALE. */
+export const localeSchema = { locale: field(localePattern, { nullable: true }) } satisfies Schema;

@@ -4,7 +4,7 @@ import { checkCode } from '../../core/one-time-codes.ts';
 import { HttpError, problems } from '../../http/errors.ts';
 import type { Handler } from '../../http/router.ts';
 import { changeEmail } from './confirm.ts';
-import { emailChangeSchema } from '../../core/fields.ts';
+import { emailChangeSchema } from './fields.ts';
 
 /** POST /acc/email: confirm an e-mail change with the codes mailed to the new and to the current address. */
 export const changeEmailRoute: Handler = async (ctx, deps) => {

@@ -4,7 +4,7 @@ import { quotaRefused } from '../../http/errors.ts';
 import type { Handler } from '../../http/router.ts';
 import { negotiateLocale } from '../../config/locales.ts';
 import { requestEmailChange } from './request.ts';
-import { emailChangeRequestSchema } from '../../core/fields.ts';
+import { emailChangeRequestSchema } from './fields.ts';
 
 /**
  * POST /acc/me/email: ask to move the account to a new address (features/email-change/request.ts).

@@ -9,7 +9,7 @@ import { resetForcedMail } from '../../mail/messages.ts';
 import { sealMail } from '../../mail/outbox.ts';
 import type { Transaction } from '../../storage/db.ts';
 import type { WebhookData } from '../../webhooks/events.ts';
-import { eraseAccount } from '../../core/erasure.ts';
+import { eraseAccount, removeAllPasskeys } from '../../core/erasure.ts';
 import { endSessions } from '../../core/end-sessions.ts';
 import { throttleKeys } from '../../core/password-check.ts';
 import { inTransaction, lockAccount, wakeWorkers, type UseCaseDeps } from '../../core/transaction.ts';
@@ -73,19 +73,13 @@ export async function forceReset(
     const webhook = deps.webhooks.event('password.reset_forced', account.publicId, now, operatorData(operator));
     const event = { type: 'reset-forced' as const, clientAddress: operator.address, sessionId: null, operator };
     await endSessions(tx, { accountId: account.id, sessionId: null, event, webhook, record: 'always', now });
-    // Every passkey of the account, by a statement of the operator's own (the passkeys feature may be off).
-    const removed = await tx<{ id: string }[]>`DELETE FROM passkeys WHERE account_id = ${account.id} RETURNING id`;
-    const passkeys = removed.map((row) => row.id);
-    for (const id of passkeys) {
-      await recordOperatorEvent(tx, account.id, 'passkey-removed', operator, now);
-      const data = { passkey_id: id, ...operatorData(operator) };
-      await deps.webhooks.enqueue(tx, 'passkey.removed', account.publicId, now, data);
-    }
+    const record = () => recordOperatorEvent(tx, account.id, 'passkey-removed', operator, now);
+    const passkeys = await removeAllPasskeys(tx, deps, account, now, record, operatorData(operator));
     const code = generateCode();
     const expiresAt = new Date(now.getTime() + deps.config.resetCodeTtlSeconds * 1000);
     const mail = sealMail(resetForcedMail(code, expiresAt, now, account.locale), deps.mailer);
     const mailed = await issueResetCode(tx, account.email, hashCode(code), expiresAt, mail, operator.address, now);
-    return { passkeys_removed: passkeys.length, code_mailed: mailed };
+    return { passkeys_removed: passkeys, code_mailed: mailed };
   });
 }
 

@@ -1,6 +1,8 @@
-import { authenticate, callerRefusal, clientOf } from '../../core/auth.ts';
+import {
+  authenticate, callerRefusal, clientOf, sessionAllowance, takeAccountAllowance,
+} from '../../core/auth.ts';
 import { readJsonObject, readValidBody } from '../../http/body.ts';
-import { HttpError, invalidFields, problems, quotaRefused } from '../../http/errors.ts';
+import { accountRateLimited, HttpError, invalidFields, problems, quotaRefused } from '../../http/errors.ts';
 import { requireRelyingParty } from './relying-party.ts';
 import type { Handler } from '../../http/router.ts';
 import { isoUtc } from '../../support/format.ts';
@@ -10,7 +12,7 @@ import {
 } from './manage.ts';
 import {
   passkeyAdditionSchema, passkeyOptionsSchema, passkeyRemovalSchema, passkeyRenameSchema,
-} from '../../core/fields.ts';
+} from './fields.ts';
 import { isPlainObject, isUuid, validateFields } from '../../http/validate.ts';
 
 /**
@@ -73,6 +75,9 @@ export const listPasskeysRoute: Handler = async (ctx, deps) => {
 export const renamePasskeyRoute: Handler = async (ctx, deps) => {
   requireRelyingParty(deps);
   const caller = await authenticate(ctx, deps);
+  // Each rename writes an event: a session's renames count in its own allowance, as its listings do.
+  const wait = takeAccountAllowance(deps, sessionAllowance(caller.sessionId));
+  if (wait > 0) throw accountRateLimited(wait);
   const value = await readValidBody(ctx.req, passkeyRenameSchema);
   const id = ctx.params.id ?? '';
   const result = isUuid(id)

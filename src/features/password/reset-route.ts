@@ -15,7 +15,8 @@ export const resetPasswordRoute: Handler = async (ctx, deps) => {
   const value = await readValidBody(ctx.req, passwordResetSchema);
   const code = await checkCode(deps, 'reset', value.code);
   // A concurrent request used the code first.
-  if (!(await resetPassword(deps, code.accountId, code.codeHash, value.new_pwd, clientOf(ctx)))) {
+  const removePasskeys = value.passkeys === 'remove';
+  if (!(await resetPassword(deps, code.accountId, code.codeHash, value.new_pwd, clientOf(ctx), removePasskeys))) {
     throw new HttpError(problems.unknownCode);
   }
   return { status: 204 };

@@ -6,8 +6,10 @@ import { noticeMail } from '../../mail/messages.ts';
 import { enqueueMail } from '../../mail/outbox.ts';
 import { clientNetwork } from '../../http/rate-limit.ts';
 import { endSessions } from '../../core/end-sessions.ts';
-import { throttleKeys } from '../../core/password-check.ts';
+import { signedInIdentifier, throttleKeys } from '../../core/password-check.ts';
 import { inTransaction, lockAccount, wakeWorkers, type Client, type UseCaseDeps } from '../../core/transaction.ts';
+import { removeAllPasskeys } from '../../core/erasure.ts';
+import { recordEvent } from '../../core/security-events.ts';
 
 /**
  * Sets a new password with a reset code of `accountId` (found by the caller's code lookup).
@@ -20,6 +22,7 @@ import { inTransaction, lockAccount, wakeWorkers, type Client, type UseCaseDeps 
  */
 export async function resetPassword(
   deps: UseCaseDeps, accountId: string, codeHash: Buffer, newPassword: string, client: Client,
+  removePasskeys = false,
 ): Promise<boolean> {
   const passwordHash = await deps.passwords.hash(newPassword);
   const now = deps.clock();
@@ -32,8 +35,15 @@ export async function resetPassword(
     // The code is consumed after the account row is locked (the lock order); a code used
     // first by a concurrent request rolls all of this back.
     if (!(await consumeCodes(tx, accountId, 'reset', codeHash, now))) throw codeGone;
+    if (removePasskeys) {
+      const record = () => recordEvent(tx, accountId, 'passkey-removed', client.address, null, now);
+      await removeAllPasskeys(tx, deps, account!, now, record);
+    }
     await clearThrottle(tx, throttleKeys(deps, account!));
-    const identifiers = [account!.name, account!.email].map((identifier) => deps.keys.loginIdentifier(identifier));
+    // Known to the name, the address and the account's own key (the password checks of a session):
+    // whoever spends their budgets after the reset, a session's included, the owner gets in from here.
+    const own = [account!.name, account!.email, signedInIdentifier(account!)];
+    const identifiers = own.map((identifier) => deps.keys.loginIdentifier(identifier));
     await rememberClient(tx, identifiers, deps.keys.client(clientNetwork(client.address)), now);
     await enqueueMail(tx, noticeMail('password-reset', account!, now, client.address), deps.mailer, now);
     return account!;

@@ -3,7 +3,7 @@ import { readValidBody } from '../../http/body.ts';
 import { HttpError, problems } from '../../http/errors.ts';
 import type { Handler } from '../../http/router.ts';
 import { confirmTotp } from './factor.ts';
-import { totpConfirmationSchema } from '../../core/fields.ts';
+import { totpConfirmationSchema } from './fields.ts';
 
 const refusals = {
   'not-pending': problems.totpNotPending,

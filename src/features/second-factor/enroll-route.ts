@@ -3,7 +3,7 @@ import { readValidBody } from '../../http/body.ts';
 import { HttpError, problems, quotaRefused } from '../../http/errors.ts';
 import type { Handler } from '../../http/router.ts';
 import { enrollTotp } from './factor.ts';
-import { totpEnrollmentSchema } from '../../core/fields.ts';
+import { totpEnrollmentSchema } from './fields.ts';
 
 /**
  * POST /acc/me/totp: start enrolling a TOTP second factor (features/second-factor/factor.ts), and mail

@@ -3,7 +3,7 @@ import { readValidBody } from '../../http/body.ts';
 import { HttpError, problems } from '../../http/errors.ts';
 import type { Handler } from '../../http/router.ts';
 import { disableTotp } from './factor.ts';
-import { totpRemovalSchema } from '../../core/fields.ts';
+import { totpRemovalSchema } from './fields.ts';
 
 /** DELETE /acc/me/totp: disable the second factor; the password and an otp are required. */
 export const disableSecondFactor: Handler = async (ctx, deps) => {
