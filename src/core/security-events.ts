@@ -42,11 +42,12 @@ export type SecurityEvent = {
 /** How many events GET /acc/me/events shows. */
 export const shownEvents = 50;
 /**
- * Kinds of event that anyone can cause on any account: a failed sign-in needs only the name,
- * a reset request only the address. Together they fill at most `shownStrangerEvents` of the
- * view, so that a stranger's requests never push the owner's own events out of it.
+ * Kinds of event that someone other than the owner can cause as often as they like: a failed
+ * sign-in needs only the name, a reset request only the address, a passkey's rename any session
+ * (a thief's too). Together they fill at most `shownStrangerEvents` of the view, so that they never
+ * push the owner's own events out of it, and they are kept a week (strangerEventRetentionDays).
  */
-export const strangerKinds: readonly EventType[] = ['sign-in-failed', 'reset-requested'];
+export const strangerKinds: readonly EventType[] = ['sign-in-failed', 'reset-requested', 'passkey-renamed'];
 export const shownStrangerEvents = 10;
 
 /**

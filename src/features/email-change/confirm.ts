@@ -7,6 +7,7 @@ import { isUniqueViolation } from '../../storage/database-errors.ts';
 import { endSessions } from '../../core/end-sessions.ts';
 import { inTransaction, lockAccount, wakeWorkers, type Client, type UseCaseDeps } from '../../core/transaction.ts';
 import { useMailbox } from '../../core/proofs.ts';
+import { resetIdentifier } from '../../core/password-check.ts';
 
 /** The account a live e-mail change code belongs to, as the code lookup found it. */
 export type ChangingAccount = { id: string; publicId: string; name: string; email: string; locale: string | null };
@@ -64,7 +65,8 @@ export async function changeEmail(
       if (!(await useMailbox(tx, 'change-address', account.id, currentCode, now))) throw codeGone;
       // A reset code mailed to the old address must not open the account any more.
       await deleteCodes(tx, account.id, 'reset');
-      await forgetKnownClients(tx, [deps.keys.loginIdentifier(account.email)]);
+      const leaving = [account.email, resetIdentifier(account.email)];
+      await forgetKnownClients(tx, leaving.map((identifier) => deps.keys.loginIdentifier(identifier)));
       const notice = emailChangedMail(account, change.newEmail, now, client.address);
       await enqueueMail(tx, notice, deps.mailer, now);
       return { outcome: 'changed' };

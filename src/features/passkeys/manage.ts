@@ -170,8 +170,11 @@ export async function renameAccountPasskey(
   const now = deps.clock();
   const result = await inTransaction(deps.sql, async (tx): Promise<Renaming> => {
     if (!(await lockAccountIfSessionLives(tx, caller))) return { outcome: 'session-ended' };
-    const passkey = await renamePasskey(tx, account.id, id, name);
-    if (passkey === null) return { outcome: 'unknown' };
+    const renamed = await renamePasskey(tx, account.id, id, name);
+    if (renamed === null) return { outcome: 'unknown' };
+    const { passkey, changed } = renamed;
+    // A name given again changes nothing, and is not an event.
+    if (!changed) return { outcome: 'renamed', passkey };
     await recordEvent(tx, account.id, 'passkey-renamed', client.address, sessionId, now);
     await deps.webhooks.enqueue(tx, 'passkey.renamed', account.publicId, now, { passkey_id: passkey.id });
     return { outcome: 'renamed', passkey };

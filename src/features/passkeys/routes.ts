@@ -1,6 +1,4 @@
-import {
-  authenticate, callerRefusal, clientOf, sessionAllowance, takeAccountAllowance,
-} from '../../core/auth.ts';
+import { authenticate, callerRefusal, clientOf, takeAccountAllowance } from '../../core/auth.ts';
 import { readJsonObject, readValidBody } from '../../http/body.ts';
 import { accountRateLimited, HttpError, invalidFields, problems, quotaRefused } from '../../http/errors.ts';
 import { requireRelyingParty } from './relying-party.ts';
@@ -75,8 +73,8 @@ export const listPasskeysRoute: Handler = async (ctx, deps) => {
 export const renamePasskeyRoute: Handler = async (ctx, deps) => {
   requireRelyingParty(deps);
   const caller = await authenticate(ctx, deps);
-  // Each rename writes an event: a session's renames count in its own allowance, as its listings do.
-  const wait = takeAccountAllowance(deps, sessionAllowance(caller.sessionId));
+  // Each rename writes an event: the account's renames, from all its sessions, count in one allowance.
+  const wait = takeAccountAllowance(deps, `passkey-renames ${caller.account.id}`);
   if (wait > 0) throw accountRateLimited(wait);
   const value = await readValidBody(ctx.req, passkeyRenameSchema);
   const id = ctx.params.id ?? '';

@@ -52,10 +52,12 @@ export async function insertPasskey(
 /** Gives the account's passkey a new name; the passkey, or null when the account has none with this id. */
 export async function renamePasskey(
   sql: Sql | Transaction, accountId: string, id: string, name: string,
-): Promise<Passkey | null> {
+): Promise<{ passkey: Passkey; changed: boolean } | null> {
+  const [before] = await sql`SELECT name FROM passkeys WHERE id = ${id} AND account_id = ${accountId} FOR UPDATE`;
+  if (before === undefined) return null;
   const [row] = await sql<Passkey[]>`
     UPDATE passkeys SET name = ${name} WHERE id = ${id} AND account_id = ${accountId} RETURNING ${columns(sql)}`;
-  return row ?? null;
+  return row === undefined ? null : { passkey: row, changed: before.name !== name };
 }
 
 /** Deletes the account's passkey; its name, or null when the account has none with this id. */

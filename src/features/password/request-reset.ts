@@ -5,6 +5,7 @@ import { isKnownClient } from '../../core/login-throttle.ts';
 import { recordResetRequest } from './reset-requests.ts';
 import { clientNetwork } from '../../http/rate-limit.ts';
 import { inTransaction, type UseCaseDeps } from '../../core/transaction.ts';
+import { resetIdentifier } from '../../core/password-check.ts';
 
 export type ResetCodeRequest = { outcome: 'requested' } | { outcome: 'refused'; refusal: QuotaRefusal };
 
@@ -35,7 +36,7 @@ export async function requestResetCode(
   const result = await inTransaction(deps.sql, async (tx, rollBack): Promise<ResetCodeRequest> => {
     const refusal = await reserveAddressRequest(tx, 'reset', deps.keys.address(email), now);
     if (refusal !== null) {
-      const keys = { identifier: deps.keys.loginIdentifier(email), client: deps.keys.client(network) };
+      const keys = { identifier: deps.keys.loginIdentifier(resetIdentifier(email)), client: deps.keys.client(network) };
       if (!(await isKnownClient(tx, keys, now))) return rollBack({ outcome: 'refused', refusal });
       const quotaKey = knownNetworkQuotaKey(deps.keys, email, network);
       const own = await reserveAddressRequest(tx, 'reset-known', quotaKey, now, knownNetworkDailyCap);

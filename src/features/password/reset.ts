@@ -6,7 +6,7 @@ import { noticeMail } from '../../mail/messages.ts';
 import { enqueueMail } from '../../mail/outbox.ts';
 import { clientNetwork } from '../../http/rate-limit.ts';
 import { endSessions } from '../../core/end-sessions.ts';
-import { signedInIdentifier, throttleKeys } from '../../core/password-check.ts';
+import { resetIdentifier, signedInIdentifier, throttleKeys } from '../../core/password-check.ts';
 import { inTransaction, lockAccount, wakeWorkers, type Client, type UseCaseDeps } from '../../core/transaction.ts';
 import { removeAllPasskeys } from '../../core/erasure.ts';
 import { recordEvent } from '../../core/security-events.ts';
@@ -42,7 +42,7 @@ export async function resetPassword(
     await clearThrottle(tx, throttleKeys(deps, account!));
     // Known to the name, the address and the account's own key (the password checks of a session):
     // whoever spends their budgets after the reset, a session's included, the owner gets in from here.
-    const own = [account!.name, account!.email, signedInIdentifier(account!)];
+    const own = [account!.name, account!.email, signedInIdentifier(account!), resetIdentifier(account!.email)];
     const identifiers = own.map((identifier) => deps.keys.loginIdentifier(identifier));
     await rememberClient(tx, identifiers, deps.keys.client(clientNetwork(client.address)), now);
     await enqueueMail(tx, noticeMail('password-reset', account!, now, client.address), deps.mailer, now);

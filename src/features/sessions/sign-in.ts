@@ -3,7 +3,7 @@ import { rememberClient } from '../../core/login-throttle.ts';
 import { clientNetwork } from '../../http/rate-limit.ts';
 import { startSession, type SessionTokens } from '../../core/sessions.ts';
 import type { Sql, Transaction } from '../../storage/db.ts';
-import { checkPassword, recordWrongPassword } from '../../core/password-check.ts';
+import { checkPassword, recordWrongPassword, resetIdentifier } from '../../core/password-check.ts';
 import { checkSecondFactor, useSecondFactor } from '../../core/factor.ts';
 import { inTransaction, retryOnce, type Client, type UseCaseDeps } from '../../core/transaction.ts';
 
@@ -82,7 +82,8 @@ export async function signIn(
   // (request-reset-code.ts) starts from either.
   const untyped = username.toLowerCase() === account.name ? account.email : account.name;
   const network = deps.keys.client(clientNetwork(client.address));
-  await rememberClient(deps.sql, [deps.keys.loginIdentifier(untyped)], network, now);
+  const known = [untyped, resetIdentifier(account.email)].map((identifier) => deps.keys.loginIdentifier(identifier));
+  await rememberClient(deps.sql, known, network, now);
   if (proof?.kind === 'recovery') deps.outbox.wake();
   return { outcome: 'signed-in', accountPublicId: account.publicId, ...started };
 }
