@@ -139,7 +139,7 @@ export function signedInIdentifier(account: Pick<Account, 'publicId'>): string {
 }
 
 /**
- * The key under which the networks that may ask a reset past the address's spent quota are known
+ * The key under which the networks that may ask a reset past the address's spent daily cap are known
  * (core/address-quotas.ts): those that signed in to the account or completed a reset for it. Apart
  * from the sign-in throttle's, because a reset forgets those (whoever reset it, an intruder with
  * the mailbox too) and must not forget these: the owner's home network stays one. It holds a

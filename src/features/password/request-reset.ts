@@ -19,7 +19,7 @@ export const knownNetworkDailyCap = 3;
  * (features/password/reset-requests.ts, request-resolver.ts), so that nothing this request does depends
  * on what the address holds.
  *
- * When the address's quota refuses, a network that proved the password of this address, or
+ * When the address's daily cap refuses, a network that proved the password of this address, or
  * completed a reset for it, in the last 30 days (the sign-in throttle's known networks) is
  * counted in a quota of its own (`knownNetworkDailyCap` a day per network): a stranger who
  * spends the address's quota does not keep the owner from resetting, and the mail a stranger
@@ -35,6 +35,9 @@ export async function requestResetCode(
   const network = clientNetwork(clientAddress);
   const result = await inTransaction(deps.sql, async (tx, rollBack): Promise<ResetCodeRequest> => {
     const refusal = await reserveAddressRequest(tx, 'reset', deps.keys.address(email), now);
+    // Only past the daily cap: within the minute's cooldown every network is answered alike, so
+    // that no request tells a network that signed in from one that did not (the owner waits a minute).
+    if (refusal?.reason === 'cooldown') return rollBack({ outcome: 'refused', refusal });
     if (refusal !== null) {
       const keys = { identifier: deps.keys.loginIdentifier(resetIdentifier(email)), client: deps.keys.client(network) };
       if (!(await isKnownClient(tx, keys, now))) return rollBack({ outcome: 'refused', refusal });
