@@ -155,8 +155,8 @@ export async function rememberClient(
   tx: Sql | Transaction, identifiers: Buffer[], client: Buffer, now: Date,
 ): Promise<void> {
   // In one order, so that two statements over the same rows (a sign-in and a reset) never deadlock.
-  const sorted = [...identifiers].sort(Buffer.compare);
-  const rows = sorted.map((key) => ({ identifier_key: key, client_key: client, last_success_at: now }));
+  const rows = [...identifiers].sort(Buffer.compare)
+    .map((key) => ({ identifier_key: key, client_key: client, last_success_at: now }));
   await tx`
     INSERT INTO login_known_clients ${tx(rows)}
     ON CONFLICT (identifier_key, client_key) DO UPDATE SET last_success_at = excluded.last_success_at`;

@@ -145,9 +145,7 @@ export function signedInIdentifier(account: Pick<Account, 'publicId'>): string {
  * the mailbox too) and must not forget these: the owner's home network stays one. It holds a
  * space, as signedInIdentifier does, so no typed username reaches it.
  */
-export function resetIdentifier(email: string): string {
-  return `reset ${email.toLowerCase()}`;
-}
+export const resetIdentifier = (email: string): string => `reset ${email.toLowerCase()}`;
 
 /**
  * The budget of the account's second-factor guesses (login-throttle.ts reserveFactorGuess),
