@@ -43,11 +43,14 @@ export type SecurityEvent = {
 export const shownEvents = 50;
 /**
  * Kinds of event that someone other than the owner can cause as often as they like: a failed
- * sign-in needs only the name, a reset request only the address, a passkey's rename any session
- * (a thief's too). Together they fill at most `shownStrangerEvents` of the view, so that they never
+ * sign-in needs only the name, a reset request only the address; a passkey's rename, a refresh
+ * token retried within its window and a sign-in past the session cap any session or password
+ * holder (a thief's too). Together they fill at most `shownStrangerEvents` of the view, so that they never
  * push the owner's own events out of it, and they are kept a week (strangerEventRetentionDays).
  */
-export const strangerKinds: readonly EventType[] = ['sign-in-failed', 'reset-requested', 'passkey-renamed'];
+export const strangerKinds: readonly EventType[] = [
+  'sign-in-failed', 'reset-requested', 'passkey-renamed', 'refresh-retried', 'session-evicted',
+];
 export const shownStrangerEvents = 10;
 
 /**

@@ -275,4 +275,67 @@ describe('the owner always gets back in, round two (issue 44)', () => {
     assert.equal(owners.status, 204, `the owner's home network is still known for resets: ${owners.text}`);
     await mailTo(user.email, 'Your password reset code', before);
   });
+  it('8. the owner passes what a stolen token spends, and resets past a spent cap from where it signs in by passkey or changed its address (third outside tester)', async () => {
+    const spendResets = async (email: string, prefix: string) => {
+      let last = 204;
+      for (let request = 0; request < 11 && last === 204; request += 1) {
+        app.clock.advance(61);
+        last = (await app.call('POST', '/acc/pwd/code', { json: { email }, localAddress: `${prefix}.${request + 1}` })).status;
+      }
+      assert.equal(last, 429, `a stranger spent the cap of ${email}`);
+      app.clock.advance(61);
+    };
+    // A stolen access token spends the account's own password budget from 24 networks.
+    const { user, token } = await registerAndSignIn(app);
+    const home = '127.42.0.1';
+    const owner = (await signedIn(app, user.name, user.pwd, { source: home })).access_token;
+    let last = 0;
+    for (let index = 0; index < 24 && last !== 429; index += 1) {
+      for (let attempt = 0; attempt < 5; attempt += 1) {
+        const json = { old_pwd: 'not-the-password', new_pwd: 'whatever-123' };
+        last = (await app.call('PUT', '/acc/me/pwd', { token, json, localAddress: `127.42.${index + 10}.9` })).status;
+      }
+    }
+    assert.equal(last, 429, 'the budget is spent');
+    const change = await app.call('PUT', '/acc/me/pwd', { token: owner, json: { old_pwd: user.pwd, new_pwd: 'owner-password-44-8' }, localAddress: home });
+    assert.equal(change.status, 204, `the network the owner signs in from passes: ${change.text}`);
+    user.pwd = 'owner-password-44-8';
+    // A refresh token presented again within its window writes an event each time: at most ten in view.
+    const first = (await signedIn(app, user.name, user.pwd, { source: home })).refresh_token as string;
+    const refresh = (refreshToken: string, localAddress: string) =>
+      app.call('POST', '/auth/token', { json: { grant_type: 'refresh_token', refresh_token: refreshToken }, localAddress });
+    let spent = first;
+    for (let round = 0; round < 12; round += 1) {
+      const next = (await refresh(spent, `127.42.1.${round + 1}`)).json.refresh_token as string;
+      await refresh(spent, `127.42.2.${round + 1}`);
+      spent = next;
+    }
+    const view = await app.call('GET', '/acc/me/events', { token: (await signedIn(app, user.name, user.pwd, { source: home })).access_token });
+    const types = (view.json.events as { type: string }[]).map((event) => event.type);
+    assert.ok(types.filter((type) => type === 'refresh-retried').length <= 10, String(types));
+    assert.ok(types.includes('password-changed') && types.includes('activated'), "the owner's events stay in view");
+
+    // A network the owner signs in from by passkey only may reset past a spent cap.
+    const auth = createAuthenticator(-7);
+    const fresh = (await signedIn(app, user.name, user.pwd, { source: '127.42.3.1' })).access_token;
+    await addPasskey(fresh, user, auth, '127.42.3.1');
+    await passkeySignIn(auth, '127.42.4.1');
+    await spendResets(user.email, '127.42.5');
+    const byPasskey = await app.call('POST', '/acc/pwd/code', { json: { email: user.email }, localAddress: '127.42.4.1' });
+    assert.equal(byPasskey.status, 204, `the passkey's network: ${byPasskey.text}`);
+
+    // The network that confirmed a change of address may reset the new address past a spent cap.
+    const moved = await registerAndSignIn(app);
+    const newEmail = `${uniqueUser('moved').name}@example.com`;
+    const at = '127.42.6.1';
+    const before = app.smtp.messages.length;
+    const asked = await app.call('POST', '/acc/me/email', { token: moved.token, json: { pwd: moved.user.pwd, email: newEmail }, localAddress: at });
+    assert.equal(asked.status, 204, asked.text);
+    const newCode = codeIn(await mailTo(newEmail, 'Confirm your new e-mail address', before));
+    const currentCode = codeIn(await mailTo(moved.user.email, 'A change of your e-mail address was asked for', before));
+    const confirmed = await app.call('POST', '/acc/email', { json: { code: newCode, current_code: currentCode }, localAddress: at });
+    assert.equal(confirmed.status, 204, confirmed.text);
+    await spendResets(newEmail, '127.42.7');
+    assert.equal((await app.call('POST', '/acc/pwd/code', { json: { email: newEmail }, localAddress: at })).status, 204);
+  });
 });

@@ -1,5 +1,5 @@
 import { setEmail } from './store.ts';
-import { forgetKnownClients } from '../../core/login-throttle.ts';
+import { forgetKnownClients, rememberClient } from '../../core/login-throttle.ts';
 import { consumeCodes, deleteCodes, findEmailChange } from '../../core/one-time-codes.ts';
 import { emailChangedMail } from '../../mail/messages.ts';
 import { enqueueMail } from '../../mail/outbox.ts';
@@ -8,6 +8,7 @@ import { endSessions } from '../../core/end-sessions.ts';
 import { inTransaction, lockAccount, wakeWorkers, type Client, type UseCaseDeps } from '../../core/transaction.ts';
 import { useMailbox } from '../../core/proofs.ts';
 import { resetIdentifier } from '../../core/password-check.ts';
+import { clientNetwork } from '../../http/rate-limit.ts';
 
 /** The account a live e-mail change code belongs to, as the code lookup found it. */
 export type ChangingAccount = { id: string; publicId: string; name: string; email: string; locale: string | null };
@@ -67,6 +68,9 @@ export async function changeEmail(
       await deleteCodes(tx, account.id, 'reset');
       const leaving = [account.email, resetIdentifier(account.email)];
       await forgetKnownClients(tx, leaving.map((identifier) => deps.keys.loginIdentifier(identifier)));
+      // The network that proved both mailboxes may reset the new address past a stranger's spent quota.
+      const resets = deps.keys.loginIdentifier(resetIdentifier(change.newEmail));
+      await rememberClient(tx, [resets], deps.keys.client(clientNetwork(client.address)), now);
       const notice = emailChangedMail(account, change.newEmail, now, client.address);
       await enqueueMail(tx, notice, deps.mailer, now);
       return { outcome: 'changed' };

@@ -8,6 +8,9 @@ import { startSession } from '../../core/sessions.ts';
 import { challengeTtlSeconds, openChallenge, sealChallenge } from './manage.ts';
 import type { SignIn } from '../sessions/sign-in.ts';
 import { inTransaction, type Client, type UseCaseDeps } from '../../core/transaction.ts';
+import { rememberClient } from '../../core/login-throttle.ts';
+import { resetIdentifier } from '../../core/password-check.ts';
+import { clientNetwork } from '../../http/rate-limit.ts';
 
 /**
  * Usernameless sign-in with a passkey. The options name no account, so every caller gets the
@@ -69,6 +72,9 @@ export async function signInWithPasskey(
   if (started === null) return { outcome: 'refused' };
   // Only the holder of the passkey gets here: the owner, who may learn that an operator disabled the account.
   if (started === 'disabled') return { outcome: 'disabled' };
+  // The owner's way past a spent reset quota starts from the networks it signs in from, by passkey too.
+  const reset = deps.keys.loginIdentifier(resetIdentifier(owner.email));
+  await rememberClient(deps.sql, [reset], deps.keys.client(clientNetwork(client.address)), now);
   return { outcome: 'signed-in', accountPublicId: owner.publicId, ...started };
 }
 

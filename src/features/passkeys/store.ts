@@ -13,7 +13,7 @@ export type Passkey = {
 /** What a sign-in reads by credential id: the key, the counter, and the owner with its user handle. */
 export type PasskeyOwner = {
   id: string; publicKey: Buffer; signCount: number; backupEligible: boolean;
-  accountId: string; publicId: string; userHandle: Buffer; passwordHash: string;
+  accountId: string; publicId: string; userHandle: Buffer; passwordHash: string; email: string;
 };
 
 const columns = (sql: Sql | Transaction) =>
@@ -71,7 +71,7 @@ export async function findPasskeyOwner(sql: Sql, credentialId: Buffer): Promise<
   const [row] = await sql<PasskeyOwner[]>`
     SELECT p.id, p.public_key AS "publicKey", p.sign_count::int8::float8 AS "signCount",
       p.backup_eligible AS "backupEligible", a.id AS "accountId", a.public_id AS "publicId",
-      a.user_handle AS "userHandle", a.password_hash AS "passwordHash"
+      a.user_handle AS "userHandle", a.password_hash AS "passwordHash", a.email
     FROM passkeys p JOIN accounts a ON a.id = p.account_id
     WHERE p.credential_id = ${credentialId} AND a.activated_at IS NOT NULL`;
   return row ?? null;

@@ -3,7 +3,7 @@ import { rememberClient } from '../../core/login-throttle.ts';
 import { clientNetwork } from '../../http/rate-limit.ts';
 import { startSession, type SessionTokens } from '../../core/sessions.ts';
 import type { Sql, Transaction } from '../../storage/db.ts';
-import { checkPassword, recordWrongPassword, resetIdentifier } from '../../core/password-check.ts';
+import { checkPassword, recordWrongPassword, resetIdentifier, signedInIdentifier } from '../../core/password-check.ts';
 import { checkSecondFactor, useSecondFactor } from '../../core/factor.ts';
 import { inTransaction, retryOnce, type Client, type UseCaseDeps } from '../../core/transaction.ts';
 
@@ -82,7 +82,10 @@ export async function signIn(
   // (request-reset-code.ts) starts from either.
   const untyped = username.toLowerCase() === account.name ? account.email : account.name;
   const network = deps.keys.client(clientNetwork(client.address));
-  const known = [untyped, resetIdentifier(account.email)].map((identifier) => deps.keys.loginIdentifier(identifier));
+  // Known to the account's own budget too, so that a session that spends it with wrong passwords
+  // (a stolen token) does not hold up the owner's password checks from the networks it signs in from.
+  const owned = [untyped, resetIdentifier(account.email), signedInIdentifier(account)];
+  const known = owned.map((identifier) => deps.keys.loginIdentifier(identifier));
   await rememberClient(deps.sql, known, network, now);
   if (proof?.kind === 'recovery') deps.outbox.wake();
   return { outcome: 'signed-in', accountPublicId: account.publicId, ...started };
