@@ -69,14 +69,10 @@ export function takeAccountAllowance(deps: Deps, allowance: string): number {
 }
 
 /** The allowance of an account's sign-ins from the network of `clientAddress`. */
-export function signInAllowance(accountId: string, clientAddress: string): string {
-  return `sign-in ${accountId} ${clientNetwork(clientAddress)}`;
-}
+export const signInAllowance = (accountId: string, address: string) => `sign-in ${accountId} ${clientNetwork(address)}`;
 
 /** The allowance of one session's own requests. */
-export function sessionAllowance(sessionId: string): string {
-  return `session ${sessionId}`;
-}
+export const sessionAllowance = (sessionId: string) => `session ${sessionId}`;
 
 /** The client a request came from, as the use cases record it. */
 export function clientOf(ctx: RequestContext): Client {
