@@ -23,8 +23,8 @@ export type RequestResolver = {
 };
 
 /**
- * The worker behind the requests that take an address (registration-requests.ts,
- * reset-requests.ts): those only record that they were asked, the same rows for every address,
+ * The worker behind the requests that take an address (features/registration/requests.ts,
+ * features/password/reset-requests.ts): those only record that they were asked, the same rows for every address,
  * and this resolves them, each in its own transaction. FOR UPDATE SKIP LOCKED lets several
  * instances share the work; it also polls, for requests that another instance recorded or that
  * a stop or a database outage left behind.

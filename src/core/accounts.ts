@@ -15,7 +15,7 @@ export type Account = {
   /**
    * Read with the account by sign-in and by authentication (findAccountByLogin,
    * findSessionAccount), to spare a round trip: whether a second factor is active. Undefined
-   * elsewhere (second-factor.ts reads it then). Its sealed secret is read only where a code is
+   * elsewhere (core/factor.ts reads it then). Its sealed secret is read only where a code is
    * checked.
    */
   factorActive?: boolean;

@@ -3,7 +3,7 @@ import type { Transaction } from '../storage/db.ts';
 /**
  * The disabled state of an account (sql/021). Written only by features/operators/disable.ts, in
  * the transaction that holds the account row and ends every session: a disabled account has no
- * session, and startSession refuses to start one (sessions.ts), so no token of it works.
+ * session, and startSession refuses to start one (core/sessions.ts), so no token of it works.
  */
 
 /** Marks the account disabled with the operator's reason; false if it was disabled already. */

@@ -25,7 +25,7 @@ type FactorAccount = Pick<Account, 'id' | 'publicId' | 'name' | 'email' | 'local
 /**
  * Checks the second factor of an account whose password was just proven; never call it before,
  * as its answer tells whether the account has a factor (what sign-in reads with the account is
- * not looked at before either). `otp` must match `patterns.otp` (validation.ts). Each guess
+ * not looked at before either). `otp` must match `patterns.otp` (core/fields.ts). Each guess
  * takes a token of the account's own budget first (factorIdentifier), which no known network
  * passes: at most LOGIN_FAILURES_PER_HOUR guesses an hour, wherever they are made. A right code
  * gives it back and is answered as a proof, not used: the caller uses it (useSecondFactor) in

@@ -6,7 +6,7 @@ import type { Sql } from '../storage/db.ts';
 import type { Client, UseCaseDeps } from './transaction.ts';
 
 /**
- * A right `otp`, not used yet: the use case uses it up (second-factor.ts useSecondFactor) in the
+ * A right `otp`, not used yet: the use case uses it up (core/factor.ts useSecondFactor) in the
  * transaction that acts on it, so that a refusal for an allowance or a lost race spends no code.
  */
 export type FactorProof = { kind: 'step'; step: number } | { kind: 'recovery'; codeHash: Buffer };
@@ -74,7 +74,7 @@ export type CallerCheck =
  * meanwhile (a concurrent password change, say), or the account deleted.
  */
 export type CallerRefusal = { outcome: 'wrong-password' } | { outcome: 'session-ended' } | Throttled;
-/** The same, for a use case that asks for the second factor too (second-factor.ts checkPasswordAndFactor). */
+/** The same, for a use case that asks for the second factor too (core/factor.ts checkPasswordAndFactor). */
 export type CallerFactorRefusal = CallerRefusal | { outcome: 'otp-required' } | { outcome: 'wrong-otp' };
 
 /**
@@ -130,7 +130,7 @@ function throttleKeysOf(
  * by guessing at sign-in, and that must not keep the signed-in owner from changing the
  * password or deleting the account; a token thief's guesses are bounded all the same.
  *
- * This and factorIdentifier hold a space, which no typed username does (issue-token.ts takes
+ * This and factorIdentifier hold a space, which no typed username does (features/sessions/token-route.ts takes
  * printable ASCII without spaces): with `account:<id>`, a stranger who typed it as the
  * username at sign-in spent the account's own budgets.
  */

@@ -10,7 +10,7 @@ export type ResetAccount = { id: string; publicId: string; name: string; email: 
  * live codes stay valid, so that a stranger's request cannot void the owner's code; the quotas
  * bound how many there are (features/password/request-reset.ts), and using one uses up all. A
  * disabled account gets no code from anyone: while an operator holds it, nobody sets the
- * password it will have when enabled. The reset-request worker calls it (reset-requests.ts),
+ * password it will have when enabled. The reset-request worker calls it (features/password/reset-requests.ts),
  * never the request itself: how many rows it writes tells whether the address has an account.
  * (storeCode's insert, in one-time-codes.ts, and the event's and the mail's, in one statement.)
  */

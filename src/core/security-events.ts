@@ -23,7 +23,7 @@ export type EventType =
   | 'passkey-renamed'
   /** A passkey's sign counter did not grow: a clone signal; the sign-in was refused. */
   | 'passkey-counter-regressed'
-  /** Operators' actions (features/operators/actions.ts, disable-account.ts): actor 'operator', with a reason. */
+  /** Operators' actions (features/operators/actions.ts, disable.ts): actor 'operator', with a reason. */
   | 'account-disabled'
   | 'account-enabled'
   | 'sessions-ended'

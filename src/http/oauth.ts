@@ -28,7 +28,7 @@ export function stringParameter(params: Record<string, unknown>, name: string, m
   if (typeof value !== 'string' || value.length === 0 || value.length > maxLength) {
     throw new OAuthError('invalid_request', `${name} must be a string of 1 to ${maxLength} characters.`);
   }
-  // A lone surrogate or a NUL would hash the same as other passwords (validation.ts).
+  // A lone surrogate or a NUL would hash the same as other passwords (validate.ts).
   if (!isWellFormed(value)) throw new OAuthError('invalid_request', `${name} ${malformedReason}.`);
   return value;
 }

@@ -118,7 +118,7 @@ export function removeSecondFactor(
   });
 }
 
-/** Deletes the account by the owner's path (delete-account.ts eraseAccount): the same rows go, the same notice too. */
+/** Deletes the account by the owner's path (core/erasure.ts eraseAccount): the same rows go, the same notice too. */
 export async function deleteAsOperator(
   deps: UseCaseDeps, identifier: string, operator: Operator,
 ): Promise<OperatorOutcome> {

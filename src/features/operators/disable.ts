@@ -8,11 +8,11 @@ import type { UseCaseDeps } from '../../core/transaction.ts';
 /**
  * Disables the account for the operator's reason, and ends every session in the same
  * transaction, under the account row (onAccount): every access token is refused at once (each
- * bearer request reads its session, sessions.ts findSessionAccount), no refresh token is left,
+ * bearer request reads its session, core/sessions.ts findSessionAccount), no refresh token is left,
  * and startSession refuses a disabled account inside its statement. A sign-in or refresh that
  * took the row first commits before, and its session ends here; one that comes after finds the
  * account disabled. Its reset codes go, and none is issued while it stays disabled
- * (password-resets.ts). `changed` is false when it was disabled already (nothing is written).
+ * (core/reset-codes.ts). `changed` is false when it was disabled already (nothing is written).
  */
 export function disableAccount(
   deps: UseCaseDeps, identifier: string, operator: Operator & { reason: string },

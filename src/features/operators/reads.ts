@@ -42,7 +42,7 @@ export async function accountPublicId(deps: UseCaseDeps, identifier: string | nu
   return (await findAccountRef(deps.sql, identifier))?.publicId ?? null;
 }
 
-/** `list`: a page of accounts, newest first (operator-views.ts listAccounts). */
+/** `list`: a page of accounts, newest first (views.ts listAccounts). */
 export function listAccountsPage(deps: UseCaseDeps, filter: AccountFilter) {
   return listAccounts(deps.sql, filter);
 }

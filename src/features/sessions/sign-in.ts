@@ -79,7 +79,7 @@ export async function signIn(
   if (started === 'disabled') return { outcome: 'disabled' };
   // The network becomes known to the name and the address alike, whichever was typed (the
   // password check remembered that one): the owner's way past a spent reset quota
-  // (request-reset-code.ts) starts from either.
+  // (features/password/request-reset.ts) starts from either.
   const untyped = username.toLowerCase() === account.name ? account.email : account.name;
   const network = deps.keys.client(clientNetwork(client.address));
   // Known to the account's own budget too, so that a session that spends it with wrong passwords
