@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { checkUsage, runCheckCommand } from './check/cli.ts';
 import { commandNames, commandUsage, runCommand } from './commands.ts';
-import { ConfigError, parseConfig, parseEncryptionKeys } from './config/config.ts';
+import { ConfigError, parseConfig, parseEncryptionKeys, settingNames, type Config } from './config/config.ts';
 import { lockDataDir, prepareDataDir, type DataDirLock } from './storage/data-dir.ts';
 import { isDatabaseUnavailable, poolerHint } from './storage/database-errors.ts';
 import { connectDatabase, isUncaughtDriverDefect } from './storage/db.ts';
@@ -28,15 +28,7 @@ function exit(code: number): never {
 const usage = `Usage: account-service [--migrate | --help | --version | COMMAND]
 
 Serves the account API over HTTP. Configuration comes from environment variables only
-(PORT, HOST, DATABASE_URL, DATABASE_STATEMENT_TIMEOUT, DATABASE_LOCK_TIMEOUT,
-DATABASE_QUEUE_TIMEOUT, DATA_DIR, SMTP_URL, MAIL_FROM, TOKEN_SECRET, TOKEN_TTL,
-REFRESH_TTL, TOKEN_ISSUER, TOKEN_AUDIENCE, TOKEN_ALG, TOTP_ISSUER, ENCRYPTION_KEYS,
-REG_CODE_TTL, RESET_CODE_TTL, EMAIL_CODE_TTL, SCRYPT_PARAMS, HASH_CONCURRENCY,
-LOGIN_FAILURES_PER_HOUR, EVENT_RETENTION_DAYS, RATE_LIMIT, ACCOUNT_RATE_LIMIT,
-SESSIONS_PER_ACCOUNT, NAME_HOLD_DAYS, FEATURES, TRUST_PROXY, CORS_ORIGINS, METRICS_TOKEN, LOG_LEVEL, WEBHOOK_URL,
-WEBHOOK_SECRET, WEBAUTHN_RP_ID, WEBAUTHN_ORIGINS, WEBAUTHN_RP_NAME, MAIL_TEMPLATES_DIR,
-MAIL_DEFAULT_LOCALE, PRODUCT_NAME, SUPPORT_CONTACT, APP_URL, ADMIN_PORT, ADMIN_HOST,
-ADMIN_TOKEN); see README.md and
+(${wrap(settingNames.join(', '))}); see README.md and
 service.env.example. To read them from a file, after
 npm run build: node --env-file=FILE dist/main.js.
 
@@ -45,6 +37,11 @@ npm run build: node --env-file=FILE dist/main.js.
   --version   print the version and exit
 
 ${commandUsage}${mailUsage}${checkUsage}`;
+
+/** Breaks a list into lines of at most 100 characters. */
+function wrap(list: string): string {
+  return list.replace(/(.{1,100})(, |$)/g, (_, line: string, comma: string) => `${line}${comma.trim()}\n`).trimEnd();
+}
 
 function localRelyingParty(port: number): ServiceConfig['webauthn'] {
   return { id: 'localhost', name: 'account-service (development)', origins: [`http://localhost:${port}`] };
@@ -80,7 +77,7 @@ async function main(argv: string[]): Promise<void> {
     process.stderr.write(`account-service: unknown argument ${unknown[0]}\n${usage}`);
     process.exit(2);
   }
-  let config;
+  let config: Config;
   let templates;
   try {
     config = parseConfig(process.env);

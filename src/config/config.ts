@@ -8,72 +8,6 @@ import type { EncryptionKey } from '../core/sealing.ts';
 export type ScryptParams = { ln: number; r: number; p: number };
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
-export type Config = {
-  port: number;
-  host: string;
-  databaseUrl: string | null;
-  /** Bounds on every wait for PostgreSQL, in ms (storage/db.ts); 0 leaves a timeout to the server's settings. */
-  database: DatabaseBounds;
-  dataDir: string;
-  smtpUrl: string | null;
-  mailFrom: string;
-  /** Operator's mail templates (mail/templates.ts); null: the built-in English texts only. */
-  mailTemplatesDir: string | null;
-  /** The locale of mail to a reader who chose none; null: English. */
-  mailDefaultLocale: string | null;
-  /** PRODUCT_NAME, SUPPORT_CONTACT and APP_URL, which mail names; null when unset. */
-  productName: string | null;
-  supportContact: string | null;
-  appUrl: string | null;
-  /** HS256 (TOKEN_SECRET) or ES256 (signing keys kept sealed in the database, published as a JWKS). */
-  tokenAlg: 'HS256' | 'ES256';
-  /** HS256 keys, first signs, all verify. Null only in embedded mode, where main.ts supplies one, and with ES256. */
-  tokenSecrets: Buffer[] | null;
-  /** Seal data at rest; first seals, all open. Null only in embedded mode, where main.ts supplies one. */
-  encryptionKeys: EncryptionKey[] | null;
-  tokenTtlSeconds: number;
-  refreshTtlSeconds: number;
-  tokenIssuer: string;
-  /** Null: tokens carry no `aud`, and tokens with one are refused. */
-  tokenAudience: string | null;
-  /** The issuer an authenticator app shows: TOTP_ISSUER, else TOKEN_ISSUER's host, else TOKEN_ISSUER. */
-  totpIssuer: string;
-  regCodeTtlSeconds: number;
-  resetCodeTtlSeconds: number;
-  emailCodeTtlSeconds: number;
-  scrypt: ScryptParams;
-  eventRetentionDays: number;
-  hashConcurrency: number;
-  /** Failed password checks one sign-in identifier may take an hour, from all client addresses. */
-  loginFailuresPerHour: number;
-  /** Requests per minute per client address on each unauthenticated POST; 0 turns it off. */
-  rateLimit: number;
-  /** Sign-ins per minute per account and network, refreshes and listings per minute per session; 0 turns it off. */
-  accountRateLimit: number;
-  /** Live sessions an account may hold; a sign-in beyond ends the least recently used. */
-  sessionsPerAccount: number;
-  /** Days a deleted account's name stays held for its address; 0 frees it at once. */
-  nameHoldDays: number;
-  trustProxy: number;
-  /** Exact origins allowed to call from a browser; empty means no CORS at all. */
-  corsOrigins: string[];
-  /** Null: /metrics is public and leaves out the gauges that follow single accounts. */
-  metricsToken: string | null;
-  /** The admin API's own listener and the token it answers (ADMIN_*); null: there is no admin API. */
-  admin: { host: string; port: number; token: string } | null;
-  logLevel: LogLevel;
-  /** Passkeys' relying party (WEBAUTHN_*); null: the passkey routes answer 404 (main.ts fills it in embedded mode). */
-  webauthn: RelyingParty | null;
-  /** The optional features that are on (FEATURES); registration, password, sessions and account always are. */
-  features: OptionalFeature[];
-  /** Where events are POSTed, and the keys that sign them (the first is current); null: no webhooks. */
-  webhook: { url: string; keys: Buffer[] } | null;
-  /** Human-readable reasons why the configuration is weaker than production defaults. */
-  warnings: string[];
-};
-
-export type DatabaseBounds = { statementTimeoutMs: number; lockTimeoutMs: number; queueTimeoutMs: number };
-
 /** Raised for a bad environment variable; its message is one line naming the variable. */
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -89,30 +23,128 @@ export function scryptMemoryBytes(params: ScryptParams): number {
 }
 const minTokenSecretBytes = 32;
 
-export function parseConfig(given: NodeJS.ProcessEnv): Config {
+/** Reads one variable's value (undefined when unset; empty counts as unset, except in FEATURES); refuses a bad one in one line. */
+type Parser<T> = (raw: string | undefined, name: string) => T;
+
+/**
+ * The settings that one variable decides alone: the field, its variable and its parser, which
+ * holds the default and the rule. The settings that depend on each other follow in parseConfig.
+ */
+const table = {
+  port: ['PORT', integer(8080, 0, 65535)],
+  host: ['HOST', checked(isIpOrHostName, 'an IP address (127.0.0.1, 0.0.0.0, ::) or a host name', '127.0.0.1')],
+  databaseUrl: ['DATABASE_URL', parseDatabaseUrl],
+  /** Bounds on every wait for PostgreSQL, in ms (storage/db.ts); 0 leaves a timeout to the server's settings. */
+  statementTimeoutMs: ['DATABASE_STATEMENT_TIMEOUT', integer(5_000, 0, 600_000)],
+  lockTimeoutMs: ['DATABASE_LOCK_TIMEOUT', integer(2_000, 0, 600_000)],
+  queueTimeoutMs: ['DATABASE_QUEUE_TIMEOUT', integer(2_000, 1, 60_000)],
+  dataDir: ['DATA_DIR', (raw) => resolve(raw || '.data')],
+  /** Null: mail is written as files under DATA_DIR/mail. */
+  smtpUrl: ['SMTP_URL', url(['smtp:', 'smtps:'])],
+  mailFrom: ['MAIL_FROM', checked(
+    (raw) => mailbox.test(raw), 'an address or Name <address> (quote a name that has a comma)',
+    'Accounts <no-reply@localhost>',
+  )],
+  /** Operator's mail templates (mail/templates.ts); null: the built-in English texts only. */
+  mailTemplatesDir: ['MAIL_TEMPLATES_DIR', (raw) => (raw ? resolve(raw) : null)],
+  /** The locale of mail to a reader who chose none; null: English. */
+  mailDefaultLocale: ['MAIL_DEFAULT_LOCALE', checked(
+    (raw) => canonicalLocale(raw) === raw, 'a locale such as de, de-AT or pt-BR, in that case',
+  )],
+  productName: ['PRODUCT_NAME', checked(printable(100), '1 to 100 printable characters')],
+  supportContact: ['SUPPORT_CONTACT', checked(
+    printable(200), '1 to 200 printable characters (an address, a URL or a phone number)',
+  )],
+  /** Where a code mail's link leads; the code is added as a fragment, so the URL must have none. */
+  appUrl: ['APP_URL', checked(
+    (raw) => URL.canParse(raw) && /^https?:$/.test(new URL(raw).protocol) && !raw.includes('#'),
+    'an http or https URL without a fragment (#), such as https://app.example.com/account',
+  )],
+  /** HS256 (TOKEN_SECRET) or ES256 (signing keys kept sealed in the database, published as a JWKS). */
+  tokenAlg: ['TOKEN_ALG', oneOf(['HS256', 'ES256'] as const, 'HS256')],
+  /** HS256 keys, first signs, all verify. Null only in embedded mode, where main.ts supplies one, and with ES256. */
+  tokenSecrets: ['TOKEN_SECRET', parseTokenSecrets],
+  tokenTtlSeconds: ['TOKEN_TTL', integer(900, 60, 7 * 24 * 3600)],
+  refreshTtlSeconds: ['REFRESH_TTL', integer(30 * 24 * 3600, 300, 365 * 24 * 3600)],
+  tokenIssuer: ['TOKEN_ISSUER', claim('account-service')],
+  /** Null: tokens carry no `aud`, and tokens with one are refused. */
+  tokenAudience: ['TOKEN_AUDIENCE', claim(null)],
+  regCodeTtlSeconds: ['REG_CODE_TTL', integer(1800, 60, 7 * 24 * 3600)],
+  resetCodeTtlSeconds: ['RESET_CODE_TTL', integer(900, 60, 24 * 3600)],
+  emailCodeTtlSeconds: ['EMAIL_CODE_TTL', integer(1800, 60, 24 * 3600)],
+  scrypt: ['SCRYPT_PARAMS', parseScryptParams],
+  eventRetentionDays: ['EVENT_RETENTION_DAYS', integer(90, 1, 3650)],
+  hashConcurrency: ['HASH_CONCURRENCY', integer(4, 1, 64)],
+  /** Failed password checks one sign-in identifier may take an hour, from all client addresses. */
+  loginFailuresPerHour: ['LOGIN_FAILURES_PER_HOUR', integer(100, 1, 100_000)],
+  /** Requests per minute per client address on each unauthenticated POST; 0 turns it off. */
+  rateLimit: ['RATE_LIMIT', integer(20, 0, 1_000_000)],
+  /** Sign-ins per minute per account and network, refreshes and listings per minute per session; 0 turns it off. */
+  accountRateLimit: ['ACCOUNT_RATE_LIMIT', integer(30, 0, 1_000_000)],
+  /** Live sessions an account may hold; a sign-in beyond ends the least recently used. */
+  sessionsPerAccount: ['SESSIONS_PER_ACCOUNT', integer(100, 1, 10_000)],
+  /** Days a deleted account's name stays held for its address; 0 frees it at once. */
+  nameHoldDays: ['NAME_HOLD_DAYS', integer(30, 0, 3650)],
+  trustProxy: ['TRUST_PROXY', integer(0, 0, 10)],
+  /** Exact origins allowed to call from a browser; empty means no CORS at all. */
+  corsOrigins: ['CORS_ORIGINS', parseOrigins],
+  /** Null: /metrics is public and leaves out the gauges that follow single accounts. */
+  metricsToken: ['METRICS_TOKEN', secretToken(16)],
+  logLevel: ['LOG_LEVEL', oneOf(['debug', 'info', 'warn', 'error'] as const, 'info')],
+  /** The optional features that are on; registration, password, sessions and account always are. */
+  features: ['FEATURES', parseFeatures],
+} satisfies Record<string, [string, Parser<unknown>]>;
+
+/** Reads the variable `name` with `parse`. */
+type Value = <T>(name: string, parse: Parser<T>) => T;
+
+type Table = typeof table;
+type Settings = { -readonly [K in keyof Table]: ReturnType<Table[K][1]> };
+
+/** The variables read outside the table, by the settings that depend on each other. */
+const relatedVariables = [
+  'ENCRYPTION_KEYS', 'TOTP_ISSUER', 'ADMIN_PORT', 'ADMIN_HOST', 'ADMIN_TOKEN', 'WEBHOOK_URL', 'WEBHOOK_SECRET',
+  'WEBAUTHN_RP_ID', 'WEBAUTHN_ORIGINS', 'WEBAUTHN_RP_NAME',
+];
+/** Every variable the service reads, in the order --help and the README list them. */
+export const settingNames: readonly string[] = [...Object.values(table).map(([name]) => name), ...relatedVariables];
+
+export type Config = Settings & {
+  database: DatabaseBounds;
+  /** Seal data at rest; first seals, all open. Null only in embedded mode, where main.ts supplies one. */
+  encryptionKeys: EncryptionKey[] | null;
+  /** The issuer an authenticator app shows: TOTP_ISSUER, else TOKEN_ISSUER's host, else TOKEN_ISSUER. */
+  totpIssuer: string;
+  /** The admin API's own listener and the token it answers (ADMIN_*); null: there is no admin API. */
+  admin: { host: string; port: number; token: string } | null;
+  /** Passkeys' relying party (WEBAUTHN_*); null: the passkey routes answer 404 (main.ts fills it in embedded mode). */
+  webauthn: RelyingParty | null;
+  /** Where events are POSTed, and the keys that sign them (the first is current); null: no webhooks. */
+  webhook: { url: string; keys: Buffer[] } | null;
+  /** Human-readable reasons why the configuration is weaker than production defaults. */
+  warnings: string[];
+};
+
+export type DatabaseBounds = { statementTimeoutMs: number; lockTimeoutMs: number; queueTimeoutMs: number };
+
+export function parseConfig(env: NodeJS.ProcessEnv): Config {
+  const read = (name: string) => env[name];
+  const value: Value = (name, parse) => parse(read(name), name);
+  const settings = Object.fromEntries(
+    Object.entries(table).map(([field, [name, parse]]) => [field, (parse as Parser<unknown>)(read(name), name)]),
+  ) as Settings;
+  const { databaseUrl, tokenSecrets, scrypt, smtpUrl, metricsToken, port, host } = settings;
   const warnings: string[] = [];
-  // Every name read below is recorded, so the list of known variables cannot drift from the parsing.
-  const read = new Set<string>();
-  const env = new Proxy(given, {
-    get(target, name) {
-      if (typeof name === 'string') read.add(name);
-      return target[name as string];
-    },
-  });
-  const databaseUrl = parseDatabaseUrl(env.DATABASE_URL);
-  const tokenAlg = oneOf(env, 'TOKEN_ALG', ['HS256', 'ES256'], 'HS256');
-  const tokenSecrets = parseTokenSecrets(env.TOKEN_SECRET);
-  if (databaseUrl !== null && tokenSecrets === null && tokenAlg === 'HS256') {
+  if (databaseUrl !== null && tokenSecrets === null && settings.tokenAlg === 'HS256') {
     throw new ConfigError(
       'TOKEN_SECRET is required when DATABASE_URL is set and TOKEN_ALG is HS256 (one or more comma-separated ' +
         'secrets of at least 32 bytes)',
     );
   }
-  const encryptionKeys = parseEncryptionKeys(env.ENCRYPTION_KEYS, tokenSecrets ?? []);
+  const encryptionKeys = parseEncryptionKeys(read('ENCRYPTION_KEYS'), tokenSecrets ?? []);
   if (databaseUrl !== null && encryptionKeys === null) {
     throw new ConfigError(`ENCRYPTION_KEYS is required when DATABASE_URL is set (${encryptionKeysForm})`);
   }
-  const scrypt = parseScryptParams(env.SCRYPT_PARAMS);
   if (scryptMemoryBytes(scrypt) > maxScryptMemoryBytes) {
     // Each hash holds this much at once, HASH_CONCURRENCY of them: gigabytes would end the process.
     throw new ConfigError(
@@ -126,8 +158,6 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
         `${formatScryptParams(defaultScrypt)}; use it only for tests`,
     );
   }
-  const smtpUrl = optionalUrl(env, 'SMTP_URL', ['smtp:', 'smtps:']);
-  const metricsToken = parseMetricsToken(env.METRICS_TOKEN);
   // An external database means production; these two are fine only on a developer's machine.
   if (databaseUrl !== null && smtpUrl === null) {
     warnings.push(
@@ -138,61 +168,21 @@ export function parseConfig(given: NodeJS.ProcessEnv): Config {
   if (databaseUrl !== null && metricsToken === null) {
     warnings.push('METRICS_TOKEN is not set: /metrics is open to anyone who reaches the service');
   }
-  const port = integer(env, 'PORT', 8080, 0, 65535);
-  const tokenIssuer = claimString(env, 'TOKEN_ISSUER') ?? 'account-service';
-  const host = parseHost(env);
   const config: Config = {
-    port,
-    host,
-    databaseUrl,
+    ...settings,
     database: {
-      statementTimeoutMs: integer(env, 'DATABASE_STATEMENT_TIMEOUT', 5_000, 0, 600_000),
-      lockTimeoutMs: integer(env, 'DATABASE_LOCK_TIMEOUT', 2_000, 0, 600_000),
-      queueTimeoutMs: integer(env, 'DATABASE_QUEUE_TIMEOUT', 2_000, 1, 60_000),
+      statementTimeoutMs: settings.statementTimeoutMs,
+      lockTimeoutMs: settings.lockTimeoutMs,
+      queueTimeoutMs: settings.queueTimeoutMs,
     },
-    dataDir: resolve(env.DATA_DIR || '.data'),
-    smtpUrl,
-    mailFrom: parseMailFrom(env),
-    mailTemplatesDir: env.MAIL_TEMPLATES_DIR ? resolve(env.MAIL_TEMPLATES_DIR) : null,
-    mailDefaultLocale: checkedValue(
-      env, 'MAIL_DEFAULT_LOCALE', (raw) => canonicalLocale(raw) === raw,
-      'a locale such as de, de-AT or pt-BR, in that case',
-    ),
-    productName: checkedValue(env, 'PRODUCT_NAME', printable(100), '1 to 100 printable characters'),
-    supportContact: checkedValue(
-      env, 'SUPPORT_CONTACT', printable(200), '1 to 200 printable characters (an address, a URL or a phone number)',
-    ),
-    appUrl: parseAppUrl(env),
-    tokenAlg,
-    tokenSecrets,
     encryptionKeys,
-    tokenTtlSeconds: integer(env, 'TOKEN_TTL', 900, 60, 7 * 24 * 3600),
-    refreshTtlSeconds: integer(env, 'REFRESH_TTL', 30 * 24 * 3600, 300, 365 * 24 * 3600),
-    tokenIssuer,
-    tokenAudience: claimString(env, 'TOKEN_AUDIENCE'),
-    totpIssuer: parseTotpIssuer(env, tokenIssuer),
-    regCodeTtlSeconds: integer(env, 'REG_CODE_TTL', 1800, 60, 7 * 24 * 3600),
-    resetCodeTtlSeconds: integer(env, 'RESET_CODE_TTL', 900, 60, 24 * 3600),
-    emailCodeTtlSeconds: integer(env, 'EMAIL_CODE_TTL', 1800, 60, 24 * 3600),
-    scrypt,
-    eventRetentionDays: integer(env, 'EVENT_RETENTION_DAYS', 90, 1, 3650),
-    hashConcurrency: integer(env, 'HASH_CONCURRENCY', 4, 1, 64),
-    loginFailuresPerHour: integer(env, 'LOGIN_FAILURES_PER_HOUR', 100, 1, 100_000),
-    rateLimit: integer(env, 'RATE_LIMIT', 20, 0, 1_000_000),
-    accountRateLimit: integer(env, 'ACCOUNT_RATE_LIMIT', 30, 0, 1_000_000),
-    sessionsPerAccount: integer(env, 'SESSIONS_PER_ACCOUNT', 100, 1, 10_000),
-    nameHoldDays: integer(env, 'NAME_HOLD_DAYS', 30, 0, 3650),
-    trustProxy: integer(env, 'TRUST_PROXY', 0, 0, 10),
-    corsOrigins: parseOrigins(env.CORS_ORIGINS),
-    metricsToken,
-    admin: parseAdmin(env, port, metricsToken, warnings),
-    logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info'),
-    webhook: parseWebhook(env, host, port),
-    webauthn: parseRelyingParty(env),
-    features: parseFeatures(env.FEATURES),
+    totpIssuer: parseTotpIssuer(value, settings.tokenIssuer),
+    admin: parseAdmin(value, port, metricsToken, warnings),
+    webhook: parseWebhook(value, host, port),
+    webauthn: parseRelyingParty(value),
     warnings,
   };
-  warnings.push(...lookalikeWarnings(Object.keys(given), [...read]), ...databaseHints(given, databaseUrl));
+  warnings.push(...lookalikeWarnings(Object.keys(env), settingNames), ...databaseHints(env, databaseUrl));
   return config;
 }
 
@@ -257,30 +247,59 @@ function editDistance(a: string, b: string): number {
 }
 
 /**
- * The variable if `isValid` accepts it, null when it is unset or empty. Anything else is refused
- * in one line that names the variable, says what it must be and repeats the value: so only for
- * variables that hold no secret (secrets, and URLs that may carry a password, are refused by
- * their own parsers without the value).
+ * A parser that takes a value `isValid` accepts, and gives `fallback` when the variable is unset
+ * or empty. Anything else is refused in one line that names the variable, says what it must be
+ * and repeats the value: so only for variables that hold no secret (secrets, and URLs that may
+ * carry a password, are refused by their own parsers without the value).
  */
-function checkedValue(
-  env: NodeJS.ProcessEnv, name: string, isValid: (raw: string) => boolean, expected: string,
-): string | null {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return null;
-  if (!isValid(raw)) throw new ConfigError(`${name} must be ${expected}, got ${JSON.stringify(raw)}`);
-  return raw;
+function checked<T extends string | null = null>(
+  isValid: (raw: string) => boolean, expected: string, fallback: T = null as T,
+): Parser<string | T> {
+  return (raw, name) => {
+    if (!raw) return fallback;
+    if (!isValid(raw)) throw new ConfigError(`${name} must be ${expected}, got ${JSON.stringify(raw)}`);
+    return raw;
+  };
 }
 
-function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+function integer(fallback: number, min: number, max: number): Parser<number> {
   const inRange = (value: string) => /^[0-9]{1,9}$/.test(value) && Number(value) >= min && Number(value) <= max;
-  const raw = checkedValue(env, name, inRange, `a whole number from ${min} to ${max}`);
-  return raw === null ? fallback : Number(raw);
+  const parse = checked(inRange, `a whole number from ${min} to ${max}`);
+  return (raw, name) => (raw ? Number(parse(raw, name)) : fallback);
 }
 
 /** A token claim value: printable ASCII without spaces, as issuers and audiences are (URIs or names). */
-function claimString(env: NodeJS.ProcessEnv, name: string): string | null {
-  const expected = '1 to 200 printable characters without spaces';
-  return checkedValue(env, name, (raw) => /^[\x21-\x7e]{1,200}$/.test(raw), expected);
+function claim<T extends string | null>(fallback: T): Parser<string | T> {
+  return checked((raw) => /^[\x21-\x7e]{1,200}$/.test(raw), '1 to 200 printable characters without spaces', fallback);
+}
+
+function oneOf<T extends string>(allowed: readonly T[], fallback: T): Parser<T> {
+  const parse = checked((value) => (allowed as readonly string[]).includes(value), `one of ${allowed.join(', ')}`);
+  return (raw, name) => (parse(raw, name) as T | null) ?? fallback;
+}
+
+/** A URL of one of `protocols`; the value may hold a password, so it is never echoed. */
+function url(protocols: string[]): Parser<string | null> {
+  return (raw, name) => {
+    if (!raw) return null;
+    if (!URL.canParse(raw)) throw new ConfigError(`${name} is not a valid URL`);
+    const parsed = new URL(raw);
+    if (!protocols.includes(parsed.protocol) || parsed.hostname === '') {
+      throw new ConfigError(`${name} must be a URL of the form ${protocols[0]}//host:port/...`);
+    }
+    return raw;
+  };
+}
+
+/** A secret of `min` to 256 printable characters without spaces: says what is wrong, never what it is. */
+function secretToken(min: number): Parser<string | null> {
+  return (raw, name) => {
+    if (!raw) return null;
+    if (!/^[\x21-\x7e]+$/.test(raw) || raw.length < min || raw.length > 256) {
+      throw new ConfigError(`${name} must be ${min} to 256 printable characters without spaces`);
+    }
+    return raw;
+  };
 }
 
 /** The features an operator may turn off; all are on by default. */
@@ -299,28 +318,6 @@ function parseFeatures(raw: string | undefined): OptionalFeature[] {
     }
   }
   return optionalFeatures.filter((feature) => named.includes(feature));
-}
-
-function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: readonly T[], fallback: T): T {
-  const isAllowed = (value: string) => (allowed as readonly string[]).includes(value);
-  const raw = checkedValue(env, name, isAllowed, `one of ${allowed.join(', ')}`);
-  return (raw as T | null) ?? fallback;
-}
-
-function optionalUrl(env: NodeJS.ProcessEnv, name: string, protocols: string[]): string | null {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return null;
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    // The value may hold a password, so it is never echoed.
-    throw new ConfigError(`${name} is not a valid URL`);
-  }
-  if (!protocols.includes(url.protocol) || url.hostname === '') {
-    throw new ConfigError(`${name} must be a URL of the form ${protocols[0]}//host:port/...`);
-  }
-  return raw;
 }
 
 const targetSessionAttrs = ['read-write', 'read-only', 'primary', 'standby', 'prefer-standby'];
@@ -385,28 +382,10 @@ function isHostAndPort(value: string): boolean {
   return validHost && (port === undefined || (Number(port) >= 1 && Number(port) <= 65535));
 }
 
-function parseHost(env: NodeJS.ProcessEnv): string {
-  const expected = 'an IP address (127.0.0.1, 0.0.0.0, ::) or a host name';
-  return checkedValue(env, 'HOST', (raw) => isIP(raw) !== 0 || isHostName(raw), expected) ?? '127.0.0.1';
-}
-
 const mailAddress = /[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]{1,64}@(?:[A-Za-z0-9-]{1,63}\.)*[A-Za-z0-9-]{1,63}/;
 /** A quoted string, or a phrase without the characters that would end or split it. */
 const displayName = /"(?:[^"\\\x00-\x1f]|\\.)*"|[^"(),:;<>@[\]\\\x00-\x1f\x7f]+/;
 const mailbox = new RegExp(`^(?:${mailAddress.source}|(?:${displayName.source})? *<${mailAddress.source}>)$`);
-
-/** `address` or `Name <address>`; a name with a comma must be quoted, or mail programs read two addresses. */
-function parseMailFrom(env: NodeJS.ProcessEnv): string {
-  const expected = 'an address or Name <address> (quote a name that has a comma)';
-  return checkedValue(env, 'MAIL_FROM', (raw) => mailbox.test(raw), expected) ?? 'Accounts <no-reply@localhost>';
-}
-
-/** Where a code mail's link leads; the code is added as a fragment, so the URL must have none. */
-function parseAppUrl(env: NodeJS.ProcessEnv): string | null {
-  const valid = (raw: string) => URL.canParse(raw) && /^https?:$/.test(new URL(raw).protocol) && !raw.includes('#');
-  const expected = 'an http or https URL without a fragment (#), such as https://app.example.com/account';
-  return checkedValue(env, 'APP_URL', valid, expected);
-}
 
 function parseOrigins(raw: string | undefined): string[] {
   if (raw === undefined || raw.trim() === '') return [];
@@ -426,11 +405,11 @@ function parseOrigins(raw: string | undefined): string[] {
  * Origin (which whoever sends the request chooses). Each origin's host must be the RP ID or
  * end with '.' and it, as browsers require.
  */
-function parseRelyingParty(env: NodeJS.ProcessEnv): RelyingParty | null {
+function parseRelyingParty(value: Value): RelyingParty | null {
   const isDomain = (raw: string) => /^[a-z0-9.-]{1,253}$/.test(raw);
-  const id = checkedValue(env, 'WEBAUTHN_RP_ID', isDomain, 'a lower-case domain such as example.com');
-  const origins = (env.WEBAUTHN_ORIGINS ?? '').split(',').map((origin) => origin.trim()).filter(Boolean);
-  const name = checkedValue(env, 'WEBAUTHN_RP_NAME', printable(64), '1 to 64 printable characters');
+  const id = value('WEBAUTHN_RP_ID', checked(isDomain, 'a lower-case domain such as example.com'));
+  const origins = value('WEBAUTHN_ORIGINS', (raw) => raw ?? '').split(',').map((origin) => origin.trim()).filter(Boolean);
+  const name = value('WEBAUTHN_RP_NAME', checked(printable(64), '1 to 64 printable characters'));
   if (id === null && origins.length === 0) return null;
   if (id === null || origins.length === 0) {
     throw new ConfigError('WEBAUTHN_RP_ID and WEBAUTHN_ORIGINS must be set together');
@@ -445,33 +424,24 @@ function parseRelyingParty(env: NodeJS.ProcessEnv): RelyingParty | null {
   return { id, origins, name: name ?? id };
 }
 
-function parseMetricsToken(raw: string | undefined): string | null {
-  if (raw === undefined || raw === '') return null;
-  // The value is a secret: say what is wrong, never what it is.
-  if (!/^[\x21-\x7e]{16,256}$/.test(raw)) {
-    throw new ConfigError('METRICS_TOKEN must be 16 to 256 printable characters without spaces');
-  }
-  return raw;
-}
-
 /**
  * ADMIN_PORT turns the admin API on, on a listener of its own (never the public port), on
  * ADMIN_HOST (loopback unless said), answering ADMIN_TOKEN only. The token opens every account,
  * so a short or repetitive one is refused, never echoed.
  */
 function parseAdmin(
-  env: NodeJS.ProcessEnv,
+  value: Value,
   port: number,
   metricsToken: string | null,
   warnings: string[],
 ): Config['admin'] {
-  const adminPort = integer(env, 'ADMIN_PORT', -1, 0, 65535);
+  const adminPort = value('ADMIN_PORT', integer(-1, 0, 65535));
   const hostForm = 'an IP address (127.0.0.1, ::1) or a host name';
-  const host = checkedValue(env, 'ADMIN_HOST', (raw) => isIP(raw) !== 0 || isHostName(raw), hostForm) ?? '127.0.0.1';
-  const token = env.ADMIN_TOKEN ?? '';
+  const host = value('ADMIN_HOST', checked(isIpOrHostName, hostForm));
+  const token = value('ADMIN_TOKEN', (raw) => raw ?? '');
   const form = '32 to 256 printable characters without spaces, at least 10 of them different: openssl rand -base64 32';
   if (adminPort === -1) {
-    if (env.ADMIN_HOST || token !== '') {
+    if (host !== null || token !== '') {
       throw new ConfigError('ADMIN_HOST and ADMIN_TOKEN need ADMIN_PORT (the admin API)');
     }
     return null;
@@ -481,6 +451,7 @@ function parseAdmin(
   const weak = !/^[\x21-\x7e]{32,256}$/.test(token) || new Set(token).size < 10;
   if (weak) throw new ConfigError(`ADMIN_TOKEN must be ${form}`);
   if (token === metricsToken) throw new ConfigError('ADMIN_TOKEN must differ from METRICS_TOKEN (one purpose a token)');
+  if (host === null) return { host: '127.0.0.1', port: adminPort, token };
   const family = isIP(host);
   if (host !== 'localhost' && !(family !== 0 && loopback.check(host, family === 4 ? 'ipv4' : 'ipv6'))) {
     warnings.push(`ADMIN_HOST ${host} is not a loopback address: the admin API can be reached from the network`);
@@ -488,10 +459,10 @@ function parseAdmin(
   return { host, port: adminPort, token };
 }
 
-function parseWebhook(env: NodeJS.ProcessEnv, host: string, port: number): Config['webhook'] {
-  const url = optionalUrl(env, 'WEBHOOK_URL', ['https:', 'http:']);
-  const secrets = (env.WEBHOOK_SECRET ?? '').split(/[\s,]+/).filter((entry) => entry !== '');
-  if (url === null) {
+function parseWebhook(value: Value, host: string, port: number): Config['webhook'] {
+  const target = value('WEBHOOK_URL', url(['https:', 'http:']));
+  const secrets = value('WEBHOOK_SECRET', (raw) => raw ?? '').split(/[\s,]+/).filter((entry) => entry !== '');
+  if (target === null) {
     if (secrets.length > 0) throw new ConfigError('WEBHOOK_SECRET is set but WEBHOOK_URL is not');
     return null;
   }
@@ -508,12 +479,12 @@ function parseWebhook(env: NodeJS.ProcessEnv, host: string, port: number): Confi
     }
     return key;
   });
-  if (pointsAtService(new URL(url), host, port)) {
+  if (pointsAtService(new URL(target), host, port)) {
     throw new ConfigError(
       `WEBHOOK_URL points at this service itself (port ${port}); it must name the application's receiver`,
     );
   }
-  return { url, keys };
+  return { url: target, keys };
 }
 
 /** A Standard Webhooks secret: the spec asks for at least 24 random bytes; its libraries take up to 64. */
@@ -574,9 +545,9 @@ function parseTokenSecrets(raw: string | undefined): Buffer[] | null {
  * The Key URI Format forbids a colon in the issuer (it ends the issuer in the label), and a URL
  * issuer would show as one: an issuer URL gives its host name.
  */
-function parseTotpIssuer(env: NodeJS.ProcessEnv, tokenIssuer: string): string {
+function parseTotpIssuer(value: Value, tokenIssuer: string): string {
   const noColon = (raw: string) => /^[^:\x00-\x1f\x7f]{1,100}$/.test(raw);
-  const configured = checkedValue(env, 'TOTP_ISSUER', noColon, '1 to 100 characters without a colon');
+  const configured = value('TOTP_ISSUER', checked(noColon, '1 to 100 characters without a colon'));
   if (configured !== null) return configured;
   const isWebUrl = URL.canParse(tokenIssuer) && /^https?:$/.test(new URL(tokenIssuer).protocol);
   if (isWebUrl) return new URL(tokenIssuer).hostname;
@@ -626,6 +597,10 @@ export function parseScryptParams(raw: string | undefined): ScryptParams {
 
 export function formatScryptParams(params: ScryptParams): string {
   return `ln=${params.ln},r=${params.r},p=${params.p}`;
+}
+
+function isIpOrHostName(value: string): boolean {
+  return isIP(value) !== 0 || isHostName(value);
 }
 
 /**

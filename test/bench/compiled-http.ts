@@ -9,9 +9,9 @@ import type { Route } from '../../src/http/router.ts';
 export async function compiledHttpServer(write: (chunk: string) => void, routesFrom: (routes: readonly Route[]) => readonly Route[] = (routes) => routes): Promise<Server> {
   const compiled = <T>(path: string) => import(new URL(`../../dist/${path}`, import.meta.url).href) as Promise<T>;
   const { createServer } = await compiled<typeof import('../../src/http/server.ts')>('http/server.js');
-  const { routes } = await compiled<typeof import('../../src/routes.ts')>('routes/index.js');
-  const { createMetrics } = await compiled<typeof import('../../src/telemetry/metrics.ts')>('metrics.js');
-  const { createBufferedWriter, createLogger } = await compiled<typeof import('../../src/telemetry/log.ts')>('log.js');
+  const { routes } = await compiled<typeof import('../../src/routes.ts')>('routes.js');
+  const { createMetrics } = await compiled<typeof import('../../src/telemetry/metrics.ts')>('telemetry/metrics.js');
+  const { createBufferedWriter, createLogger } = await compiled<typeof import('../../src/telemetry/log.ts')>('telemetry/log.js');
   const output = createBufferedWriter(write);
   const deps = { config: { corsOrigins: [], trustProxy: 0 }, log: createLogger('info', output.write), metrics: createMetrics(), rateLimiter: null, clock: () => new Date() };
   return createServer(deps as never, routesFrom(routes));
