@@ -166,7 +166,7 @@ CREATE TABLE public.address_quotas (
     requested_at timestamp with time zone[] NOT NULL,
     last_at timestamp with time zone NOT NULL,
     CONSTRAINT address_quotas_address_key_check CHECK ((octet_length(address_key) = 32)),
-    CONSTRAINT address_quotas_purpose_check CHECK ((purpose = ANY ('{account-email-change,deletion,email-change,passkey,registration,reset,reset-known,totp}'::text[])))
+    CONSTRAINT address_quotas_purpose_check CHECK ((purpose = ANY ('{account-email-change,deletion,email-change,identity,identity-notice,passkey,registration,reset,reset-known,totp}'::text[])))
 );
 
 --
@@ -174,6 +174,23 @@ CREATE TABLE public.address_quotas (
 --
 
 COMMENT ON TABLE public.address_quotas IS 'Per purpose and key: the code requests of the last 24 hours, for the cooldown and the daily cap. The key is a keyed hash (keyed_hash_keys) of the address, or for account-email-change of the account''s public id.';
+
+--
+-- Name: identities; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.identities (
+    id uuid NOT NULL,
+    account_id bigint NOT NULL,
+    provider text NOT NULL,
+    issuer text NOT NULL,
+    subject text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    last_used_at timestamp with time zone,
+    CONSTRAINT identities_issuer_check CHECK ((length(issuer) <= 2048)),
+    CONSTRAINT identities_provider_check CHECK ((provider ~ '^[a-z0-9-]{1,32}$'::text)),
+    CONSTRAINT identities_subject_check CHECK (((length(subject) >= 1) AND (length(subject) <= 255)))
+);
 
 --
 -- Name: keyed_hash_keys; Type: TABLE; Schema: public; Owner: -
@@ -268,6 +285,50 @@ CREATE TABLE public.name_holds (
 COMMENT ON TABLE public.name_holds IS 'A name held for one address: for a pending registration until its code expires (the address), or for NAME_HOLD_DAYS after its account was deleted (a keyed hash of the address).';
 
 --
+-- Name: oidc_attempts; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.oidc_attempts (
+    state_hash bytea NOT NULL,
+    provider text NOT NULL,
+    nonce text NOT NULL,
+    verifier bytea NOT NULL,
+    browser_hash bytea,
+    redirect_uri text NOT NULL,
+    client_state text NOT NULL,
+    code_challenge text NOT NULL,
+    account_id bigint,
+    session_id uuid,
+    expires_at timestamp with time zone NOT NULL,
+    CONSTRAINT oidc_attempts_browser_hash_check CHECK ((octet_length(browser_hash) = 32)),
+    CONSTRAINT oidc_attempts_check CHECK (((account_id IS NULL) = (session_id IS NULL))),
+    CONSTRAINT oidc_attempts_check1 CHECK (((account_id IS NULL) = (browser_hash IS NOT NULL))),
+    CONSTRAINT oidc_attempts_client_state_check CHECK ((length(client_state) <= 512)),
+    CONSTRAINT oidc_attempts_code_challenge_check CHECK ((code_challenge ~ '^[A-Za-z0-9_-]{43}$'::text)),
+    CONSTRAINT oidc_attempts_nonce_check CHECK ((length(nonce) <= 64)),
+    CONSTRAINT oidc_attempts_redirect_uri_check CHECK ((length(redirect_uri) <= 2048)),
+    CONSTRAINT oidc_attempts_state_hash_check CHECK ((octet_length(state_hash) = 32)),
+    CONSTRAINT oidc_attempts_verifier_check CHECK ((octet_length(verifier) <= 256))
+);
+
+--
+-- Name: oidc_codes; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.oidc_codes (
+    code_hash bytea NOT NULL,
+    provider text NOT NULL,
+    issuer text NOT NULL,
+    subject text NOT NULL,
+    redirect_uri text NOT NULL,
+    code_challenge text NOT NULL,
+    account_id bigint,
+    session_id uuid,
+    expires_at timestamp with time zone NOT NULL,
+    CONSTRAINT oidc_codes_code_hash_check CHECK ((octet_length(code_hash) = 32))
+);
+
+--
 -- Name: one_time_codes; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -282,7 +343,7 @@ CREATE TABLE public.one_time_codes (
     CONSTRAINT email_change_codes_carry_the_change CHECK (((purpose = 'email-change'::text) = ((new_email IS NOT NULL) AND (session_id IS NOT NULL)))),
     CONSTRAINT one_time_codes_code_hash_check CHECK ((octet_length(code_hash) = 32)),
     CONSTRAINT one_time_codes_new_email_check CHECK ((length(new_email) <= 254)),
-    CONSTRAINT one_time_codes_purpose_check CHECK ((purpose = ANY ('{deletion,email-change,email-change-current,passkey,registration,reset,totp}'::text[])))
+    CONSTRAINT one_time_codes_purpose_check CHECK ((purpose = ANY ('{deletion,email-change,email-change-current,identity,passkey,registration,reset,totp}'::text[])))
 );
 
 --
@@ -560,7 +621,7 @@ CREATE TABLE public.security_events (
     CONSTRAINT security_events_actor_check CHECK ((actor = 'operator'::text)),
     CONSTRAINT security_events_client_address_check CHECK ((length(client_address) <= 64)),
     CONSTRAINT security_events_reason_check CHECK ((length(reason) <= 500)),
-    CONSTRAINT security_events_type_check CHECK ((type = ANY ('{account-disabled,account-enabled,activated,email-change-requested,email-changed,passkey-added,passkey-counter-regressed,passkey-removed,passkey-renamed,password-changed,password-reset,recovery-code-used,refresh-retried,refresh-token-reused,reset-forced,reset-requested,session-evicted,session-revoked,sessions-ended,sign-in-failed,signed-in,signed-out-everywhere,throttle-cleared,totp-disabled,totp-enabled}'::text[])))
+    CONSTRAINT security_events_type_check CHECK ((type = ANY ('{account-disabled,account-enabled,activated,email-change-requested,email-changed,identity-linked,identity-removed,passkey-added,passkey-counter-regressed,passkey-removed,passkey-renamed,password-changed,password-reset,recovery-code-used,refresh-retried,refresh-token-reused,reset-forced,reset-requested,session-evicted,session-revoked,sessions-ended,sign-in-failed,signed-in,signed-out-everywhere,throttle-cleared,totp-disabled,totp-enabled}'::text[])))
 );
 
 --
@@ -668,7 +729,7 @@ CREATE TABLE public.webhook_events (
     CONSTRAINT delivered_events_have_no_body CHECK (((state <> 'delivered'::text) OR ((body IS NULL) AND (delivered_at IS NOT NULL)))),
     CONSTRAINT pending_events_have_a_body CHECK (((state <> 'pending'::text) OR (body IS NOT NULL))),
     CONSTRAINT webhook_events_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text]))),
-    CONSTRAINT webhook_events_type_check CHECK ((type = ANY ('{account.activated,account.deleted,account.disabled,account.email_changed,account.enabled,account.unlocked,passkey.added,passkey.removed,passkey.renamed,password.changed,password.reset,password.reset_forced,second_factor.disabled,second_factor.enabled,sessions.revoked}'::text[]))),
+    CONSTRAINT webhook_events_type_check CHECK ((type = ANY ('{account.activated,account.deleted,account.disabled,account.email_changed,account.enabled,account.unlocked,identity.linked,identity.removed,passkey.added,passkey.removed,passkey.renamed,password.changed,password.reset,password.reset_forced,second_factor.disabled,second_factor.enabled,sessions.revoked}'::text[]))),
     CONSTRAINT webhook_events_webhook_id_check CHECK ((webhook_id ~ '^msg_[A-Za-z0-9_-]{1,64}$'::text))
 );
 
@@ -719,6 +780,20 @@ ALTER TABLE ONLY public.address_quotas
     ADD CONSTRAINT address_quotas_pkey PRIMARY KEY (purpose, address_key);
 
 --
+-- Name: identities identities_issuer_subject_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.identities
+    ADD CONSTRAINT identities_issuer_subject_key UNIQUE (issuer, subject);
+
+--
+-- Name: identities identities_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.identities
+    ADD CONSTRAINT identities_pkey PRIMARY KEY (id);
+
+--
 -- Name: keyed_hash_keys keyed_hash_keys_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -752,6 +827,20 @@ ALTER TABLE ONLY public.login_known_clients
 
 ALTER TABLE ONLY public.name_holds
     ADD CONSTRAINT name_holds_pkey PRIMARY KEY (name);
+
+--
+-- Name: oidc_attempts oidc_attempts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.oidc_attempts
+    ADD CONSTRAINT oidc_attempts_pkey PRIMARY KEY (state_hash);
+
+--
+-- Name: oidc_codes oidc_codes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.oidc_codes
+    ADD CONSTRAINT oidc_codes_pkey PRIMARY KEY (code_hash);
 
 --
 -- Name: one_time_codes one_time_codes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -903,6 +992,12 @@ CREATE UNIQUE INDEX accounts_public_id_key ON public.accounts USING btree (publi
 CREATE INDEX address_quotas_last ON public.address_quotas USING btree (last_at);
 
 --
+-- Name: identities_account; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX identities_account ON public.identities USING btree (account_id);
+
+--
 -- Name: login_budgets_updated; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -931,6 +1026,18 @@ CREATE INDEX name_holds_address ON public.name_holds USING btree (address);
 --
 
 CREATE INDEX name_holds_expiry ON public.name_holds USING btree (expires_at);
+
+--
+-- Name: oidc_attempts_expiry; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX oidc_attempts_expiry ON public.oidc_attempts USING btree (expires_at);
+
+--
+-- Name: oidc_codes_expiry; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX oidc_codes_expiry ON public.oidc_codes USING btree (expires_at);
 
 --
 -- Name: one_time_codes_account; Type: INDEX; Schema: public; Owner: -
@@ -1075,6 +1182,27 @@ CREATE INDEX webhook_events_pending ON public.webhook_events USING btree (accoun
 --
 
 CREATE TRIGGER webhook_events_behind_their_account BEFORE INSERT ON public.webhook_events FOR EACH ROW EXECUTE FUNCTION public.webhook_event_behind_its_account();
+
+--
+-- Name: identities identities_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.identities
+    ADD CONSTRAINT identities_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id) ON DELETE CASCADE;
+
+--
+-- Name: oidc_attempts oidc_attempts_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.oidc_attempts
+    ADD CONSTRAINT oidc_attempts_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id) ON DELETE CASCADE;
+
+--
+-- Name: oidc_codes oidc_codes_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.oidc_codes
+    ADD CONSTRAINT oidc_codes_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id) ON DELETE CASCADE;
 
 --
 -- Name: one_time_codes one_time_codes_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

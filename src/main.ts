@@ -13,6 +13,7 @@ import { loadMigrations, migrate } from './storage/migrations.ts';
 import { mailUsage, runMailCommand } from './mail/preview.ts';
 import { createMailRenderer, loadMailTemplates } from './mail/templates.ts';
 import { startService, type ServiceConfig } from './service.ts';
+import { parseOidcSettings } from './features/oidc/settings.ts';
 import { unsupportedNode } from './support/runtime.ts';
 import { version } from './support/version.ts';
 
@@ -80,7 +81,8 @@ async function main(argv: string[]): Promise<void> {
   let config: Config;
   let templates;
   try {
-    config = parseConfig(process.env);
+    const parsed = parseConfig(process.env);
+    config = { ...parsed, oidc: parseOidcSettings(process.env, parsed.tokenIssuer) };
     // Refused here, in one line and before anything starts, like a bad variable.
     templates = loadMailTemplates(config.mailTemplatesDir);
   } catch (error) {

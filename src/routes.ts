@@ -25,6 +25,10 @@ import { disableSecondFactor } from './features/second-factor/remove-route.ts';
 import { requestEmailChangeRoute } from './features/email-change/request-route.ts';
 import { changeEmailRoute } from './features/email-change/confirm-route.ts';
 import {
+  authorizeLinkRoute, callbackRoute, linkIdentityRoute, linkOptionsRoute, listIdentitiesRoute, removeIdentityRoute,
+  startSignInRoute,
+} from './features/oidc/routes.ts';
+import {
   addPasskeyRoute, listPasskeysRoute, passkeyRegistrationOptionsRoute, passkeySignInOptionsRoute, removePasskeyRoute,
   renamePasskeyRoute,
 } from './features/passkeys/routes.ts';
@@ -80,6 +84,22 @@ export const routes: readonly Route[] = [
   {
     method: 'POST', path: '/auth/passkey/options', handler: passkeySignInOptionsRoute, rateLimited: true,
     feature: 'passkeys',
+  },
+  { method: 'GET', path: '/auth/oidc/{name}', handler: startSignInRoute, rateLimited: true, feature: 'oidc' },
+  { method: 'GET', path: '/auth/oidc/{name}/callback', handler: callbackRoute, feature: 'oidc' },
+  {
+    method: 'POST', path: '/acc/me/identities/options', handler: linkOptionsRoute, act: 'link-identity',
+    feature: 'oidc',
+  },
+  {
+    method: 'POST', path: '/acc/me/identities/authorize', handler: authorizeLinkRoute, act: 'link-identity',
+    feature: 'oidc',
+  },
+  { method: 'POST', path: '/acc/me/identities', handler: linkIdentityRoute, act: 'link-identity', feature: 'oidc' },
+  { method: 'GET', path: '/acc/me/identities', handler: listIdentitiesRoute, act: 'list-identities', feature: 'oidc' },
+  {
+    method: 'DELETE', path: '/acc/me/identities/{id}', handler: removeIdentityRoute, act: 'unlink-identity',
+    feature: 'oidc',
   },
   { method: 'GET', path: '/acc/me/events', handler: getEvents, act: 'list-events' },
   { method: 'GET', path: '/acc/me/sessions', handler: getSessions, act: 'list-sessions' },

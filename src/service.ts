@@ -39,6 +39,9 @@ import { createWebhookWorker, deleteDeliveredWebhooks, type WebhookDeliveryOptio
 import { disabledWebhooks, enabledWebhooks } from './webhooks/events.ts';
 import { clientAddress } from './core/client-address.ts';
 import { passkeyGrant } from './features/passkeys/grant.ts';
+import { createProviders } from './features/oidc/provider.ts';
+import { authorizationCodeGrant } from './features/oidc/routes.ts';
+import { deleteExpiredAttempts } from './features/oidc/store.ts';
 
 /** Configuration once main.ts has settled the database and the token secrets. */
 export type ServiceConfig = Config & { databaseUrl: string; tokenSecrets: Buffer[]; encryptionKeys: EncryptionKey[] };
@@ -162,7 +165,11 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       liveSessions,
       schemaCurrent: () => isSchemaCurrent(sql, migrations),
       clientAddressOf: (req) => clientAddress(req, config.trustProxy),
-      grants: config.webauthn === null || !isOn(config, 'passkeys') ? [] : [passkeyGrant],
+      oidc: config.oidc === null ? null : createProviders(config.oidc, log),
+      grants: [
+        ...(config.webauthn === null || !isOn(config, 'passkeys') ? [] : [passkeyGrant]),
+        ...(config.oidc === null ? [] : [authorizationCodeGrant]),
+      ],
       rateLimiter: config.rateLimit === 0 ? null : createRateLimiter(config.rateLimit),
       accountRateLimiter: config.accountRateLimit === 0 ? null : createRateLimiter(config.accountRateLimit),
       noteDatabaseFailure: database.noteFailure,
@@ -197,6 +204,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         registrationRequests: deleteStaleRegistrationRequests(sql, now),
         webhooks: deleteDeliveredWebhooks(sql, ago(deliveredWebhookRetentionMs)),
         challenges: deleteExpiredChallenges(sql, now),
+        providerAttempts: deleteExpiredAttempts(sql, now),
       };
       const counts = Object.fromEntries(
         await Promise.all(Object.entries(deleted).map(async ([name, count]) => [name, await count] as const)),
@@ -276,7 +284,9 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   }
 }
 
-const isOn = (config: ServiceConfig, feature: string) => (config.features as string[]).includes(feature);
+/** Whether a feature is on: the optional ones by FEATURES, sign-in with a provider by OIDC_PROVIDERS. */
+const isOn = (config: ServiceConfig, feature: string) =>
+  feature === 'oidc' ? config.oidc !== null : (config.features as string[]).includes(feature);
 
 /**
  * Refuses to start with a feature off that accounts still rely on: turning the second factor off

@@ -3,6 +3,7 @@ import { hostname, networkInterfaces } from 'node:os';
 import { resolve } from 'node:path';
 import { canonicalLocale } from './locales.ts';
 import type { RelyingParty } from '../features/passkeys/webauthn.ts';
+import type { OidcSettings } from '../features/oidc/settings.ts';
 import type { EncryptionKey } from '../core/sealing.ts';
 
 export type ScryptParams = { ln: number; r: number; p: number };
@@ -23,7 +24,7 @@ export function scryptMemoryBytes(params: ScryptParams): number {
 }
 const minTokenSecretBytes = 32;
 
-/** Reads one variable's value (undefined when unset; empty counts as unset, except in FEATURES); refuses a bad one in one line. */
+/** Reads one variable's value (undefined: unset; empty counts as unset but in FEATURES); refuses a bad one. */
 type Parser<T> = (raw: string | undefined, name: string) => T;
 
 /**
@@ -104,8 +105,10 @@ type Settings = { -readonly [K in keyof Table]: ReturnType<Table[K][1]> };
 /** The variables read outside the table, by the settings that depend on each other. */
 const relatedVariables = [
   'ENCRYPTION_KEYS', 'TOTP_ISSUER', 'ADMIN_PORT', 'ADMIN_HOST', 'ADMIN_TOKEN', 'WEBHOOK_URL', 'WEBHOOK_SECRET',
-  'WEBAUTHN_RP_ID', 'WEBAUTHN_ORIGINS', 'WEBAUTHN_RP_NAME',
+  'WEBAUTHN_RP_ID', 'WEBAUTHN_ORIGINS', 'WEBAUTHN_RP_NAME', 'OIDC_PROVIDERS', 'OIDC_REDIRECT_URIS',
 ];
+/** The variables named after a provider of OIDC_PROVIDERS (OIDC_<NAME>_ISSUER and so on), known to be ours. */
+const providerVariable = /^OIDC_[A-Z0-9_]+_(?:ISSUER|CLIENT_ID|CLIENT_SECRET|TRUST_EMAIL)$/;
 /** Every variable the service reads, in the order --help and the README list them. */
 export const settingNames: readonly string[] = [...Object.values(table).map(([name]) => name), ...relatedVariables];
 
@@ -121,6 +124,8 @@ export type Config = Settings & {
   webauthn: RelyingParty | null;
   /** Where events are POSTed, and the keys that sign them (the first is current); null: no webhooks. */
   webhook: { url: string; keys: Buffer[] } | null;
+  /** OpenID providers (OIDC_*), parsed by their feature (features/oidc/settings.ts) in main.ts; null: off. */
+  oidc: OidcSettings | null;
   /** Human-readable reasons why the configuration is weaker than production defaults. */
   warnings: string[];
 };
@@ -180,6 +185,7 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
     admin: parseAdmin(value, port, metricsToken, warnings),
     webhook: parseWebhook(value, host, port),
     webauthn: parseRelyingParty(value),
+    oidc: null,
     warnings,
   };
   warnings.push(...lookalikeWarnings(Object.keys(env), settingNames), ...databaseHints(env, databaseUrl));
@@ -194,7 +200,7 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
 export function lookalikeWarnings(names: readonly string[], known: readonly string[]): string[] {
   const warnings: string[] = [];
   for (const name of names) {
-    if (known.includes(name) || !/^[A-Z][A-Z0-9_]*$/.test(name)) continue;
+    if (known.includes(name) || providerVariable.test(name) || !/^[A-Z][A-Z0-9_]*$/.test(name)) continue;
     const near = known.filter((candidate) => editDistance(name, candidate) <= (candidate.length > 5 ? 2 : 1));
     const sharingWord = known.filter((candidate) =>
       candidate.includes('_') && name.startsWith(`${candidate.split('_')[0]}_`));
@@ -408,7 +414,8 @@ function parseOrigins(raw: string | undefined): string[] {
 function parseRelyingParty(value: Value): RelyingParty | null {
   const isDomain = (raw: string) => /^[a-z0-9.-]{1,253}$/.test(raw);
   const id = value('WEBAUTHN_RP_ID', checked(isDomain, 'a lower-case domain such as example.com'));
-  const origins = value('WEBAUTHN_ORIGINS', (raw) => raw ?? '').split(',').map((origin) => origin.trim()).filter(Boolean);
+  const listed = value('WEBAUTHN_ORIGINS', (raw) => raw ?? '');
+  const origins = listed.split(',').map((origin) => origin.trim()).filter(Boolean);
   const name = value('WEBAUTHN_RP_NAME', checked(printable(64), '1 to 64 printable characters'));
   if (id === null && origins.length === 0) return null;
   if (id === null || origins.length === 0) {

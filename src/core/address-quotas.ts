@@ -15,10 +15,12 @@ export type QuotaRefusal = { reason: 'cooldown' | 'daily-cap'; retryAfterSeconds
  * requests, counted per account (accountQuotaKey); or 'reset-known', reset requests from a
  * network known to the address, counted per address and network (knownNetworkQuotaKey).
  */
-export type QuotaPurpose = CodePurpose | 'account-email-change' | 'reset-known';
+export type QuotaPurpose = CodePurpose | 'account-email-change' | 'reset-known' | 'identity-notice';
 
 /** The purposes counted per account, not per address: the account's own requests that mail it. */
-const accountPurposes: QuotaPurpose[] = ['totp', 'passkey', 'deletion', 'account-email-change'];
+const accountPurposes: QuotaPurpose[] = [
+  'totp', 'passkey', 'deletion', 'account-email-change', 'identity', 'identity-notice',
+];
 
 /**
  * The key of an account's own quotas: the keyed hash of its public id. No address is one (it

@@ -41,6 +41,10 @@ export const proofs = {
   // Confirmed without a session, by a code mailed to the new address and this one to the current address.
   'change-address': { password: true, factor: true, mailbox: 'email-change-current' },
   'delete-account': { password: true, factor: true, mailbox: 'deletion' },
+  'list-identities': {},
+  // An identity, like a passkey, signs in without the password and outlives a reset.
+  'link-identity': { password: true, factor: true, mailbox: 'identity' },
+  'unlink-identity': { password: true },
 } as const satisfies Record<string, Proof>;
 
 export type Act = keyof typeof proofs;

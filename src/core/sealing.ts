@@ -23,7 +23,7 @@ export type Opened = {
 };
 
 /** What a sealed value is; part of its associated data. */
-export type SealPurpose = 'totp-secret' | 'mail' | 'keyed-hash-key' | 'signing-key' | 'passkey-challenge';
+export type SealPurpose = 'totp-secret' | 'mail' | 'keyed-hash-key' | 'signing-key' | 'passkey-challenge' | 'oidc';
 
 export type EncryptionKey = { id: string; key: Buffer };
 

@@ -21,6 +21,8 @@ export type EventType =
   | 'passkey-added'
   | 'passkey-removed'
   | 'passkey-renamed'
+  | 'identity-linked'
+  | 'identity-removed'
   /** A passkey's sign counter did not grow: a clone signal; the sign-in was refused. */
   | 'passkey-counter-regressed'
   /** Operators' actions (features/operators/actions.ts, disable.ts): actor 'operator', with a reason. */

@@ -30,6 +30,18 @@ export const problems = {
   invalidPasskey: { status: 400, slug: 'invalid-passkey', title: 'The credential did not pass verification' },
   passkeyLimit: { status: 409, slug: 'passkey-limit', title: 'The account holds the most passkeys it may (20)' },
   passkeyRegistered: { status: 409, slug: 'passkey-registered', title: 'This credential is registered already' },
+  unknownAttempt: {
+    status: 400, slug: 'unknown-attempt',
+    title: 'The sign-in attempt is unknown, expired, already used or was started in another browser',
+  },
+  invalidLink: {
+    status: 400, slug: 'invalid-link',
+    title: 'The link code is unknown, expired, used or not this session\'s, or the identity is linked already',
+  },
+  unknownIdentity: { status: 404, slug: 'unknown-identity', title: 'The account has no identity with this id' },
+  providerUnavailable: {
+    status: 502, slug: 'provider-unavailable', title: 'The OpenID provider could not be reached or answered wrongly',
+  },
   methodNotAllowed: { status: 405, slug: 'method-not-allowed', title: 'Method not allowed on this resource' },
   nameTaken: { status: 409, slug: 'name-taken', title: 'The name is already taken' },
   totpActive: { status: 409, slug: 'totp-active', title: 'A second factor is already active' },

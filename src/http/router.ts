@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import type { Providers } from '../features/oidc/provider.ts';
 import type { Limiter } from '../support/concurrency.ts';
 import type { TokenGrant } from './oauth.ts';
 import type { RateLimiter } from './rate-limit.ts';
@@ -30,6 +31,8 @@ export type Deps = UseCaseDeps & {
   databaseConnections: number;
   /** Told of every database error, so that a broken pool can replace itself. */
   noteDatabaseFailure(error: unknown): void;
+  /** The OpenID providers (features/oidc), while OIDC_PROVIDERS is set; null otherwise. */
+  oidc: Providers | null;
   /** The token endpoint's grants beyond password and refresh_token, of the features that are on. */
   grants: TokenGrant[];
   /** The OpenAPI document, made once at start-up. */

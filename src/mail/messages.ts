@@ -55,6 +55,10 @@ export const mailKinds = {
   'deletion-code': spec('name code! code_link expires_at valid_minutes client_address'),
   'passkey-added': spec('name passkey_name time client_address'),
   'passkey-removed': spec('name passkey_name time client_address'),
+  'identity-code': spec('name provider code! code_link expires_at valid_minutes client_address'),
+  'identity-linked': spec('name provider time client_address'),
+  'identity-removed': spec('name provider time client_address'),
+  'identity-unknown': spec('name provider time'),
 } satisfies Record<string, KindSpec>;
 export type MailKind = keyof typeof mailKinds;
 
@@ -190,4 +194,23 @@ export function maskAddress(email: string): string {
 /** Whole minutes left, at least one, rounded down so that the mail never promises more than is left. */
 function minutesUntil(expiresAt: Date, now: Date): number {
   return Math.max(1, Math.floor((expiresAt.getTime() - now.getTime()) / 60_000));
+}
+
+/** The code that linking a provider needs (features/oidc/link.ts). */
+export function identityCodeMail(
+  to: Recipient, provider: string, code: string, expiresAt: Date, now: Date, clientAddress: string,
+): OutgoingMail {
+  return mail('identity-code', to, { ...codeValues(code, expiresAt, now), provider, client_address: clientAddress });
+}
+
+/** A provider linked to or removed from the account. */
+export function identityMail(
+  kind: 'identity-linked' | 'identity-removed', to: Recipient, provider: string, at: Date, clientAddress: string,
+): OutgoingMail {
+  return mail(kind, to, { provider, time: isoUtc(at), client_address: clientAddress });
+}
+
+/** Someone signed in at a provider with the account's address, and no account is linked to that identity. */
+export function identityUnknownMail(to: Recipient, provider: string, at: Date): OutgoingMail {
+  return mail('identity-unknown', to, { provider, time: isoUtc(at) });
 }

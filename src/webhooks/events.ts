@@ -21,6 +21,8 @@ export const webhookEventTypes = [
   'passkey.added',
   'passkey.removed',
   'passkey.renamed',
+  'identity.linked',
+  'identity.removed',
 ] as const;
 export type WebhookEventType = (typeof webhookEventTypes)[number];
 

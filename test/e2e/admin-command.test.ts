@@ -98,7 +98,7 @@ describe('admin disable and enable', () => {
     await untilQueuesDrained(app.service.sql);
     assert.deepEqual(app.smtp.messages.slice(from).filter((message) => message.to === user.email), []);
     const reset = await admin('reset', user.name, '--json');
-    assert.deepEqual(reset.json, { account: user.name, passkeys_removed: 0, code_mailed: false });
+    assert.deepEqual(reset.json, { account: user.name, passkeys_removed: 0, identities_removed: 0, code_mailed: false });
     await admin('enable', user.name);
     app.clock.advance(61);
     await app.call('POST', '/acc/pwd/code', { json: { email: user.email } });
@@ -168,7 +168,7 @@ describe('admin account actions', () => {
     assert.equal((await passkeySignIn()).status, 200);
     assert.equal((await admin('find', user.name, '--json')).json.passkeys, 1);
     const reset = await admin('reset', user.name, '--reason', 'taken over', '--json');
-    assert.deepEqual(reset.json, { account: user.name, passkeys_removed: 1, code_mailed: true });
+    assert.deepEqual(reset.json, { account: user.name, passkeys_removed: 1, identities_removed: 0, code_mailed: true });
     assert.equal((await passkeySignIn()).json.error, 'invalid_grant', 'whoever added the passkey is out');
     assert.equal((await admin('find', user.name, '--json')).json.passkeys, 0);
     const events = (await admin('events', user.name, '--json')).json.events;

@@ -11,9 +11,16 @@ import { registerAndSignIn, startTestService, type TestService } from '../helper
  * for more.
  */
 let app: TestService;
+const returnUri = 'http://127.0.0.1:7/done';
+const pkceValue = 'A'.repeat(43);
 before(async () => {
   app = await startTestService({
-    env: { WEBAUTHN_RP_ID: 'localhost', WEBAUTHN_ORIGINS: 'http://localhost:5173', WEBAUTHN_RP_NAME: 'Example' },
+    env: {
+      WEBAUTHN_RP_ID: 'localhost', WEBAUTHN_ORIGINS: 'http://localhost:5173', WEBAUTHN_RP_NAME: 'Example',
+      // A provider that is never reached: every act below is refused before it would be.
+      TOKEN_ISSUER: 'http://127.0.0.1:9', OIDC_PROVIDERS: 'corp', OIDC_REDIRECT_URIS: returnUri,
+      OIDC_CORP_ISSUER: 'http://127.0.0.1:1', OIDC_CORP_CLIENT_ID: 'client', OIDC_CORP_CLIENT_SECRET: 'secret',
+    },
   });
 });
 after(() => app.stop());
@@ -28,11 +35,17 @@ const withWrongPassword: Record<string, object> = {
   'DELETE /acc/me/totp': { pwd: wrong, otp: '123456' },
   'POST /acc/me/passkeys/options': { pwd: wrong },
   'DELETE /acc/me/passkeys/{id}': { pwd: wrong },
+  'POST /acc/me/identities/options': { provider: 'corp', pwd: wrong },
+  'DELETE /acc/me/identities/{id}': { pwd: wrong },
 };
 /** The second step of each act with a mailbox that takes no password: a body with a made-up code. */
 const withMadeUpCode: Record<string, object> = {
   'POST /acc/me/totp/confirm': { code: '123456', email_code: 'ABCD-EFGH-IJKL-MNOP' },
   'POST /acc/me/passkeys': { challenge_id: 'made-up', credential: {}, email_code: 'ABCD-EFGH-IJKL-MNOP' },
+  'POST /acc/me/identities/authorize': {
+    challenge_id: 'made-up', email_code: 'ABCD-EFGH-IJKL-MNOP', redirect_uri: returnUri, state: 's', code_challenge: pkceValue,
+  },
+  'POST /acc/me/identities': { code: pkceValue, code_verifier: pkceValue, redirect_uri: returnUri },
 };
 
 describe('the proof table', () => {
@@ -47,7 +60,7 @@ describe('the proof table', () => {
   });
 
   it('asks the mailbox for every act that a reset cannot undo', () => {
-    const permanent: Act[] = ['enable-second-factor', 'add-passkey', 'change-address', 'delete-account'];
+    const permanent: Act[] = ['enable-second-factor', 'add-passkey', 'change-address', 'delete-account', 'link-identity'];
     for (const [act, proof] of Object.entries(proofs) as [Act, Proof][]) {
       assert.equal(proof.mailbox !== undefined, permanent.includes(act), act);
       if (proof.mailbox !== undefined) assert.equal(proof.password, true, `${act}: the password first`);

@@ -1,4 +1,5 @@
 import { parseConfig } from '../../src/config/config.ts';
+import { parseOidcSettings } from '../../src/features/oidc/settings.ts';
 import { loadKeyedHashes, type KeyedHashes } from '../../src/core/keyed-hashes.ts';
 import { createLogger } from '../../src/telemetry/log.ts';
 import { createMailRenderer, type Mailer } from '../../src/mail/templates.ts';
@@ -66,7 +67,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   const clock = createTestClock();
   const logs: string[] = [];
   const log = createLogger('debug', (line) => logs.push(line));
-  const config = parseConfig({
+  const env = {
     DATABASE_URL: database.url,
     TOKEN_SECRET: testSecret,
     ENCRYPTION_KEYS: testEncryptionKeys,
@@ -77,7 +78,9 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     RATE_LIMIT: '0',
     ACCOUNT_RATE_LIMIT: '0',
     ...options.env,
-  });
+  };
+  const parsed = parseConfig(env);
+  const config = { ...parsed, oidc: parseOidcSettings(env, parsed.tokenIssuer) };
   const settled = { ...config, databaseUrl: database.url, tokenSecrets: config.tokenSecrets ?? [], encryptionKeys: config.encryptionKeys! };
   const start = () => startService({ config: settled, log, clock: clock.now, outbox: { pollMs: 200, wakeJitterMs: 20, backoffBaseMs: 100, ...options.outbox }, webhooks: options.webhooks, passwords: options.passwords, httpTimeouts: options.httpTimeouts, onQuery: options.onQuery });
   let service = await start().catch(async (error: unknown) => {

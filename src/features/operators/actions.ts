@@ -58,15 +58,15 @@ export function endSessionsAsOperator(
 /**
  * A forced reset, for an account taken over: the password is replaced by a random one that
  * nobody knows (so that whoever knew the old one cannot sign in again), every session ends,
- * every passkey goes (a passkey signs in on its own, and an intruder with the password and the
- * mailbox may have added one), and a reset code goes to the account's address. Whoever reads
+ * every passkey and identity at a provider goes (each signs in on its own, and an intruder with
+ * the password and the mailbox may have added one), and a reset code goes to the account's address. Whoever reads
  * that mailbox sets the next password, through the usual reset (POST /acc/pwd); not while the
  * account is disabled (`code_mailed` false: enable it, then the owner asks for a code). The
  * owner's own reset keeps passkeys; this one is for when the owner's credentials are in doubt.
  */
 export async function forceReset(
   deps: UseCaseDeps, identifier: string, operator: Operator,
-): Promise<OperatorOutcome<{ passkeys_removed: number; code_mailed: boolean }>> {
+): Promise<OperatorOutcome<{ passkeys_removed: number; identities_removed: number; code_mailed: boolean }>> {
   const unknowable = await deps.passwords.hash(randomBytes(32).toString('base64url'));
   return onAccount(deps, identifier, async (tx, account, now) => {
     await resetPasswordHash(tx, account.id, unknowable);
@@ -75,11 +75,18 @@ export async function forceReset(
     await endSessions(tx, { accountId: account.id, sessionId: null, event, webhook, record: 'always', now });
     const record = () => recordOperatorEvent(tx, account.id, 'passkey-removed', operator, now);
     const passkeys = await removeAllPasskeys(tx, deps, account, now, record, operatorData(operator));
+    // Identities at providers sign in without the password too (features/oidc).
+    const identities = await tx<{ id: string }[]>`DELETE FROM identities WHERE account_id = ${account.id} RETURNING id`;
+    for (const { id } of identities) {
+      await recordOperatorEvent(tx, account.id, 'identity-removed', operator, now);
+      const data = { identity_id: id, ...operatorData(operator) };
+      await deps.webhooks.enqueue(tx, 'identity.removed', account.publicId, now, data);
+    }
     const code = generateCode();
     const expiresAt = new Date(now.getTime() + deps.config.resetCodeTtlSeconds * 1000);
     const mail = sealMail(resetForcedMail(code, expiresAt, now, account.locale), deps.mailer);
     const mailed = await issueResetCode(tx, account.email, hashCode(code), expiresAt, mail, operator.address, now);
-    return { passkeys_removed: passkeys, code_mailed: mailed };
+    return { passkeys_removed: passkeys, identities_removed: identities.length, code_mailed: mailed };
   });
 }
 

@@ -30,6 +30,10 @@ export const getAuthorizationServerMetadata: Handler = async (_ctx, deps) => {
       revocation_endpoint_auth_methods_supported: ['none'],
       // Required by RFC 8414 §2; empty, because there is no authorization endpoint to send a response_type to.
       response_types_supported: [],
+      // With a provider's sign-in (authorization_code): PKCE S256 only, and `iss` on every redirect (RFC 9207).
+      ...(deps.grants.some((grant) => grant.type === 'authorization_code')
+        ? { code_challenge_methods_supported: ['S256'], authorization_response_iss_parameter_supported: true }
+        : {}),
       // Only where there are public keys to verify with (TOKEN_ALG=ES256).
       ...(deps.signingKeys === null ? {} : { jwks_uri: new URL('/.well-known/jwks.json', base).href }),
     },

@@ -1,0 +1,188 @@
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { authenticate, callerRefusal, clientOf, signInAllowance, takeAccountAllowance } from '../../core/auth.ts';
+import { patterns } from '../../core/fields.ts';
+import { readValidBody } from '../../http/body.ts';
+import {
+  accountRateLimited, HttpError, invalidFields, OAuthError, problems, quotaRefused, throttled,
+} from '../../http/errors.ts';
+import { stringParameter, tokenReply, type TokenGrant } from '../../http/oauth.ts';
+import type { Deps, Handler, Reply, RequestContext } from '../../http/router.ts';
+import { isUuid, validateFields } from '../../http/validate.ts';
+import {
+  authorizeSchema, back, identityRemovalSchema, linkOptionsSchema, linkSchema, providerName,
+} from './fields.ts';
+import { isoUtc } from '../../support/format.ts';
+import { authorizeLink, completeLink, listAccountIdentities, removeIdentity, startLink } from './link.ts';
+import { ProviderError, type Providers } from './provider.ts';
+import type { OidcProvider } from './settings.ts';
+import { beginAttempt, completeAttempt, signInWithCode } from './sign-in.ts';
+import type { LinkedIdentity } from './store.ts';
+
+/**
+ * The routes of sign-in with an OpenID provider. They exist only while OIDC_PROVIDERS is set
+ * (the wiring serves them then); a provider that is not configured is answered 404.
+ */
+/** The cookie that ties a sign-in's callback to the browser that started it. */
+const cookieName = 'oidc_browser';
+
+function providersOf(deps: Deps): Providers {
+  if (deps.oidc === null) throw new HttpError(problems.notFound);
+  return deps.oidc;
+}
+
+function providerOf(deps: Deps, name: string | undefined): { providers: Providers; provider: OidcProvider } {
+  const providers = providersOf(deps);
+  const provider = providers.find(name ?? '');
+  if (provider === undefined) throw new HttpError(problems.notFound);
+  return { providers, provider };
+}
+
+/** The redirect_uri, state and code_challenge of a start; an unlisted redirect_uri is 400, never a redirect. */
+function readReturn(providers: Providers, values: Record<string, unknown>) {
+  const { redirect_uri, state, code_challenge } = values;
+  const { value, invalid } = validateFields({ redirect_uri, state, code_challenge }, back);
+  if (invalid.length === 0 && !providers.settings.redirectUris.includes(value.redirect_uri)) {
+    invalid.push({ name: 'redirect_uri', reason: back.redirect_uri.mismatch });
+  }
+  if (invalid.length > 0) throw invalidFields(invalid);
+  return { redirectUri: value.redirect_uri, state: value.state, codeChallenge: value.code_challenge };
+}
+
+async function orUnavailable<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    if (error instanceof ProviderError) throw new HttpError(problems.providerUnavailable, { detail: error.message });
+    throw error;
+  }
+}
+
+/** GET /auth/oidc/{name}?redirect_uri&state&code_challenge&code_challenge_method=S256: 302 to the provider. */
+export const startSignInRoute: Handler = async (ctx, deps) => {
+  const { providers, provider } = providerOf(deps, ctx.params.name);
+  const query = Object.fromEntries(new URL(ctx.req.url ?? '/', 'http://x').searchParams);
+  const values = readReturn(providers, query);
+  if (query.code_challenge_method !== 'S256') {
+    throw invalidFields([{ name: 'code_challenge_method', reason: 'must be S256' }]);
+  }
+  const held = cookie(ctx.req, cookieName);
+  const browser = held !== null && /^[A-Za-z0-9_-]{43}$/.test(held) ? held : randomBytes(32).toString('base64url');
+  const location = await orUnavailable(beginAttempt(deps, providers, provider, values, { browser }));
+  const secure = providers.settings.base.startsWith('https:') ? '; Secure' : '';
+  const setCookie = `${cookieName}=${browser}; Path=/auth/oidc/; Max-Age=600; HttpOnly; SameSite=Lax${secure}`;
+  return { status: 302, headers: { Location: location, 'Set-Cookie': setCookie } };
+};
+
+/** GET /auth/oidc/{name}/callback: the provider's answer; 302 to the application, or 400 for an unknown attempt. */
+export const callbackRoute: Handler = async (ctx, deps) => {
+  const { providers, provider } = providerOf(deps, ctx.params.name);
+  const query = new URL(ctx.req.url ?? '/', 'http://x').searchParams;
+  const result = await completeAttempt(deps, providers, provider, query, cookie(ctx.req, cookieName));
+  if (result.outcome === 'unknown') throw new HttpError(problems.unknownAttempt);
+  return { status: 302, headers: { Location: result.location } };
+};
+
+/** POST /acc/me/identities/options `{provider, pwd, otp?}`: a code mailed to the account, and challenge_id. */
+export const linkOptionsRoute: Handler = async (ctx, deps) => {
+  const providers = providersOf(deps);
+  const caller = await authenticate(ctx, deps);
+  const value = await readValidBody(ctx.req, linkOptionsSchema);
+  const provider = providers.find(value.provider);
+  if (provider === undefined) throw invalidFields([{ name: 'provider', reason: providerName.mismatch }]);
+  const otp = (value.otp as string | null) ?? undefined;
+  const result = await startLink(deps, caller, provider, value.pwd, otp, clientOf(ctx));
+  if (result.outcome === 'refused') throw quotaRefused(result.refusal);
+  if (result.outcome !== 'started') throw callerRefusal(result);
+  return { status: 200, body: { challenge_id: result.challengeId } };
+};
+
+/** POST /acc/me/identities/authorize: the mailed code and the application's return; 200 `{authorization_url}`. */
+export const authorizeLinkRoute: Handler = async (ctx, deps) => {
+  const providers = providersOf(deps);
+  const caller = await authenticate(ctx, deps);
+  const value = await readValidBody(ctx.req, authorizeSchema);
+  const values = readReturn(providers, value);
+  const { challenge_id: challengeId, email_code: emailCode } = value;
+  const result = await orUnavailable(authorizeLink(deps, providers, caller, challengeId, emailCode, values));
+  if (result.outcome === 'session-ended') throw callerRefusal(result);
+  if (result.outcome !== 'authorize') {
+    throw new HttpError(result.outcome === 'wrong-code' ? problems.wrongEmailCode : problems.unknownChallenge);
+  }
+  return { status: 200, body: { authorization_url: result.url } };
+};
+
+/** POST /acc/me/identities `{code, code_verifier, redirect_uri}`: links the identity of the callback's code; 201. */
+export const linkIdentityRoute: Handler = async (ctx, deps) => {
+  providersOf(deps);
+  const caller = await authenticate(ctx, deps);
+  const value = await readValidBody(ctx.req, linkSchema);
+  const result = await completeLink(deps, caller, value.code, value.redirect_uri, value.code_verifier, clientOf(ctx));
+  if (result.outcome === 'invalid') throw new HttpError(problems.invalidLink);
+  return { status: 201, body: identityBody(result.identity) };
+};
+
+/** GET /acc/me/identities: the account's identities, oldest first. */
+export const listIdentitiesRoute: Handler = async (ctx, deps) => {
+  providersOf(deps);
+  const { account } = await authenticate(ctx, deps);
+  return { status: 200, body: { identities: (await listAccountIdentities(deps, account.id)).map(identityBody) } };
+};
+
+/** DELETE /acc/me/identities/{id} `{pwd}`: 204. */
+export const removeIdentityRoute: Handler = async (ctx, deps) => {
+  providersOf(deps);
+  const caller = await authenticate(ctx, deps);
+  const value = await readValidBody(ctx.req, identityRemovalSchema);
+  const id = ctx.params.id ?? '';
+  const result = isUuid(id)
+    ? await removeIdentity(deps, caller, id, value.pwd, clientOf(ctx))
+    : ({ outcome: 'unknown' } as const);
+  if (result.outcome === 'unknown') throw new HttpError(problems.unknownIdentity);
+  if (result.outcome !== 'removed') throw callerRefusal(result);
+  return { status: 204 };
+};
+
+function identityBody(identity: LinkedIdentity): Record<string, unknown> {
+  const { id, provider, createdAt, lastUsedAt } = identity;
+  return { id, provider, created_at: isoUtc(createdAt), last_used_at: lastUsedAt === null ? null : isoUtc(lastUsedAt) };
+}
+
+function cookie(req: IncomingMessage, name: string): string | null {
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const [key, ...rest] = part.trim().split('=');
+    if (key === name) return rest.join('=');
+  }
+  return null;
+}
+
+/**
+ * The authorization_code grant of POST /auth/token: `code` from the callback, `redirect_uri` and
+ * `code_verifier`; `otp` when the account has a second factor. Every refusal is invalid_grant.
+ */
+async function grantWithCode(ctx: RequestContext, deps: Deps, params: Record<string, unknown>): Promise<Reply> {
+  providersOf(deps);
+  const code = stringParameter(params, 'code', 64);
+  const redirectUri = stringParameter(params, 'redirect_uri', 2048);
+  const codeVerifier = stringParameter(params, 'code_verifier', 128);
+  const otp = params.otp === undefined ? undefined : stringParameter(params, 'otp', 32);
+  if (otp !== undefined && !patterns.otp.test(otp)) {
+    throw new OAuthError('invalid_request', 'otp must be a 6-digit code or a recovery code.');
+  }
+  const takeAllowance = (accountId: string) =>
+    takeAccountAllowance(deps, signInAllowance(accountId, ctx.clientAddress));
+  const result = await signInWithCode(deps, code, redirectUri, codeVerifier, otp, clientOf(ctx), takeAllowance);
+  if (result.outcome === 'throttled') throw throttled(result.retryAfterSeconds);
+  if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
+  if (result.outcome === 'mfa-required') {
+    throw new OAuthError('mfa_required', 'The account has a second factor: send the same request with otp.');
+  }
+  if (result.outcome === 'disabled') throw new OAuthError('account_disabled', 'The account is disabled.');
+  if (result.outcome !== 'signed-in') {
+    const description = 'The code is unknown, expired, used, or not for this redirect_uri and code_verifier.';
+    throw new OAuthError('invalid_grant', description);
+  }
+  return tokenReply(deps, result.accountPublicId, result.sessionId, result.refreshToken);
+}
+
+export const authorizationCodeGrant: TokenGrant = { type: 'authorization_code', handle: grantWithCode };

@@ -1,0 +1,138 @@
+import type { LoginAccount } from '../../core/accounts.ts';
+import type { Sql, Transaction } from '../../storage/db.ts';
+
+/** One trip to a provider (sql/028): what the callback checks, kept until used once or expired. */
+export type Attempt = {
+  provider: string;
+  nonce: string;
+  verifier: Buffer;
+  browserHash: Buffer | null;
+  redirectUri: string;
+  clientState: string;
+  codeChallenge: string;
+  accountId: string | null;
+  sessionId: string | null;
+};
+
+export async function insertAttempt(sql: Sql | Transaction, stateHash: Buffer, attempt: Attempt, expiresAt: Date) {
+  await sql`
+    INSERT INTO oidc_attempts (state_hash, provider, nonce, verifier, browser_hash, redirect_uri, client_state,
+      code_challenge, account_id, session_id, expires_at)
+    VALUES (${stateHash}, ${attempt.provider}, ${attempt.nonce}, ${attempt.verifier}, ${attempt.browserHash},
+      ${attempt.redirectUri}, ${attempt.clientState}, ${attempt.codeChallenge}, ${attempt.accountId},
+      ${attempt.sessionId}, ${expiresAt})`;
+}
+
+const attemptColumns = (sql: Sql) => sql`
+  provider, nonce, verifier, browser_hash AS "browserHash", redirect_uri AS "redirectUri",
+  client_state AS "clientState", code_challenge AS "codeChallenge", account_id AS "accountId",
+  session_id AS "sessionId"`;
+
+/** The live attempt of this provider with this state's hash, without using it up. */
+export async function findAttempt(sql: Sql, stateHash: Buffer, provider: string, now: Date): Promise<Attempt | null> {
+  const rows = await sql`
+    SELECT ${attemptColumns(sql)} FROM oidc_attempts
+    WHERE state_hash = ${stateHash} AND provider = ${provider} AND expires_at > ${now}`;
+  return (rows[0] as Attempt | undefined) ?? null;
+}
+
+/** Uses the attempt up: true for the one request that deleted it. */
+export async function spendAttempt(sql: Sql, stateHash: Buffer): Promise<boolean> {
+  const rows = await sql`DELETE FROM oidc_attempts WHERE state_hash = ${stateHash} RETURNING 1`;
+  return rows.count === 1;
+}
+
+/** What a code of the callback stands for: a provider's identity, and for a link the account and session. */
+export type Grant = {
+  provider: string;
+  issuer: string;
+  subject: string;
+  redirectUri: string;
+  codeChallenge: string;
+  accountId: string | null;
+  sessionId: string | null;
+};
+
+export async function insertGrant(sql: Sql, codeHash: Buffer, grant: Grant, expiresAt: Date): Promise<void> {
+  await sql`
+    INSERT INTO oidc_codes (code_hash, provider, issuer, subject, redirect_uri, code_challenge, account_id,
+      session_id, expires_at)
+    VALUES (${codeHash}, ${grant.provider}, ${grant.issuer}, ${grant.subject}, ${grant.redirectUri},
+      ${grant.codeChallenge}, ${grant.accountId}, ${grant.sessionId}, ${expiresAt})`;
+}
+
+/** The live code's grant, without using it up (the token endpoint may answer mfa_required first). */
+export async function findGrant(sql: Sql | Transaction, codeHash: Buffer, now: Date): Promise<Grant | null> {
+  const rows = await sql`
+    SELECT provider, issuer, subject, redirect_uri AS "redirectUri", code_challenge AS "codeChallenge",
+      account_id AS "accountId", session_id AS "sessionId"
+    FROM oidc_codes WHERE code_hash = ${codeHash} AND expires_at > ${now}`;
+  return (rows[0] as Grant | undefined) ?? null;
+}
+
+export async function spendGrant(sql: Sql | Transaction, codeHash: Buffer): Promise<boolean> {
+  const rows = await sql`DELETE FROM oidc_codes WHERE code_hash = ${codeHash} RETURNING 1`;
+  return rows.count === 1;
+}
+
+/** The account an identity is linked to, as sign-in reads it (core/accounts.ts findAccountByLogin). */
+export async function findLinkedAccount(
+  sql: Sql, issuer: string, subject: string,
+): Promise<(LoginAccount & { identityId: string }) | null> {
+  const rows = await sql`
+    SELECT a.id, a.public_id AS "publicId", a.name, a.email, a.phone, a.locale, a.password_hash AS "passwordHash",
+      a.activated_at AS "activatedAt", i.id AS "identityId",
+      EXISTS (SELECT 1 FROM second_factors AS f WHERE f.account_id = a.id AND f.activated_at IS NOT NULL)
+        AS "factorActive",
+      a.disabled_at IS NOT NULL AS disabled
+    FROM identities i JOIN accounts a ON a.id = i.account_id
+    WHERE i.issuer = ${issuer} AND i.subject = ${subject} AND a.activated_at IS NOT NULL`;
+  return (rows[0] as (LoginAccount & { identityId: string }) | undefined) ?? null;
+}
+
+/** The account that holds an address, for the notice to its owner; never for signing in. */
+export async function findAddressOwner(
+  sql: Sql, email: string,
+): Promise<{ id: string; publicId: string; name: string; email: string; locale: string | null } | null> {
+  const rows = await sql`
+    SELECT id, public_id AS "publicId", name, email, locale FROM accounts
+    WHERE lower(email) = lower(${email}) AND activated_at IS NOT NULL`;
+  return (rows[0] as { id: string; publicId: string; name: string; email: string; locale: string | null }) ?? null;
+}
+
+export type LinkedIdentity = { id: string; provider: string; createdAt: Date; lastUsedAt: Date | null };
+
+/** Links the identity; null when it is linked already, to this account or another. */
+export async function insertIdentity(
+  tx: Transaction, id: string, accountId: string, grant: Grant, now: Date,
+): Promise<LinkedIdentity | null> {
+  const rows = await tx`
+    INSERT INTO identities (id, account_id, provider, issuer, subject, created_at)
+    VALUES (${id}, ${accountId}, ${grant.provider}, ${grant.issuer}, ${grant.subject}, ${now})
+    ON CONFLICT (issuer, subject) DO NOTHING
+    RETURNING id, provider, created_at AS "createdAt", last_used_at AS "lastUsedAt"`;
+  return (rows[0] as LinkedIdentity | undefined) ?? null;
+}
+
+export async function listIdentities(sql: Sql, accountId: string): Promise<LinkedIdentity[]> {
+  const rows = await sql`
+    SELECT id, provider, created_at AS "createdAt", last_used_at AS "lastUsedAt" FROM identities
+    WHERE account_id = ${accountId} ORDER BY created_at, id`;
+  return rows as unknown as LinkedIdentity[];
+}
+
+export async function deleteIdentity(tx: Transaction, accountId: string, id: string): Promise<string | null> {
+  const rows = await tx`DELETE FROM identities WHERE account_id = ${accountId} AND id = ${id} RETURNING provider`;
+  return (rows[0]?.provider as string | undefined) ?? null;
+}
+
+export async function touchIdentity(sql: Sql | Transaction, id: string, now: Date): Promise<void> {
+  await sql`UPDATE identities SET last_used_at = ${now} WHERE id = ${id}`;
+}
+
+/** Attempts and codes past their time; both are short-lived, and a stranger can make attempts. */
+export async function deleteExpiredAttempts(sql: Sql, now: Date): Promise<number> {
+  const attempts = await sql`DELETE FROM oidc_attempts WHERE expires_at <= ${now}`;
+  const codes = await sql`DELETE FROM oidc_codes WHERE expires_at <= ${now}`;
+  return attempts.count + codes.count;
+}

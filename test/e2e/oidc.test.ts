@@ -1,0 +1,269 @@
+// Sign-in with an OpenID provider, end to end over HTTP, against the tests' own provider that
+// misbehaves on demand (helpers/oidc-fake.ts): the link, the sign-in, the second factor, and
+// every check of the callback and the ID token. The real provider's run is oidc-real.test.ts.
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { eventsOf, enableTotp, totpStepOf } from '../helpers/accounts.ts';
+import { form, type HttpResult } from '../helpers/http.ts';
+import { startFakeProvider, type FakeProvider, type Faults, type User } from '../helpers/oidc-fake.ts';
+import { codeIn } from '../helpers/smtp.ts';
+import { referenceTotp } from '../helpers/totp.ts';
+import { registerAndSignIn, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
+
+/** The service's public URL as configured; the test calls its real port, and maps the callback there. */
+const issuerBase = 'http://127.0.0.1:9';
+const appReturn = 'http://127.0.0.1:7/signed-in';
+
+let app: TestService;
+let alpha: FakeProvider;
+let beta: FakeProvider;
+
+before(async () => {
+  alpha = await startFakeProvider({ algorithm: 'RS256' });
+  beta = await startFakeProvider({ algorithm: 'EdDSA' });
+  const provider = (name: string, p: FakeProvider) => ({
+    [`OIDC_${name}_ISSUER`]: p.issuer, [`OIDC_${name}_CLIENT_ID`]: p.clientId, [`OIDC_${name}_CLIENT_SECRET`]: p.clientSecret,
+  });
+  app = await startTestService({
+    env: { TOKEN_ISSUER: issuerBase, OIDC_PROVIDERS: 'alpha,beta', OIDC_REDIRECT_URIS: appReturn, ...provider('ALPHA', alpha), ...provider('BETA', beta) },
+  });
+});
+
+after(async () => {
+  await app?.stop();
+  await alpha?.close();
+  await beta?.close();
+});
+
+const pkce = () => {
+  const verifier = randomBytes(32).toString('base64url');
+  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
+};
+
+/** GET /auth/oidc/<name> as a browser: the provider's URL and the cookie the service set. */
+async function startSignIn(name: string, state = 'app-state', challenge = pkce().challenge) {
+  const query = new URLSearchParams({ redirect_uri: appReturn, state, code_challenge: challenge, code_challenge_method: 'S256' });
+  const started = await app.call('GET', `/auth/oidc/${name}?${query}`);
+  assert.equal(started.status, 302, started.text);
+  const cookie = String(started.headers['set-cookie']).split(';')[0]!;
+  return { location: started.headers.location!, cookie };
+}
+
+/** The browser's return to the service's callback from the provider's redirect. */
+function callback(providerRedirect: string, cookie?: string): Promise<HttpResult> {
+  const url = new URL(providerRedirect);
+  assert.equal(url.origin, issuerBase, 'the provider sends the browser to TOKEN_ISSUER');
+  return app.call('GET', `${url.pathname}${url.search}`, { headers: cookie === undefined ? {} : { cookie } });
+}
+
+/** Where the callback sends the browser back to the application, with its query. */
+function returned(answer: HttpResult): URLSearchParams {
+  assert.equal(answer.status, 302, answer.text);
+  const location = new URL(answer.headers.location!);
+  assert.equal(`${location.origin}${location.pathname}`, appReturn);
+  return location.searchParams;
+}
+
+/** A whole sign-in through `provider` as `user`, with faults: what the callback sent the application back with. */
+async function signInThrough(name: string, provider: FakeProvider, user: User, faults: Faults = {}) {
+  const { verifier, challenge } = pkce();
+  const { location, cookie } = await startSignIn(name, 'app-state', challenge);
+  const back = returned(await callback(provider.authorize(location, user, faults), cookie));
+  return { back, verifier };
+}
+
+const exchange = (code: string, verifier: string, extra: Record<string, string> = {}) =>
+  app.call('POST', '/auth/token', form({ grant_type: 'authorization_code', code, redirect_uri: appReturn, code_verifier: verifier, ...extra }));
+
+/** Links `user`'s identity at `name` to the signed-in account, through the mailbox, the provider and the callback. */
+async function link(name: string, provider: FakeProvider, token: string, owner: { email: string; pwd: string }, user: User) {
+  const before = app.smtp.messages.length;
+  const options = await app.call('POST', '/acc/me/identities/options', { token, json: { provider: name, pwd: owner.pwd } });
+  assert.equal(options.status, 200, options.text);
+  const mail = await app.smtp.waitFor((m) => m.to === owner.email && m.subject === 'Your code to link a sign-in provider' && app.smtp.messages.indexOf(m) >= before);
+  const { verifier, challenge } = pkce();
+  const authorized = await app.call('POST', '/acc/me/identities/authorize', {
+    token, json: { challenge_id: options.json.challenge_id, email_code: codeIn(mail), redirect_uri: appReturn, state: 'link-state', code_challenge: challenge },
+  });
+  assert.equal(authorized.status, 200, authorized.text);
+  const back = returned(await callback(provider.authorize(authorized.json.authorization_url, user)));
+  assert.equal(back.get('state'), 'link-state');
+  assert.equal(back.get('iss'), issuerBase);
+  return app.call('POST', '/acc/me/identities', { token, json: { code: back.get('code'), code_verifier: verifier, redirect_uri: appReturn } });
+}
+
+let subjects = 0;
+const newUser = (email?: string): User => ({ sub: `subject-${process.pid}-${(subjects += 1)}`, ...(email === undefined ? {} : { email }) });
+
+describe('sign-in with an OpenID provider', () => {
+  it('links an identity through the mailbox, then signs in with it, refreshes, and lists it', async () => {
+    const { user: owner, token } = await registerAndSignIn(app, uniqueUser('oidc'));
+    const identity = newUser(owner.email);
+    const linked = await link('alpha', alpha, token, owner, identity);
+    assert.equal(linked.status, 201, linked.text);
+    assert.equal(linked.json.provider, 'alpha');
+    await app.smtp.waitFor((m) => m.to === owner.email && m.subject === 'A sign-in provider was linked');
+    const { back, verifier } = await signInThrough('alpha', alpha, identity);
+    assert.equal(back.get('state'), 'app-state');
+    assert.equal(back.get('iss'), issuerBase, 'RFC 9207: the service names itself');
+    const tokens = await exchange(back.get('code')!, verifier);
+    assert.equal(tokens.status, 200, tokens.text);
+    const me = await app.call('GET', '/acc/me', { token: tokens.json.access_token });
+    assert.equal(me.json.name, owner.name);
+    const refreshed = await app.call('POST', '/auth/token', form({ grant_type: 'refresh_token', refresh_token: tokens.json.refresh_token }));
+    assert.equal(refreshed.status, 200, refreshed.text);
+    const listed = await app.call('GET', '/acc/me/identities', { token });
+    assert.equal(listed.json.identities.length, 1);
+    assert.notEqual(listed.json.identities[0].last_used_at, null);
+    const kinds = (await eventsOf(app, token)).map((event) => event.type);
+    assert.ok(kinds.includes('identity-linked'));
+    // The code was used once.
+    const again = await exchange(back.get('code')!, verifier);
+    assert.equal(again.status, 400);
+    assert.equal(again.json.error, 'invalid_grant');
+  });
+
+  it('still asks for the second factor, and keeps the code for the same request with otp', async () => {
+    const { user: owner, token } = await registerAndSignIn(app, uniqueUser('oidc-2fa'));
+    const identity = newUser();
+    assert.equal((await link('beta', beta, token, owner, identity)).status, 201);
+    const { secret } = await enableTotp(app, token, owner);
+    app.clock.advance(30);
+    const { back, verifier } = await signInThrough('beta', beta, identity);
+    const asked = await exchange(back.get('code')!, verifier);
+    assert.equal(asked.status, 400);
+    assert.equal(asked.json.error, 'mfa_required');
+    const answered = await exchange(back.get('code')!, verifier, { otp: referenceTotp(secret, totpStepOf(app) * 30) });
+    assert.equal(answered.status, 200, answered.text);
+  });
+
+  it('refuses every ID token or answer that a check refuses, and gives the application no code', async () => {
+    const { user: owner, token } = await registerAndSignIn(app, uniqueUser('oidc-neg'));
+    const identity = newUser();
+    assert.equal((await link('alpha', alpha, token, owner, identity)).status, 201);
+    const cases: [string, Faults][] = [
+      ['a wrong iss in the ID token', { iss: 'http://127.0.0.1:1' }],
+      ['the other provider\'s iss (mix-up)', { iss: beta.issuer }],
+      ['a wrong aud', { aud: 'someone-else' }],
+      ['several audiences without azp', { aud: [alpha.clientId, 'other'] }],
+      ['an azp that is another client', { azp: 'other' }],
+      ['no nonce', { nonce: null }],
+      ['another nonce (a replayed ID token)', { nonce: 'replayed' }],
+      ['a broken signature', { signing: 'broken-signature' }],
+      ['a key that is not the one its kid names', { signing: 'wrong-key' }],
+      ['a key that is not in the JWKS', { signing: 'unknown-key' }],
+      ['alg none', { signing: 'none' }],
+      ['HS256 keyed with the client secret', { signing: 'hs256-secret' }],
+      ['an expired ID token', { expIn: -600 }],
+      ['an ID token issued in the future', { iatIn: 3600 }],
+      ['an iss parameter of the other provider (mix-up)', { issParam: beta.issuer }],
+      ['no iss parameter from a provider that says it sends one', { issParam: null }],
+      ['an error from the provider', { error: 'access_denied' }],
+    ];
+    for (const [name, faults] of cases) {
+      const { back } = await signInThrough('alpha', alpha, identity, faults);
+      assert.equal(back.get('code'), null, name);
+      assert.ok(back.get('error'), name);
+      assert.equal(back.get('state'), 'app-state', name);
+    }
+    const { back } = await signInThrough('alpha', alpha, identity);
+    assert.ok(back.get('code'), 'the same identity signs in when nothing is wrong');
+  });
+
+  it('refuses a replayed state, another browser, an unlisted redirect_uri and a wrong verifier', async () => {
+    const { user: owner, token } = await registerAndSignIn(app, uniqueUser('oidc-flow'));
+    const identity = newUser();
+    assert.equal((await link('alpha', alpha, token, owner, identity)).status, 201);
+    const { location, cookie } = await startSignIn('alpha');
+    const redirect = alpha.authorize(location, identity);
+    const elsewhere = await callback(redirect, 'oidc_browser=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA');
+    assert.equal(elsewhere.status, 400);
+    assert.equal(elsewhere.headers.location, undefined);
+    assert.equal((await callback(redirect)).status, 400, 'no cookie');
+    assert.equal((await callback(redirect, cookie)).status, 302, 'the browser that started it');
+    const replayed = await callback(redirect, cookie);
+    assert.equal(replayed.status, 400);
+    assert.equal(replayed.json.type, 'urn:account-service:problem:unknown-attempt');
+    const unlisted = await app.call('GET', `/auth/oidc/alpha?${new URLSearchParams({ redirect_uri: 'https://evil.example/cb', state: 's', code_challenge: pkce().challenge, code_challenge_method: 'S256' })}`);
+    assert.equal(unlisted.status, 400);
+    assert.equal(unlisted.headers.location, undefined);
+    const plain = await app.call('GET', `/auth/oidc/alpha?${new URLSearchParams({ redirect_uri: appReturn, state: 's', code_challenge: pkce().challenge, code_challenge_method: 'plain' })}`);
+    assert.equal(plain.status, 400);
+    assert.equal((await app.call('GET', '/auth/oidc/nobody?redirect_uri=x')).status, 404);
+    const { back } = await signInThrough('alpha', alpha, identity);
+    const wrong = await exchange(back.get('code')!, pkce().verifier);
+    assert.equal(wrong.json.error, 'invalid_grant');
+    const { verifier } = pkce();
+    assert.equal((await exchange(back.get('code')!, verifier)).json.error, 'invalid_grant', 'a refused code is used up');
+  });
+
+  it('never signs in or links by address: an unknown identity with an owner\'s address is refused, and the owner told', async () => {
+    const { user: owner } = await registerAndSignIn(app, uniqueUser('oidc-addr'));
+    const before = app.smtp.messages.length;
+    const stranger = await signInThrough('alpha', alpha, { sub: newUser().sub, email: owner.email, emailVerified: true });
+    const nobody = await signInThrough('alpha', alpha, { sub: newUser().sub, email: 'nobody-here@example.com', emailVerified: false });
+    for (const { back } of [stranger, nobody]) {
+      assert.equal(back.get('code'), null);
+      assert.equal(back.get('error'), 'access_denied');
+    }
+    assert.equal(stranger.back.toString(), nobody.back.toString(), 'the same answer, whether the address has an account');
+    const notice = await app.smtp.waitFor((m) => m.to === owner.email && m.subject === 'A sign-in through alpha with your address' && app.smtp.messages.indexOf(m) >= before);
+    assert.match(notice.text, /link alpha in your account's settings/);
+  });
+
+  it('links an identity to one account only, to the session that asked, and removes it with the password', async () => {
+    const first = await registerAndSignIn(app, uniqueUser('oidc-one'));
+    const second = await registerAndSignIn(app, uniqueUser('oidc-two'));
+    const identity = newUser();
+    assert.equal((await link('alpha', alpha, first.token, first.user, identity)).status, 201);
+    app.clock.advance(61);
+    const taken = await link('alpha', alpha, second.token, second.user, identity);
+    assert.equal(taken.status, 400);
+    assert.equal(taken.json.type, 'urn:account-service:problem:invalid-link');
+    // A stranger's link code, completed by the first account's session, links nothing.
+    app.clock.advance(61);
+    const before = app.smtp.messages.length;
+    const options = await app.call('POST', '/acc/me/identities/options', { token: second.token, json: { provider: 'beta', pwd: second.user.pwd } });
+    assert.equal(options.status, 200, options.text);
+    const mail = await app.smtp.waitFor((m) => m.to === second.user.email && m.subject === 'Your code to link a sign-in provider' && app.smtp.messages.indexOf(m) >= before);
+    const { verifier, challenge } = pkce();
+    const authorized = await app.call('POST', '/acc/me/identities/authorize', {
+      token: second.token, json: { challenge_id: options.json.challenge_id, email_code: codeIn(mail), redirect_uri: appReturn, state: 's', code_challenge: challenge },
+    });
+    const back = returned(await callback(beta.authorize(authorized.json.authorization_url, newUser())));
+    const csrf = await app.call('POST', '/acc/me/identities', { token: first.token, json: { code: back.get('code'), code_verifier: verifier, redirect_uri: appReturn } });
+    assert.equal(csrf.status, 400);
+    assert.equal(csrf.json.type, 'urn:account-service:problem:invalid-link');
+    // A wrong mailed code.
+    const wrongCode = await app.call('POST', '/acc/me/identities/authorize', {
+      token: second.token, json: { challenge_id: options.json.challenge_id, email_code: 'ABCD-ABCD-ABCD-ABCD', redirect_uri: appReturn, state: 's', code_challenge: challenge },
+    });
+    assert.equal(wrongCode.status, 403);
+    const listed = await app.call('GET', '/acc/me/identities', { token: first.token });
+    const id = listed.json.identities[0].id as string;
+    assert.equal((await app.call('DELETE', `/acc/me/identities/${id}`, { token: first.token, json: { pwd: 'wrong-password' } })).status, 403);
+    assert.equal((await app.call('DELETE', `/acc/me/identities/${id}`, { token: first.token, json: { pwd: first.user.pwd } })).status, 204);
+    assert.equal((await app.call('DELETE', `/acc/me/identities/${id}`, { token: first.token, json: { pwd: first.user.pwd } })).status, 404);
+    const { back: refused } = await signInThrough('alpha', alpha, identity);
+    assert.equal(refused.get('error'), 'access_denied', 'a removed identity signs in no more');
+  });
+
+  it('publishes the grant in the metadata, and refuses a discovery document that names another issuer', async () => {
+    const metadata = await app.call('GET', '/.well-known/oauth-authorization-server');
+    assert.ok(metadata.json.grant_types_supported.includes('authorization_code'));
+    const liar = await startFakeProvider({ discoveryIssuer: 'http://127.0.0.1:2' });
+    const other = await startTestService({
+      env: { TOKEN_ISSUER: issuerBase, OIDC_PROVIDERS: 'liar', OIDC_REDIRECT_URIS: appReturn, OIDC_LIAR_ISSUER: liar.issuer, OIDC_LIAR_CLIENT_ID: liar.clientId, OIDC_LIAR_CLIENT_SECRET: liar.clientSecret },
+    });
+    try {
+      const query = new URLSearchParams({ redirect_uri: appReturn, state: 's', code_challenge: pkce().challenge, code_challenge_method: 'S256' });
+      const refused = await other.call('GET', `/auth/oidc/liar?${query}`);
+      assert.equal(refused.status, 502);
+      assert.match(refused.json.detail, /discovery names the issuer/);
+    } finally {
+      await other.stop();
+      await liar.close();
+    }
+  });
+});
