@@ -1,36 +1,16 @@
 import type { Fragment, Sql, Transaction } from '../storage/db.ts';
 
 export type EventType =
-  | 'activated'
-  | 'signed-in'
-  | 'sign-in-failed'
-  | 'password-changed'
-  | 'reset-requested'
-  | 'password-reset'
-  | 'session-revoked'
-  | 'signed-out-everywhere'
-  | 'refresh-retried'
-  | 'refresh-token-reused'
+  | 'activated' | 'signed-in' | 'sign-in-failed' | 'password-changed' | 'reset-requested' | 'password-reset'
+  | 'session-revoked' | 'signed-out-everywhere' | 'refresh-retried' | 'refresh-token-reused'
   /** A sign-in beyond SESSIONS_PER_ACCOUNT ended the least recently used session. */
   | 'session-evicted'
-  | 'totp-enabled'
-  | 'totp-disabled'
-  | 'recovery-code-used'
-  | 'email-change-requested'
-  | 'email-changed'
-  | 'passkey-added'
-  | 'passkey-removed'
-  | 'passkey-renamed'
-  | 'identity-linked'
-  | 'identity-removed'
+  | 'totp-enabled' | 'totp-disabled' | 'recovery-code-used' | 'email-change-requested' | 'email-changed'
+  | 'passkey-added' | 'passkey-removed' | 'passkey-renamed' | 'identity-linked' | 'identity-removed'
   /** A passkey's sign counter did not grow: a clone signal; the sign-in was refused. */
   | 'passkey-counter-regressed'
   /** Operators' actions (features/operators/actions.ts, disable.ts): actor 'operator', with a reason. */
-  | 'account-disabled'
-  | 'account-enabled'
-  | 'sessions-ended'
-  | 'reset-forced'
-  | 'throttle-cleared';
+  | 'account-disabled' | 'account-enabled' | 'sessions-ended' | 'reset-forced' | 'throttle-cleared';
 
 /** `actor` null: the client of a request, from `clientAddress`; 'operator': an operator (admin/). */
 export type SecurityEvent = {

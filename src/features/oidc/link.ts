@@ -15,7 +15,7 @@ import type { Providers } from './provider.ts';
 import type { OidcProvider } from './settings.ts';
 import { beginAttempt, sha256, verifierMatches, type Return } from './sign-in.ts';
 import {
-  deleteIdentity, findGrant, insertIdentity, listIdentities, spendGrant, type LinkedIdentity,
+  deleteIdentity, findGrant, insertIdentity, spendGrant, type LinkedIdentity,
 } from './store.ts';
 
 /**
@@ -119,10 +119,6 @@ export async function completeLink(
   });
   if (result.outcome === 'linked') wakeWorkers(deps);
   return result;
-}
-
-export function listAccountIdentities(deps: UseCaseDeps, accountId: string): Promise<LinkedIdentity[]> {
-  return listIdentities(deps.sql, accountId);
 }
 
 export type Removal = { outcome: 'removed' } | { outcome: 'unknown' } | CallerFactorRefusal;

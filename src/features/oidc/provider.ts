@@ -1,5 +1,6 @@
 import { createPublicKey, verify, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { equalSecrets } from '../../core/constant-time.ts';
+import { HttpError, problems } from '../../http/errors.ts';
 import type { Logger } from '../../telemetry/log.ts';
 import type { OidcProvider, OidcSettings } from './settings.ts';
 
@@ -25,10 +26,8 @@ export type Providers = {
 
 export type PublicJwk = JsonWebKey & { kid?: string; alg?: string; use?: string };
 
-/** Raised when a provider cannot be reached or answers what it must not; the message names the provider. */
-export class ProviderError extends Error {
-  override name = 'ProviderError';
-}
+/** A provider that cannot be reached or answers what it must not: 502, the detail naming the provider. */
+export const unavailable = (detail: string) => new HttpError(problems.providerUnavailable, { detail });
 
 const fetchTimeoutMs = 5_000;
 const maxDocumentBytes = 512 * 1024;
@@ -41,11 +40,9 @@ export function createProviders(settings: OidcSettings, log: Logger): Providers 
     settings,
     find: (name) => settings.providers.find((provider) => provider.name === name),
     async metadata(provider) {
-      const known = metadata.get(provider.name);
-      if (known !== undefined) return known;
-      const read = await discover(provider);
-      metadata.set(provider.name, read);
-      return read;
+      const known = metadata.get(provider.name) ?? (await discover(provider));
+      metadata.set(provider.name, known);
+      return known;
     },
     async keys(provider, kid) {
       const matching = (keys: PublicJwk[]) => keys.filter((key) => kid === undefined || key.kid === kid);
@@ -75,54 +72,39 @@ async function discover(provider: OidcProvider): Promise<Metadata> {
   const url = `${provider.issuer.replace(/\/$/, '')}/.well-known/openid-configuration`;
   const document = await fetchJson(provider, url);
   if (document.issuer !== provider.issuer) {
-    throw new ProviderError(
+    throw unavailable(
       `OpenID provider ${provider.name}: discovery names the issuer ${JSON.stringify(document.issuer)}, ` +
         `not ${provider.issuer}`,
     );
   }
   const endpoint = (name: string) => {
     const value = document[name];
-    if (typeof value !== 'string' || !URL.canParse(value) || !/^https?:$/.test(new URL(value).protocol)) {
-      throw new ProviderError(`OpenID provider ${provider.name}: discovery has no ${name}`);
-    }
-    return value;
+    if (typeof value === 'string' && URL.canParse(value) && /^https?:$/.test(new URL(value).protocol)) return value;
+    throw unavailable(`OpenID provider ${provider.name}: discovery has no ${name}`);
   };
   const methods = document.token_endpoint_auth_methods_supported;
-  const secretInBody = Array.isArray(methods) && !methods.includes('client_secret_basic') &&
-    methods.includes('client_secret_post');
+  const offers = (method: string) => Array.isArray(methods) && methods.includes(method);
   return {
     authorizationEndpoint: endpoint('authorization_endpoint'),
     tokenEndpoint: endpoint('token_endpoint'),
     jwksUri: endpoint('jwks_uri'),
     sendsIss: document.authorization_response_iss_parameter_supported === true,
-    secretInBody,
+    secretInBody: offers('client_secret_post') && !offers('client_secret_basic'),
   };
 }
 
 async function fetchJson(
   provider: OidcProvider, url: string, init: RequestInit = {},
 ): Promise<Record<string, unknown>> {
-  let text: string;
-  let status: number;
-  try {
-    const response = await fetch(url, { ...init, redirect: 'error', signal: AbortSignal.timeout(fetchTimeoutMs) });
-    status = response.status;
-    text = await response.text();
-  } catch (error) {
-    const path = new URL(url).pathname;
-    throw new ProviderError(`OpenID provider ${provider.name}: ${path} did not answer (${String(error)})`);
-  }
-  if (text.length > maxDocumentBytes) throw new ProviderError(`OpenID provider ${provider.name}: answer too large`);
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = null;
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new ProviderError(`OpenID provider ${provider.name}: ${new URL(url).pathname} answered ${status}, not JSON`);
-  }
-  return parsed as Record<string, unknown>;
+  const fail = (why: string) => unavailable(`OpenID provider ${provider.name}: ${new URL(url).pathname} ${why}`);
+  const signal = AbortSignal.timeout(fetchTimeoutMs);
+  const response = await fetch(url, { ...init, redirect: 'error', signal }).catch((error: unknown) => {
+    throw fail(`did not answer (${String(error)})`);
+  });
+  const text = await response.text().catch(() => '');
+  const document = text.length <= maxDocumentBytes ? parseObject(text) : null;
+  if (document === null) throw fail(`answered ${response.status}, not a JSON object`);
+  return document;
 }
 
 /**
@@ -148,7 +130,7 @@ export async function exchangeCode(
   const answer = await fetchJson(provider, tokenEndpoint, { method: 'POST', headers, body: form.toString() });
   if (typeof answer.id_token !== 'string') {
     const error = typeof answer.error === 'string' ? answer.error.slice(0, 64) : 'no id_token';
-    throw new ProviderError(`OpenID provider ${provider.name}: the token endpoint answered ${error}`);
+    throw unavailable(`OpenID provider ${provider.name}: the token endpoint answered ${error}`);
   }
   return answer.id_token;
 }
@@ -185,8 +167,9 @@ export async function verifyIdToken(
   const parts = token.split('.');
   if (parts.length !== 3) return { reason: 'not a JWS' };
   const [headerPart, payloadPart, signaturePart] = parts as [string, string, string];
-  const header = decodeJson(headerPart);
-  const claims = decodeJson(payloadPart);
+  const decode = (part: string) => parseObject(Buffer.from(part, 'base64url').toString('utf8'));
+  const header = decode(headerPart);
+  const claims = decode(payloadPart);
   if (header === null || claims === null) return { reason: 'not a JWS' };
   const alg = header.alg;
   const fits = typeof alg === 'string' && Object.hasOwn(algorithms, alg) ? algorithms[alg]! : null;
@@ -230,9 +213,9 @@ function checkSignature(alg: string, jwk: PublicJwk, data: Buffer, signature: Bu
   return verify('sha256', data, key, signature);
 }
 
-function decodeJson(part: string): Record<string, unknown> | null {
+function parseObject(text: string): Record<string, unknown> | null {
   try {
-    const value: unknown = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
+    const value: unknown = JSON.parse(text);
     const isObject = typeof value === 'object' && value !== null && !Array.isArray(value);
     return isObject ? (value as Record<string, unknown>) : null;
   } catch {

@@ -13,11 +13,11 @@ import {
   authorizeSchema, back, identityRemovalSchema, linkOptionsSchema, linkSchema, providerName,
 } from './fields.ts';
 import { isoUtc } from '../../support/format.ts';
-import { authorizeLink, completeLink, listAccountIdentities, removeIdentity, startLink } from './link.ts';
-import { ProviderError, type Providers } from './provider.ts';
+import { authorizeLink, completeLink, removeIdentity, startLink } from './link.ts';
+import type { Providers } from './provider.ts';
 import type { OidcProvider } from './settings.ts';
 import { beginAttempt, completeAttempt, signInWithCode } from './sign-in.ts';
-import type { LinkedIdentity } from './store.ts';
+import { listIdentities, type LinkedIdentity } from './store.ts';
 
 /**
  * The routes of sign-in with an OpenID provider. They exist only while OIDC_PROVIDERS is set
@@ -49,15 +49,6 @@ function readReturn(providers: Providers, values: Record<string, unknown>) {
   return { redirectUri: value.redirect_uri, state: value.state, codeChallenge: value.code_challenge };
 }
 
-async function orUnavailable<T>(work: Promise<T>): Promise<T> {
-  try {
-    return await work;
-  } catch (error) {
-    if (error instanceof ProviderError) throw new HttpError(problems.providerUnavailable, { detail: error.message });
-    throw error;
-  }
-}
-
 /** GET /auth/oidc/{name}?redirect_uri&state&code_challenge&code_challenge_method=S256: 302 to the provider. */
 export const startSignInRoute: Handler = async (ctx, deps) => {
   const { providers, provider } = providerOf(deps, ctx.params.name);
@@ -68,7 +59,7 @@ export const startSignInRoute: Handler = async (ctx, deps) => {
   }
   const held = cookie(ctx.req, cookieName);
   const browser = held !== null && /^[A-Za-z0-9_-]{43}$/.test(held) ? held : randomBytes(32).toString('base64url');
-  const location = await orUnavailable(beginAttempt(deps, providers, provider, values, { browser }));
+  const location = await beginAttempt(deps, providers, provider, values, { browser });
   const secure = providers.settings.base.startsWith('https:') ? '; Secure' : '';
   const setCookie = `${cookieName}=${browser}; Path=/auth/oidc/; Max-Age=600; HttpOnly; SameSite=Lax${secure}`;
   return { status: 302, headers: { Location: location, 'Set-Cookie': setCookie } };
@@ -103,8 +94,7 @@ export const authorizeLinkRoute: Handler = async (ctx, deps) => {
   const caller = await authenticate(ctx, deps);
   const value = await readValidBody(ctx.req, authorizeSchema);
   const values = readReturn(providers, value);
-  const { challenge_id: challengeId, email_code: emailCode } = value;
-  const result = await orUnavailable(authorizeLink(deps, providers, caller, challengeId, emailCode, values));
+  const result = await authorizeLink(deps, providers, caller, value.challenge_id, value.email_code, values);
   if (result.outcome === 'session-ended') throw callerRefusal(result);
   if (result.outcome !== 'authorize') {
     throw new HttpError(result.outcome === 'wrong-code' ? problems.wrongEmailCode : problems.unknownChallenge);
@@ -126,7 +116,7 @@ export const linkIdentityRoute: Handler = async (ctx, deps) => {
 export const listIdentitiesRoute: Handler = async (ctx, deps) => {
   providersOf(deps);
   const { account } = await authenticate(ctx, deps);
-  return { status: 200, body: { identities: (await listAccountIdentities(deps, account.id)).map(identityBody) } };
+  return { status: 200, body: { identities: (await listIdentities(deps.sql, account.id)).map(identityBody) } };
 };
 
 /** DELETE /acc/me/identities/{id} `{pwd}`: 204. */

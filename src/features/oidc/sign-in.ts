@@ -7,7 +7,8 @@ import { inTransaction, type Client, type UseCaseDeps } from '../../core/transac
 import { identityUnknownMail } from '../../mail/messages.ts';
 import { enqueueMail } from '../../mail/outbox.ts';
 import type { SignIn } from '../sessions/sign-in.ts';
-import { callbackUrl, exchangeCode, ProviderError, verifyIdToken, type Providers } from './provider.ts';
+import { HttpError, problems } from '../../http/errors.ts';
+import { callbackUrl, exchangeCode, verifyIdToken, type Providers } from './provider.ts';
 import type { OidcProvider } from './settings.ts';
 import {
   findAddressOwner, findAttempt, findGrant, findLinkedAccount, insertAttempt, insertGrant, spendAttempt, spendGrant,
@@ -128,7 +129,7 @@ export async function completeAttempt(
     }, new Date(now.getTime() + codeTtlSeconds * 1000));
     return back({ code: ours });
   } catch (error) {
-    if (!(error instanceof ProviderError)) throw error;
+    if (!(error instanceof HttpError && error.problem === problems.providerUnavailable)) throw error;
     return refuse(error.message, 'temporarily_unavailable');
   }
 }

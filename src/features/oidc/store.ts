@@ -3,24 +3,18 @@ import type { Sql, Transaction } from '../../storage/db.ts';
 
 /** One trip to a provider (sql/028): what the callback checks, kept until used once or expired. */
 export type Attempt = {
-  provider: string;
-  nonce: string;
-  verifier: Buffer;
-  browserHash: Buffer | null;
-  redirectUri: string;
-  clientState: string;
-  codeChallenge: string;
-  accountId: string | null;
-  sessionId: string | null;
+  provider: string; nonce: string; verifier: Buffer; browserHash: Buffer | null; redirectUri: string;
+  clientState: string; codeChallenge: string; accountId: string | null; sessionId: string | null;
 };
 
-export async function insertAttempt(sql: Sql | Transaction, stateHash: Buffer, attempt: Attempt, expiresAt: Date) {
-  await sql`
-    INSERT INTO oidc_attempts (state_hash, provider, nonce, verifier, browser_hash, redirect_uri, client_state,
-      code_challenge, account_id, session_id, expires_at)
-    VALUES (${stateHash}, ${attempt.provider}, ${attempt.nonce}, ${attempt.verifier}, ${attempt.browserHash},
-      ${attempt.redirectUri}, ${attempt.clientState}, ${attempt.codeChallenge}, ${attempt.accountId},
-      ${attempt.sessionId}, ${expiresAt})`;
+export async function insertAttempt(sql: Sql, stateHash: Buffer, attempt: Attempt, expiresAt: Date): Promise<void> {
+  const { provider, nonce, verifier, browserHash, redirectUri, clientState, codeChallenge, accountId, sessionId } =
+    attempt;
+  await sql`INSERT INTO oidc_attempts ${sql({
+    state_hash: stateHash, provider, nonce, verifier, browser_hash: browserHash, redirect_uri: redirectUri,
+    client_state: clientState, code_challenge: codeChallenge, account_id: accountId, session_id: sessionId,
+    expires_at: expiresAt,
+  })}`;
 }
 
 const attemptColumns = (sql: Sql) => sql`
@@ -44,21 +38,16 @@ export async function spendAttempt(sql: Sql, stateHash: Buffer): Promise<boolean
 
 /** What a code of the callback stands for: a provider's identity, and for a link the account and session. */
 export type Grant = {
-  provider: string;
-  issuer: string;
-  subject: string;
-  redirectUri: string;
-  codeChallenge: string;
-  accountId: string | null;
-  sessionId: string | null;
+  provider: string; issuer: string; subject: string; redirectUri: string; codeChallenge: string;
+  accountId: string | null; sessionId: string | null;
 };
 
 export async function insertGrant(sql: Sql, codeHash: Buffer, grant: Grant, expiresAt: Date): Promise<void> {
-  await sql`
-    INSERT INTO oidc_codes (code_hash, provider, issuer, subject, redirect_uri, code_challenge, account_id,
-      session_id, expires_at)
-    VALUES (${codeHash}, ${grant.provider}, ${grant.issuer}, ${grant.subject}, ${grant.redirectUri},
-      ${grant.codeChallenge}, ${grant.accountId}, ${grant.sessionId}, ${expiresAt})`;
+  const { provider, issuer, subject, redirectUri, codeChallenge, accountId, sessionId } = grant;
+  await sql`INSERT INTO oidc_codes ${sql({
+    code_hash: codeHash, provider, issuer, subject, redirect_uri: redirectUri, code_challenge: codeChallenge,
+    account_id: accountId, session_id: sessionId, expires_at: expiresAt,
+  })}`;
 }
 
 /** The live code's grant, without using it up (the token endpoint may answer mfa_required first). */
@@ -90,14 +79,14 @@ export async function findLinkedAccount(
   return (rows[0] as (LoginAccount & { identityId: string }) | undefined) ?? null;
 }
 
+type Owner = { id: string; publicId: string; name: string; email: string; locale: string | null };
+
 /** The account that holds an address, for the notice to its owner; never for signing in. */
-export async function findAddressOwner(
-  sql: Sql, email: string,
-): Promise<{ id: string; publicId: string; name: string; email: string; locale: string | null } | null> {
+export async function findAddressOwner(sql: Sql, email: string): Promise<Owner | null> {
   const rows = await sql`
     SELECT id, public_id AS "publicId", name, email, locale FROM accounts
     WHERE lower(email) = lower(${email}) AND activated_at IS NOT NULL`;
-  return (rows[0] as { id: string; publicId: string; name: string; email: string; locale: string | null }) ?? null;
+  return (rows[0] as Owner | undefined) ?? null;
 }
 
 export type LinkedIdentity = { id: string; provider: string; createdAt: Date; lastUsedAt: Date | null };

@@ -5,12 +5,9 @@ import type { Deps } from '../../http/router.ts';
 /** The token endpoint's grant for a passkey sign-in, published in the RFC 8414 metadata. */
 export const passkeyGrantType = 'urn:account-service:grant-type:passkey';
 
-export const passkeySettings = 'WEBAUTHN_RP_ID and WEBAUTHN_ORIGINS (and WEBAUTHN_RP_NAME)';
-
 /** The configured relying party of the passkey routes; without one they answer 404, naming the settings. */
 export function requireRelyingParty(deps: Deps): RelyingParty {
-  if (deps.config.webauthn === null) {
-    throw new HttpError(problems.passkeysOff, { detail: `Passkeys are off: set ${passkeySettings}.` });
-  }
-  return deps.config.webauthn;
+  if (deps.config.webauthn !== null) return deps.config.webauthn;
+  const detail = 'Passkeys are off: set WEBAUTHN_RP_ID and WEBAUTHN_ORIGINS (and WEBAUTHN_RP_NAME).';
+  throw new HttpError(problems.passkeysOff, { detail });
 }
