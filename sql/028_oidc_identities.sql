@@ -32,6 +32,7 @@ CREATE TABLE oidc_attempts (
   CHECK ((account_id IS NULL) = (browser_hash IS NOT NULL))
 );
 CREATE INDEX oidc_attempts_expiry ON oidc_attempts (expires_at);
+CREATE INDEX oidc_attempts_account ON oidc_attempts (account_id);
 
 CREATE TABLE oidc_codes (
   code_hash       bytea PRIMARY KEY CHECK (octet_length(code_hash) = 32),
@@ -45,6 +46,7 @@ CREATE TABLE oidc_codes (
   expires_at      timestamptz NOT NULL
 );
 CREATE INDEX oidc_codes_expiry ON oidc_codes (expires_at);
+CREATE INDEX oidc_codes_account ON oidc_codes (account_id);
 
 ALTER TABLE one_time_codes DROP CONSTRAINT one_time_codes_purpose_check;
 ALTER TABLE one_time_codes ADD CONSTRAINT one_time_codes_purpose_check

@@ -1028,10 +1028,22 @@ CREATE INDEX name_holds_address ON public.name_holds USING btree (address);
 CREATE INDEX name_holds_expiry ON public.name_holds USING btree (expires_at);
 
 --
+-- Name: oidc_attempts_account; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX oidc_attempts_account ON public.oidc_attempts USING btree (account_id);
+
+--
 -- Name: oidc_attempts_expiry; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE INDEX oidc_attempts_expiry ON public.oidc_attempts USING btree (expires_at);
+
+--
+-- Name: oidc_codes_account; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX oidc_codes_account ON public.oidc_codes USING btree (account_id);
 
 --
 -- Name: oidc_codes_expiry; Type: INDEX; Schema: public; Owner: -

@@ -22,15 +22,15 @@ import { resetPasswordRoute } from './features/password/reset-route.ts';
 import { enrollSecondFactor } from './features/second-factor/enroll-route.ts';
 import { confirmSecondFactor } from './features/second-factor/confirm-route.ts';
 import { disableSecondFactor } from './features/second-factor/remove-route.ts';
-import { requestEmailChangeRoute } from './features/email-change/request-route.ts';
+import { requestEmailChangeRoute as emailChangeRoute } from './features/email-change/request-route.ts';
 import { changeEmailRoute } from './features/email-change/confirm-route.ts';
 import {
   authorizeLinkRoute, callbackRoute, linkIdentityRoute, linkOptionsRoute, listIdentitiesRoute, removeIdentityRoute,
   startSignInRoute,
 } from './features/oidc/routes.ts';
 import {
-  addPasskeyRoute, listPasskeysRoute, passkeyRegistrationOptionsRoute, passkeySignInOptionsRoute, removePasskeyRoute,
-  renamePasskeyRoute,
+  addPasskeyRoute, listPasskeysRoute, passkeyRegistrationOptionsRoute as passkeyOptionsRoute, passkeySignInOptionsRoute,
+  removePasskeyRoute, renamePasskeyRoute,
 } from './features/passkeys/routes.ts';
 
 /**
@@ -39,6 +39,9 @@ import {
  * is served only while FEATURES has it on. What each answers is in the API document
  * (api/openapi.json), which test/openapi.test.ts holds to this table and to every answer.
  */
+/** The routes of an optional feature, each marked with it. */
+const of = (feature: string, list: Route[]): Route[] => list.map((route) => ({ ...route, feature }));
+
 export const routes: readonly Route[] = [
   { method: 'POST', path: '/acc/reg/code', handler: requestRegistrationCodeRoute, rateLimited: true },
   { method: 'POST', path: '/acc/reg', handler: activateAccountRoute, rateLimited: true },
@@ -46,61 +49,10 @@ export const routes: readonly Route[] = [
   { method: 'POST', path: '/acc/pwd', handler: resetPasswordRoute, rateLimited: true },
   { method: 'PUT', path: '/acc/me/pwd', handler: changePasswordRoute, act: 'change-password' },
   { method: 'PUT', path: '/acc/me/locale', handler: setLocaleRoute, act: 'set-locale' },
-  {
-    method: 'POST', path: '/acc/me/email', handler: requestEmailChangeRoute, rateLimited: true, act: 'change-address',
-    feature: 'email-change',
-  },
-  { method: 'POST', path: '/acc/email', handler: changeEmailRoute, rateLimited: true, feature: 'email-change' },
   { method: 'GET', path: '/acc/me', handler: getAccount, act: 'read-account' },
   { method: 'POST', path: '/auth/token', handler: issueToken, rateLimited: true, errorFormat: 'oauth' },
   { method: 'POST', path: '/auth/revoke', handler: revokeTokenRoute, rateLimited: true, errorFormat: 'oauth' },
   { method: 'DELETE', path: '/acc/me', handler: deleteAccountRoute, act: 'delete-account' },
-  {
-    method: 'POST', path: '/acc/me/totp', handler: enrollSecondFactor, act: 'enable-second-factor',
-    feature: 'second-factor',
-  },
-  {
-    method: 'POST', path: '/acc/me/totp/confirm', handler: confirmSecondFactor, act: 'enable-second-factor',
-    feature: 'second-factor',
-  },
-  {
-    method: 'DELETE', path: '/acc/me/totp', handler: disableSecondFactor, act: 'disable-second-factor',
-    feature: 'second-factor',
-  },
-  {
-    method: 'POST', path: '/acc/me/passkeys/options', handler: passkeyRegistrationOptionsRoute, act: 'add-passkey',
-    feature: 'passkeys',
-  },
-  { method: 'POST', path: '/acc/me/passkeys', handler: addPasskeyRoute, act: 'add-passkey', feature: 'passkeys' },
-  { method: 'GET', path: '/acc/me/passkeys', handler: listPasskeysRoute, act: 'list-passkeys', feature: 'passkeys' },
-  {
-    method: 'PATCH', path: '/acc/me/passkeys/{id}', handler: renamePasskeyRoute, act: 'rename-passkey',
-    feature: 'passkeys',
-  },
-  {
-    method: 'DELETE', path: '/acc/me/passkeys/{id}', handler: removePasskeyRoute, act: 'remove-passkey',
-    feature: 'passkeys',
-  },
-  {
-    method: 'POST', path: '/auth/passkey/options', handler: passkeySignInOptionsRoute, rateLimited: true,
-    feature: 'passkeys',
-  },
-  { method: 'GET', path: '/auth/oidc/{name}', handler: startSignInRoute, rateLimited: true, feature: 'oidc' },
-  { method: 'GET', path: '/auth/oidc/{name}/callback', handler: callbackRoute, feature: 'oidc' },
-  {
-    method: 'POST', path: '/acc/me/identities/options', handler: linkOptionsRoute, act: 'link-identity',
-    feature: 'oidc',
-  },
-  {
-    method: 'POST', path: '/acc/me/identities/authorize', handler: authorizeLinkRoute, act: 'link-identity',
-    feature: 'oidc',
-  },
-  { method: 'POST', path: '/acc/me/identities', handler: linkIdentityRoute, act: 'link-identity', feature: 'oidc' },
-  { method: 'GET', path: '/acc/me/identities', handler: listIdentitiesRoute, act: 'list-identities', feature: 'oidc' },
-  {
-    method: 'DELETE', path: '/acc/me/identities/{id}', handler: removeIdentityRoute, act: 'unlink-identity',
-    feature: 'oidc',
-  },
   { method: 'GET', path: '/acc/me/events', handler: getEvents, act: 'list-events' },
   { method: 'GET', path: '/acc/me/sessions', handler: getSessions, act: 'list-sessions' },
   { method: 'DELETE', path: '/acc/me/sessions', handler: revokeAllSessions, act: 'end-every-session' },
@@ -109,7 +61,33 @@ export const routes: readonly Route[] = [
   { method: 'GET', path: '/readyz', handler: checkReadiness },
   { method: 'GET', path: '/.well-known/oauth-authorization-server', handler: getAuthorizationServerMetadata },
   { method: 'GET', path: '/.well-known/jwks.json', handler: getJwks },
-  { method: 'GET', path: '/.well-known/webauthn', handler: getWebauthnOrigins, feature: 'passkeys' },
   { method: 'GET', path: '/openapi.json', handler: getApiDocument },
   { method: 'GET', path: '/metrics', handler: getMetrics },
+  ...of('email-change', [
+    { method: 'POST', path: '/acc/me/email', handler: emailChangeRoute, act: 'change-address', rateLimited: true },
+    { method: 'POST', path: '/acc/email', handler: changeEmailRoute, rateLimited: true },
+  ]),
+  ...of('second-factor', [
+    { method: 'POST', path: '/acc/me/totp', handler: enrollSecondFactor, act: 'enable-second-factor' },
+    { method: 'POST', path: '/acc/me/totp/confirm', handler: confirmSecondFactor, act: 'enable-second-factor' },
+    { method: 'DELETE', path: '/acc/me/totp', handler: disableSecondFactor, act: 'disable-second-factor' },
+  ]),
+  ...of('passkeys', [
+    { method: 'POST', path: '/acc/me/passkeys/options', handler: passkeyOptionsRoute, act: 'add-passkey' },
+    { method: 'POST', path: '/acc/me/passkeys', handler: addPasskeyRoute, act: 'add-passkey' },
+    { method: 'GET', path: '/acc/me/passkeys', handler: listPasskeysRoute, act: 'list-passkeys' },
+    { method: 'PATCH', path: '/acc/me/passkeys/{id}', handler: renamePasskeyRoute, act: 'rename-passkey' },
+    { method: 'DELETE', path: '/acc/me/passkeys/{id}', handler: removePasskeyRoute, act: 'remove-passkey' },
+    { method: 'POST', path: '/auth/passkey/options', handler: passkeySignInOptionsRoute, rateLimited: true },
+    { method: 'GET', path: '/.well-known/webauthn', handler: getWebauthnOrigins },
+  ]),
+  ...of('oidc', [
+    { method: 'GET', path: '/auth/oidc/{name}', handler: startSignInRoute, rateLimited: true },
+    { method: 'GET', path: '/auth/oidc/{name}/callback', handler: callbackRoute },
+    { method: 'POST', path: '/acc/me/identities/options', handler: linkOptionsRoute, act: 'link-identity' },
+    { method: 'POST', path: '/acc/me/identities/authorize', handler: authorizeLinkRoute, act: 'link-identity' },
+    { method: 'POST', path: '/acc/me/identities', handler: linkIdentityRoute, act: 'link-identity' },
+    { method: 'GET', path: '/acc/me/identities', handler: listIdentitiesRoute, act: 'list-identities' },
+    { method: 'DELETE', path: '/acc/me/identities/{id}', handler: removeIdentityRoute, act: 'unlink-identity' },
+  ]),
 ];

@@ -86,14 +86,21 @@ export function accountActiveMail(to: Recipient): OutgoingMail {
   return mail('account-active', to, {});
 }
 
-/** A notice of something done to the account at `at` from `clientAddress`. */
+/** A notice of something done to the account at `at` from `clientAddress`; `extra`: the kind's own values. */
 export function noticeMail(
-  kind: 'password-changed' | 'password-reset' | 'totp-enabled' | 'totp-disabled',
-  to: Recipient,
-  at: Date,
-  clientAddress: string,
+  kind: 'password-changed' | 'password-reset' | 'totp-enabled' | 'totp-disabled' | 'passkey-added' | 'passkey-removed'
+    | 'identity-linked' | 'identity-removed',
+  to: Recipient, at: Date, clientAddress: string, extra: Record<string, string> = {},
 ): OutgoingMail {
-  return mail(kind, to, { time: isoUtc(at), client_address: clientAddress });
+  return mail(kind, to, { ...extra, time: isoUtc(at), client_address: clientAddress });
+}
+
+/** A code that an act of the signed-in account needs, asked for from `clientAddress` (core/proofs.ts). */
+export function actCodeMail(
+  kind: 'totp-code' | 'passkey-code' | 'deletion-code' | 'identity-code', to: Recipient, code: string,
+  expiresAt: Date, now: Date, clientAddress: string, extra: Record<string, string> = {},
+): OutgoingMail {
+  return mail(kind, to, { ...extra, ...codeValues(code, expiresAt, now), client_address: clientAddress });
 }
 
 /** The account was deleted at `at`, from `clientAddress` by its owner, or (null) by our operators. */
@@ -135,32 +142,6 @@ export function emailChangeCodeMail(to: Recipient, code: string, expiresAt: Date
   return mail('email-change-code', to, codeValues(code, expiresAt, now));
 }
 
-/** The code that enabling a second factor needs (features/second-factor/factor.ts). */
-export function totpCodeMail(
-  to: Recipient, code: string, expiresAt: Date, now: Date, clientAddress: string,
-): OutgoingMail {
-  return mail('totp-code', to, { ...codeValues(code, expiresAt, now), client_address: clientAddress });
-}
-
-export function passkeyCodeMail(
-  to: Recipient, code: string, expiresAt: Date, now: Date, clientAddress: string,
-): OutgoingMail {
-  return mail('passkey-code', to, { ...codeValues(code, expiresAt, now), client_address: clientAddress });
-}
-
-/** The code that deleting the account needs (features/account/delete.ts). */
-export function deletionCodeMail(
-  to: Recipient, code: string, expiresAt: Date, now: Date, clientAddress: string,
-): OutgoingMail {
-  return mail('deletion-code', to, { ...codeValues(code, expiresAt, now), client_address: clientAddress });
-}
-
-export function passkeyMail(
-  kind: 'passkey-added' | 'passkey-removed', to: Recipient, passkeyName: string, at: Date, clientAddress: string,
-): OutgoingMail {
-  return mail(kind, to, { passkey_name: passkeyName, time: isoUtc(at), client_address: clientAddress });
-}
-
 /** To the current address when a change is asked for, with the code that confirms it from there. */
 export function emailChangeRequestedMail(
   to: Recipient, newEmail: string, code: string, expiresAt: Date, at: Date, clientAddress: string,
@@ -194,20 +175,6 @@ export function maskAddress(email: string): string {
 /** Whole minutes left, at least one, rounded down so that the mail never promises more than is left. */
 function minutesUntil(expiresAt: Date, now: Date): number {
   return Math.max(1, Math.floor((expiresAt.getTime() - now.getTime()) / 60_000));
-}
-
-/** The code that linking a provider needs (features/oidc/link.ts). */
-export function identityCodeMail(
-  to: Recipient, provider: string, code: string, expiresAt: Date, now: Date, clientAddress: string,
-): OutgoingMail {
-  return mail('identity-code', to, { ...codeValues(code, expiresAt, now), provider, client_address: clientAddress });
-}
-
-/** A provider linked to or removed from the account. */
-export function identityMail(
-  kind: 'identity-linked' | 'identity-removed', to: Recipient, provider: string, at: Date, clientAddress: string,
-): OutgoingMail {
-  return mail(kind, to, { provider, time: isoUtc(at), client_address: clientAddress });
 }
 
 /** Someone signed in at a provider with the account's address, and no account is linked to that identity. */

@@ -2,7 +2,7 @@ import type { Account } from '../../core/accounts.ts';
 import { accountQuotaKey, reserveAddressRequest, type QuotaRefusal } from '../../core/address-quotas.ts';
 import { generateCode, hashCode, storeCode } from '../../core/one-time-codes.ts';
 import { eraseAccount } from '../../core/erasure.ts';
-import { deletionCodeMail } from '../../mail/messages.ts';
+import { actCodeMail } from '../../mail/messages.ts';
 import { enqueueMail } from '../../mail/outbox.ts';
 import type { CallerFactorRefusal } from '../../core/password-check.ts';
 import {
@@ -51,7 +51,8 @@ async function mailDeletionCode(
     if (refusal !== null) return rollBack({ outcome: 'refused', refusal });
     if (!(await lockAccountIfSessionLives(tx, caller))) return rollBack({ outcome: 'session-ended' });
     await storeCode(tx, 'deletion', account.id, hashCode(code), expiresAt, now);
-    await enqueueMail(tx, deletionCodeMail(account, code, expiresAt, now, client.address), deps.mailer, now);
+    const mail = actCodeMail('deletion-code', account, code, expiresAt, now, client.address);
+    await enqueueMail(tx, mail, deps.mailer, now);
     return { outcome: 'code-sent' };
   });
   if (result.outcome === 'code-sent') deps.outbox.wake();

@@ -9,7 +9,7 @@ import { recordEvent } from '../../core/security-events.ts';
 import {
   inTransaction, lockAccountIfSessionLives, wakeWorkers, type Client, type UseCaseDeps,
 } from '../../core/transaction.ts';
-import { identityCodeMail, identityMail } from '../../mail/messages.ts';
+import { actCodeMail, noticeMail } from '../../mail/messages.ts';
 import { enqueueMail } from '../../mail/outbox.ts';
 import type { Providers } from './provider.ts';
 import type { OidcProvider } from './settings.ts';
@@ -50,7 +50,8 @@ export async function startLink(
       return rollBack({ outcome: 'wrong-otp' });
     }
     await storeCode(tx, 'identity', account.id, hashCode(code), expiresAt, now);
-    const mail = identityCodeMail(account, provider.name, code, expiresAt, now, client.address);
+    const values = { provider: provider.name };
+    const mail = actCodeMail('identity-code', account, code, expiresAt, now, client.address, values);
     await enqueueMail(tx, mail, deps.mailer, now);
     const sealed = deps.sealer.seal(Buffer.from(`${expiresAt.getTime()} ${provider.name}`), 'oidc', linkRow(caller));
     return { outcome: 'started', challengeId: sealed.toString('base64url') };
@@ -111,7 +112,7 @@ export async function completeLink(
     const identity = await insertIdentity(tx, randomUUID(), account.id, grant, now);
     if (identity === null) return { outcome: 'invalid' };
     await recordEvent(tx, account.id, 'identity-linked', client.address, sessionId, now);
-    const mail = identityMail('identity-linked', account, grant.provider, now, client.address);
+    const mail = noticeMail('identity-linked', account, now, client.address, { provider: grant.provider });
     await enqueueMail(tx, mail, deps.mailer, now);
     const data = { identity_id: identity.id, provider: grant.provider };
     await deps.webhooks.enqueue(tx, 'identity.linked', account.publicId, now, data);
@@ -136,7 +137,7 @@ export async function removeIdentity(
     const provider = await deleteIdentity(tx, account.id, id);
     if (provider === null) return { outcome: 'unknown' };
     await recordEvent(tx, account.id, 'identity-removed', client.address, sessionId, now);
-    await enqueueMail(tx, identityMail('identity-removed', account, provider, now, client.address), deps.mailer, now);
+    await enqueueMail(tx, noticeMail('identity-removed', account, now, client.address, { provider }), deps.mailer, now);
     await deps.webhooks.enqueue(tx, 'identity.removed', account.publicId, now, { identity_id: id, provider });
     return { outcome: 'removed' };
   });

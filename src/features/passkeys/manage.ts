@@ -3,7 +3,7 @@ import type { Account } from '../../core/accounts.ts';
 import { accountQuotaKey, reserveAddressRequest, type QuotaRefusal } from '../../core/address-quotas.ts';
 import { generateCode, hashCode, storeCode } from '../../core/one-time-codes.ts';
 import { recordEvent } from '../../core/security-events.ts';
-import { passkeyCodeMail, passkeyMail } from '../../mail/messages.ts';
+import { actCodeMail, noticeMail } from '../../mail/messages.ts';
 import { enqueueMail } from '../../mail/outbox.ts';
 import {
   credentialIdsOf, deletePasskey, findUserHandle, insertPasskey, listPasskeys, maxPasskeysPerAccount, renamePasskey,
@@ -89,7 +89,7 @@ export async function startPasskeyRegistration(
     if (!used) return rollBack({ outcome: 'wrong-otp' });
     const userHandle = await findUserHandle(tx, account.id);
     await storeCode(tx, 'passkey', account.id, hashCode(code), expiresAt, now);
-    await enqueueMail(tx, passkeyCodeMail(account, code, expiresAt, now, client.address), deps.mailer, now);
+    await enqueueMail(tx, actCodeMail('passkey-code', account, code, expiresAt, now, client.address), deps.mailer, now);
     const options = {
       rp: { id: rp.id, name: rp.name },
       user: { id: userHandle.toString('base64url'), name: account.name, displayName: account.name },
@@ -144,7 +144,7 @@ export async function addPasskey(
       return { outcome: held.length >= maxPasskeysPerAccount ? 'limit' : 'registered' };
     }
     await recordEvent(tx, account.id, 'passkey-added', client.address, sessionId, now);
-    const mail = passkeyMail('passkey-added', account, passkey.name, now, client.address);
+    const mail = noticeMail('passkey-added', account, now, client.address, { passkey_name: passkey.name });
     await enqueueMail(tx, mail, deps.mailer, now);
     await deps.webhooks.enqueue(tx, 'passkey.added', account.publicId, now, { passkey_id: passkey.id });
     return { outcome: 'added', passkey };
@@ -202,7 +202,8 @@ export async function removePasskey(
     const name = await deletePasskey(tx, account.id, id);
     if (name === null) return rollBack({ outcome: 'unknown' });
     await recordEvent(tx, account.id, 'passkey-removed', client.address, sessionId, now);
-    await enqueueMail(tx, passkeyMail('passkey-removed', account, name, now, client.address), deps.mailer, now);
+    const mail = noticeMail('passkey-removed', account, now, client.address, { passkey_name: name });
+    await enqueueMail(tx, mail, deps.mailer, now);
     await deps.webhooks.enqueue(tx, 'passkey.removed', account.publicId, now, { passkey_id: id });
     return { outcome: 'removed' };
   });

@@ -16,7 +16,7 @@ import {
 import {
   inTransaction, lockAccountIfSessionLives, wakeWorkers, type Client, type UseCaseDeps,
 } from '../../core/transaction.ts';
-import { noticeMail, totpCodeMail } from '../../mail/messages.ts';
+import { actCodeMail, noticeMail } from '../../mail/messages.ts';
 import { enqueueMail } from '../../mail/outbox.ts';
 import { requireProof, useMailbox } from '../../core/proofs.ts';
 
@@ -64,7 +64,7 @@ export async function enrollTotp(
     if (!(await lockAccountIfSessionLives(tx, caller))) return rollBack({ outcome: 'session-ended' });
     if (!(await startEnrollment(tx, account.id, sealed, now))) return rollBack({ outcome: 'active' });
     await storeCode(tx, 'totp', account.id, hashCode(code), expiresAt, now);
-    await enqueueMail(tx, totpCodeMail(account, code, expiresAt, now, client.address), deps.mailer, now);
+    await enqueueMail(tx, actCodeMail('totp-code', account, code, expiresAt, now, client.address), deps.mailer, now);
     const uri = otpauthUri(secret, deps.config.totpIssuer, account.name);
     return { outcome: 'enrolled', secret: base32Encode(secret), uri };
   });
