@@ -39,6 +39,9 @@ CREATE TABLE oidc_codes (
   provider        text NOT NULL,
   issuer          text NOT NULL,
   subject         text NOT NULL,
+  -- For an identity no account has: its address, which only a trusted provider's verified one makes an account of.
+  email           text CHECK (length(email) <= 254),
+  email_verified  boolean NOT NULL,
   redirect_uri    text NOT NULL,
   code_challenge  text NOT NULL,
   account_id      bigint REFERENCES accounts (id) ON DELETE CASCADE,

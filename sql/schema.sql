@@ -320,12 +320,15 @@ CREATE TABLE public.oidc_codes (
     provider text NOT NULL,
     issuer text NOT NULL,
     subject text NOT NULL,
+    email text,
+    email_verified boolean NOT NULL,
     redirect_uri text NOT NULL,
     code_challenge text NOT NULL,
     account_id bigint,
     session_id uuid,
     expires_at timestamp with time zone NOT NULL,
-    CONSTRAINT oidc_codes_code_hash_check CHECK ((octet_length(code_hash) = 32))
+    CONSTRAINT oidc_codes_code_hash_check CHECK ((octet_length(code_hash) = 32)),
+    CONSTRAINT oidc_codes_email_check CHECK ((length(email) <= 254))
 );
 
 --

@@ -25,8 +25,8 @@ import { disableSecondFactor } from './features/second-factor/remove-route.ts';
 import { requestEmailChangeRoute as emailChangeRoute } from './features/email-change/request-route.ts';
 import { changeEmailRoute } from './features/email-change/confirm-route.ts';
 import {
-  authorizeLinkRoute, callbackRoute, linkIdentityRoute, linkOptionsRoute, listIdentitiesRoute, removeIdentityRoute,
-  startSignInRoute,
+  authorizeLinkRoute, callbackRoute, linkIdentityRoute, linkOptionsRoute, listIdentitiesRoute,
+  registerWithIdentityRoute, removeIdentityRoute, startSignInRoute,
 } from './features/oidc/routes.ts';
 import {
   addPasskeyRoute, listPasskeysRoute, passkeyRegistrationOptionsRoute as passkeyOptionsRoute, passkeySignInOptionsRoute,
@@ -89,5 +89,6 @@ export const routes: readonly Route[] = [
     { method: 'POST', path: '/acc/me/identities', handler: linkIdentityRoute, act: 'link-identity' },
     { method: 'GET', path: '/acc/me/identities', handler: listIdentitiesRoute, act: 'list-identities' },
     { method: 'DELETE', path: '/acc/me/identities/{id}', handler: removeIdentityRoute, act: 'unlink-identity' },
+    { method: 'POST', path: '/acc/reg/oidc', handler: registerWithIdentityRoute, rateLimited: true },
   ]),
 ];

@@ -42,6 +42,7 @@ const requestSchemas: Record<string, Schema> = {
   PasskeyRemovalRequest: passkeyFields.passkeyRemovalSchema, LocaleRequest: localeSchema,
   IdentityOptionsRequest: oidcFields.linkOptionsSchema, IdentityAuthorizeRequest: oidcFields.authorizeSchema,
   IdentityLinkRequest: oidcFields.linkSchema, IdentityRemovalRequest: oidcFields.identityRemovalSchema,
+  ProviderRegistrationRequest: oidcFields.registrationSchema,
 };
 const operations = Object.entries(document.paths).flatMap(([path, methods]) => Object.entries(methods).map(([method, operation]) => ({ name: `${method.toUpperCase()} ${path}`, operation })));
 

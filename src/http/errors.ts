@@ -36,7 +36,7 @@ export const problems = {
   },
   invalidLink: {
     status: 400, slug: 'invalid-link',
-    title: 'The link code is unknown, expired, used or not this session\'s, or the identity is linked already',
+    title: 'The code is unknown, expired, used or not this session\'s, or the identity is linked already',
   },
   unknownIdentity: { status: 404, slug: 'unknown-identity', title: 'The account has no identity with this id' },
   providerUnavailable: {
@@ -105,7 +105,8 @@ export class HttpError extends Error {
 
 /** The codes a token endpoint handler answers with; the server maps other statuses itself (server.ts, oauthReply). */
 export type OAuthErrorCode =
-  | 'invalid_request' | 'invalid_grant' | 'mfa_required' | 'account_disabled' | 'unsupported_grant_type';
+  | 'invalid_request' | 'invalid_grant' | 'mfa_required' | 'account_disabled' | 'unsupported_grant_type'
+  | 'unknown_identity';
 
 /** RFC 6749 §5.2 error, used only by the token endpoint; an answer like HttpError. */
 export class OAuthError extends Error {

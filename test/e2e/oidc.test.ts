@@ -26,7 +26,10 @@ before(async () => {
     [`OIDC_${name}_ISSUER`]: p.issuer, [`OIDC_${name}_CLIENT_ID`]: p.clientId, [`OIDC_${name}_CLIENT_SECRET`]: p.clientSecret,
   });
   app = await startTestService({
-    env: { TOKEN_ISSUER: issuerBase, OIDC_PROVIDERS: 'alpha,beta', OIDC_REDIRECT_URIS: appReturn, ...provider('ALPHA', alpha), ...provider('BETA', beta) },
+    env: {
+      TOKEN_ISSUER: issuerBase, OIDC_PROVIDERS: 'alpha,beta', OIDC_REDIRECT_URIS: appReturn, ...provider('ALPHA', alpha), ...provider('BETA', beta),
+      OIDC_BETA_TRUST_EMAIL: 'true',
+    },
   });
 });
 
@@ -203,11 +206,15 @@ describe('sign-in with an OpenID provider', () => {
     const before = app.smtp.messages.length;
     const stranger = await signInThrough('alpha', alpha, { sub: newUser().sub, email: owner.email, emailVerified: true });
     const nobody = await signInThrough('alpha', alpha, { sub: newUser().sub, email: 'nobody-here@example.com', emailVerified: false });
-    for (const { back } of [stranger, nobody]) {
-      assert.equal(back.get('code'), null);
-      assert.equal(back.get('error'), 'access_denied');
+    const answers = [];
+    for (const { back, verifier } of [stranger, nobody]) {
+      assert.equal(back.get('error'), null);
+      const answer = await exchange(back.get('code')!, verifier);
+      assert.equal(answer.status, 400);
+      assert.equal(answer.json.error, 'unknown_identity');
+      answers.push(answer.text);
     }
-    assert.equal(stranger.back.toString(), nobody.back.toString(), 'the same answer, whether the address has an account');
+    assert.equal(answers[0], answers[1], 'the same answer, whether the address has an account');
     const notice = await app.smtp.waitFor((m) => m.to === owner.email && m.subject === 'A sign-in through alpha with your address' && app.smtp.messages.indexOf(m) >= before);
     assert.match(notice.text, /link alpha in your account's settings/);
   });
@@ -245,8 +252,44 @@ describe('sign-in with an OpenID provider', () => {
     assert.equal((await app.call('DELETE', `/acc/me/identities/${id}`, { token: first.token, json: { pwd: 'wrong-password' } })).status, 403);
     assert.equal((await app.call('DELETE', `/acc/me/identities/${id}`, { token: first.token, json: { pwd: first.user.pwd } })).status, 204);
     assert.equal((await app.call('DELETE', `/acc/me/identities/${id}`, { token: first.token, json: { pwd: first.user.pwd } })).status, 404);
-    const { back: refused } = await signInThrough('alpha', alpha, identity);
-    assert.equal(refused.get('error'), 'access_denied', 'a removed identity signs in no more');
+    const refused = await signInThrough('alpha', alpha, identity);
+    assert.equal((await exchange(refused.back.get('code')!, refused.verifier)).json.error, 'unknown_identity', 'a removed identity signs in no more');
+  });
+
+  it('makes an account of a trusted provider\'s verified identity, named by the user, and of no other', async () => {
+    const register = (code: string, verifier: string, name: string) =>
+      app.call('POST', '/acc/reg/oidc', { json: { code, code_verifier: verifier, redirect_uri: appReturn, name } });
+    const person = uniqueUser('fresh');
+    const identity = { sub: newUser().sub, email: person.email, emailVerified: true };
+    const first = await signInThrough('beta', beta, identity);
+    assert.equal((await exchange(first.back.get('code')!, first.verifier)).json.error, 'unknown_identity');
+    const { user: other } = await registerAndSignIn(app, uniqueUser('taken'));
+    assert.equal((await register(first.back.get('code')!, first.verifier, other.name)).status, 409, 'a name that is taken');
+    assert.equal((await register(first.back.get('code')!, pkce().verifier, person.name)).status, 400, 'another verifier');
+    const second = await signInThrough('beta', beta, identity);
+    const made = await register(second.back.get('code')!, second.verifier, person.name);
+    assert.equal(made.status, 204, made.text);
+    await app.smtp.waitFor((m) => m.to === person.email && m.subject === 'Your account is active');
+    const again = await signInThrough('beta', beta, identity);
+    const tokens = await exchange(again.back.get('code')!, again.verifier);
+    assert.equal(tokens.status, 200, tokens.text);
+    assert.equal((await app.call('GET', '/acc/me', { token: tokens.json.access_token })).json.name, person.name);
+    // Its password is nobody's until a reset sets one.
+    assert.equal((await app.call('POST', '/auth/token', { json: { grant_type: 'password', username: person.name, password: person.pwd } })).status, 400);
+
+    // An address that is taken: answered alike, its owner told, no account made (past the address's code cooldown).
+    app.clock.advance(61);
+    const before = app.smtp.messages.length;
+    const squatter = await signInThrough('beta', beta, { sub: newUser().sub, email: other.email, emailVerified: true });
+    assert.equal((await register(squatter.back.get('code')!, squatter.verifier, `x${other.name}`.slice(0, 32))).status, 204);
+    await app.smtp.waitFor((m) => m.to === other.email && app.smtp.messages.indexOf(m) >= before && /tried to register/.test(m.subject));
+    // An untrusted provider, or an address the provider did not verify: register with a password instead.
+    const untrusted = await signInThrough('alpha', alpha, { sub: newUser().sub, email: uniqueUser('u').email, emailVerified: true });
+    const refused = await register(untrusted.back.get('code')!, untrusted.verifier, uniqueUser('u').name);
+    assert.equal(refused.status, 400);
+    assert.equal(refused.json['invalid-params'][0].name, 'code');
+    const unverified = await signInThrough('beta', beta, { sub: newUser().sub, email: uniqueUser('v').email, emailVerified: false });
+    assert.equal((await register(unverified.back.get('code')!, unverified.verifier, uniqueUser('v').name)).status, 400);
   });
 
   it('publishes the grant in the metadata, and refuses a discovery document that names another issuer', async () => {

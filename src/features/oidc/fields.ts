@@ -24,3 +24,4 @@ export const linkSchema = {
 } satisfies Schema;
 export const identityRemovalSchema = { pwd: field(patterns.password) } satisfies Schema;
 
+export const registrationSchema = { ...linkSchema, name: field(patterns.name) } satisfies Schema;

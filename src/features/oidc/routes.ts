@@ -10,12 +10,13 @@ import { stringParameter, tokenReply, type TokenGrant } from '../../http/oauth.t
 import type { Deps, Handler, Reply, RequestContext } from '../../http/router.ts';
 import { isUuid, validateFields } from '../../http/validate.ts';
 import {
-  authorizeSchema, back, identityRemovalSchema, linkOptionsSchema, linkSchema, providerName,
+  authorizeSchema, back, identityRemovalSchema, linkOptionsSchema, linkSchema, providerName, registrationSchema,
 } from './fields.ts';
 import { isoUtc } from '../../support/format.ts';
 import { authorizeLink, completeLink, removeIdentity, startLink } from './link.ts';
 import type { Providers } from './provider.ts';
 import type { OidcProvider } from './settings.ts';
+import { registerWithIdentity } from './register.ts';
 import { beginAttempt, completeAttempt, signInWithCode } from './sign-in.ts';
 import { listIdentities, type LinkedIdentity } from './store.ts';
 
@@ -133,6 +134,23 @@ export const removeIdentityRoute: Handler = async (ctx, deps) => {
   return { status: 204 };
 };
 
+/** POST /acc/reg/oidc `{code, code_verifier, redirect_uri, name}`: an account of a trusted provider's identity; 204. */
+export const registerWithIdentityRoute: Handler = async (ctx, deps) => {
+  const providers = providersOf(deps);
+  const value = await readValidBody(ctx.req, registrationSchema);
+  const { code, code_verifier: verifier, redirect_uri: redirectUri, name } = value;
+  const result = await registerWithIdentity(deps, providers, { code, verifier, redirectUri, name }, clientOf(ctx));
+  if (result.outcome === 'invalid') throw new HttpError(problems.invalidLink);
+  if (result.outcome === 'name-taken') throw new HttpError(problems.nameTaken);
+  if (result.outcome === 'refused') throw quotaRefused(result.refusal);
+  if (result.outcome === 'untrusted') {
+    const reason = 'names an identity whose provider is not trusted for addresses (OIDC_<NAME>_TRUST_EMAIL) or ' +
+      'whose address it did not verify: register with a password, then link the provider';
+    throw invalidFields([{ name: 'code', reason }]);
+  }
+  return { status: 204 };
+};
+
 function identityBody(identity: LinkedIdentity): Record<string, unknown> {
   const { id, provider, createdAt, lastUsedAt } = identity;
   return { id, provider, created_at: isoUtc(createdAt), last_used_at: lastUsedAt === null ? null : isoUtc(lastUsedAt) };
@@ -164,6 +182,11 @@ async function grantWithCode(ctx: RequestContext, deps: Deps, params: Record<str
   const result = await signInWithCode(deps, code, redirectUri, codeVerifier, otp, clientOf(ctx), takeAllowance);
   if (result.outcome === 'throttled') throw throttled(result.retryAfterSeconds);
   if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
+  if (result.outcome === 'unknown-identity') {
+    const description = 'No account is linked to this identity: sign in another way and link it; from a provider ' +
+      'trusted for addresses, POST /acc/reg/oidc makes an account of it with this code.';
+    throw new OAuthError('unknown_identity', description);
+  }
   if (result.outcome === 'mfa-required') {
     throw new OAuthError('mfa_required', 'The account has a second factor: send the same request with otp.');
   }

@@ -114,19 +114,17 @@ export async function completeAttempt(
     const idToken = await exchangeCode(providers, provider, code, verifier.plaintext.toString());
     const verified = await verifyIdToken(providers, provider, idToken, attempt.nonce, now);
     if ('reason' in verified) return refuse(verified.reason);
-    const { subject, email } = verified.identity;
-    if (attempt.accountId === null) {
-      const linked = await findLinkedAccount(deps.sql, provider.issuer, subject);
-      if (linked === null) {
-        if (email !== null) await tellAddressOwner(deps, provider, email, now);
-        return back({ error: 'access_denied', error_description: 'No account is linked to this identity.' });
-      }
-    }
+    const { subject, email, emailVerified } = verified.identity;
+    // An identity that no account has gets a code all the same (the token endpoint says so, and
+    // it may make an account), alike whatever its address holds; that address's owner is told.
+    const linked = attempt.accountId === null ? await findLinkedAccount(deps.sql, provider.issuer, subject) : null;
+    const unknown = attempt.accountId === null && linked === null;
+    if (unknown && email !== null) await tellAddressOwner(deps, provider, email, now);
     const ours = randomToken();
     await insertGrant(deps.sql, sha256(ours), {
-      provider: provider.name, issuer: provider.issuer, subject, redirectUri: attempt.redirectUri,
+      provider: provider.name, issuer: provider.issuer, subject, email, emailVerified, redirectUri: attempt.redirectUri,
       codeChallenge: attempt.codeChallenge, accountId: attempt.accountId, sessionId: attempt.sessionId,
-    }, new Date(now.getTime() + codeTtlSeconds * 1000));
+    }, new Date(now.getTime() + (unknown ? attemptTtlSeconds : codeTtlSeconds) * 1000));
     return back({ code: ours });
   } catch (error) {
     if (!(error instanceof HttpError && error.problem === problems.providerUnavailable)) throw error;
@@ -162,13 +160,15 @@ export function verifierMatches(verifier: string, challenge: string): boolean {
 export async function signInWithCode(
   deps: UseCaseDeps, code: string, redirectUri: string, verifier: string, otp: string | undefined, client: Client,
   takeAllowance: (accountId: string) => number,
-): Promise<SignIn> {
+): Promise<SignIn | { outcome: 'unknown-identity' }> {
   const now = deps.clock();
   const codeHash = sha256(code);
   const grant = await findGrant(deps.sql, codeHash, now);
   if (grant === null || grant.accountId !== null) return { outcome: 'refused' };
   const account = await findLinkedAccount(deps.sql, grant.issuer, grant.subject);
   const fits = grant.redirectUri === redirectUri && verifierMatches(verifier, grant.codeChallenge);
+  // The code stays usable for POST /acc/reg/oidc, which may make an account of the identity.
+  if (fits && account === null) return { outcome: 'unknown-identity' };
   if (!fits || account === null) {
     await spendGrant(deps.sql, codeHash);
     return { outcome: 'refused' };

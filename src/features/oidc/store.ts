@@ -38,22 +38,23 @@ export async function spendAttempt(sql: Sql, stateHash: Buffer): Promise<boolean
 
 /** What a code of the callback stands for: a provider's identity, and for a link the account and session. */
 export type Grant = {
-  provider: string; issuer: string; subject: string; redirectUri: string; codeChallenge: string;
-  accountId: string | null; sessionId: string | null;
+  provider: string; issuer: string; subject: string; email: string | null; emailVerified: boolean; redirectUri: string;
+  codeChallenge: string; accountId: string | null; sessionId: string | null;
 };
 
 export async function insertGrant(sql: Sql, codeHash: Buffer, grant: Grant, expiresAt: Date): Promise<void> {
-  const { provider, issuer, subject, redirectUri, codeChallenge, accountId, sessionId } = grant;
+  const { provider, issuer, subject, email, emailVerified, redirectUri, codeChallenge, accountId, sessionId } = grant;
   await sql`INSERT INTO oidc_codes ${sql({
-    code_hash: codeHash, provider, issuer, subject, redirect_uri: redirectUri, code_challenge: codeChallenge,
-    account_id: accountId, session_id: sessionId, expires_at: expiresAt,
+    code_hash: codeHash, provider, issuer, subject, email, email_verified: emailVerified, redirect_uri: redirectUri,
+    code_challenge: codeChallenge, account_id: accountId, session_id: sessionId, expires_at: expiresAt,
   })}`;
 }
 
 /** The live code's grant, without using it up (the token endpoint may answer mfa_required first). */
 export async function findGrant(sql: Sql | Transaction, codeHash: Buffer, now: Date): Promise<Grant | null> {
   const rows = await sql`
-    SELECT provider, issuer, subject, redirect_uri AS "redirectUri", code_challenge AS "codeChallenge",
+    SELECT provider, issuer, subject, email, email_verified AS "emailVerified", redirect_uri AS "redirectUri",
+      code_challenge AS "codeChallenge",
       account_id AS "accountId", session_id AS "sessionId"
     FROM oidc_codes WHERE code_hash = ${codeHash} AND expires_at > ${now}`;
   return (rows[0] as Grant | undefined) ?? null;
@@ -87,6 +88,25 @@ export async function findAddressOwner(sql: Sql, email: string): Promise<Owner |
     SELECT id, public_id AS "publicId", name, email, locale FROM accounts
     WHERE lower(email) = lower(${email}) AND activated_at IS NOT NULL`;
   return (rows[0] as Owner | undefined) ?? null;
+}
+
+/**
+ * Makes an active account of a name and an address that a trusted provider verified; null, making
+ * nothing, when an account (active or pending) has the name or the address (the unique indexes
+ * decide), or a live hold keeps the name for another address.
+ */
+export async function insertProviderAccount(
+  tx: Transaction, name: string, email: string, addressKey: Buffer, passwordHash: string, now: Date,
+): Promise<{ id: string; publicId: string } | null> {
+  const [row] = await tx`
+    INSERT INTO accounts (name, email, password_hash, activated_at)
+    SELECT ${name}, ${email}, ${passwordHash}, ${now}
+    WHERE NOT EXISTS (
+      SELECT 1 FROM name_holds WHERE name = ${name} AND expires_at > ${now}
+        AND address IS DISTINCT FROM lower(${email}) AND address_key IS DISTINCT FROM ${addressKey})
+    ON CONFLICT DO NOTHING
+    RETURNING id, public_id AS "publicId"`;
+  return (row as { id: string; publicId: string } | undefined) ?? null;
 }
 
 export type LinkedIdentity = { id: string; provider: string; createdAt: Date; lastUsedAt: Date | null };
