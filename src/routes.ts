@@ -25,7 +25,7 @@ import { disableSecondFactor } from './features/second-factor/remove-route.ts';
 import { requestEmailChangeRoute as emailChangeRoute } from './features/email-change/request-route.ts';
 import { changeEmailRoute } from './features/email-change/confirm-route.ts';
 import {
-  authorizeLinkRoute, callbackRoute, linkIdentityRoute, linkOptionsRoute, listIdentitiesRoute,
+  callbackRoute, linkIdentityRoute, linkOptionsRoute, listIdentitiesRoute,
   registerWithIdentityRoute, removeIdentityRoute, startSignInRoute,
 } from './features/oidc/routes.ts';
 import {
@@ -85,7 +85,6 @@ export const routes: readonly Route[] = [
     { method: 'GET', path: '/auth/oidc/{name}', handler: startSignInRoute, rateLimited: true },
     { method: 'GET', path: '/auth/oidc/{name}/callback', handler: callbackRoute },
     { method: 'POST', path: '/acc/me/identities/options', handler: linkOptionsRoute, act: 'link-identity' },
-    { method: 'POST', path: '/acc/me/identities/authorize', handler: authorizeLinkRoute, act: 'link-identity' },
     { method: 'POST', path: '/acc/me/identities', handler: linkIdentityRoute, act: 'link-identity' },
     { method: 'GET', path: '/acc/me/identities', handler: listIdentitiesRoute, act: 'list-identities' },
     { method: 'DELETE', path: '/acc/me/identities/{id}', handler: removeIdentityRoute, act: 'unlink-identity' },

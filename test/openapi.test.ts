@@ -40,7 +40,7 @@ const requestSchemas: Record<string, Schema> = {
   EmailChangeConfirmation: emailFields.emailChangeSchema, PasskeyOptionsRequest: passkeyFields.passkeyOptionsSchema,
   PasskeyAdditionRequest: passkeyFields.passkeyAdditionSchema, PasskeyRenameRequest: passkeyFields.passkeyRenameSchema,
   PasskeyRemovalRequest: passkeyFields.passkeyRemovalSchema, LocaleRequest: localeSchema,
-  IdentityOptionsRequest: oidcFields.linkOptionsSchema, IdentityAuthorizeRequest: oidcFields.authorizeSchema,
+  IdentityOptionsRequest: oidcFields.linkOptionsSchema,
   IdentityLinkRequest: oidcFields.linkSchema, IdentityRemovalRequest: oidcFields.identityRemovalSchema,
   ProviderRegistrationRequest: oidcFields.registrationSchema,
 };

@@ -52,22 +52,22 @@ describe('sign-in with a provider in a real browser (examples/oidc.html, oidc-pr
     const sub = `browser-${process.pid}`;
     accounts[sub] = { email: user.email, email_verified: true };
     // The link, as an application makes it (oidc-real.test.ts drives it the same way).
-    const options = await app.call('POST', '/acc/me/identities/options', { token, json: { provider: 'corp', pwd: user.pwd } });
-    assert.equal(options.status, 200, options.text);
-    const mail = await app.smtp.waitFor((m) => m.to === user.email && m.subject === 'Your code to link a sign-in provider');
     const verifier = randomBytes(32).toString('base64url');
-    const authorized = await app.call('POST', '/acc/me/identities/authorize', {
+    const options = await app.call('POST', '/acc/me/identities/options', {
       token,
       json: {
-        challenge_id: options.json.challenge_id, email_code: codeIn(mail), redirect_uri: `${pageOrigin}/`, state: 'link',
+        provider: 'corp', pwd: user.pwd, redirect_uri: `${pageOrigin}/`, state: 'link',
         code_challenge: createHash('sha256').update(verifier).digest('base64url'),
       },
     });
-    assert.equal(authorized.status, 200, authorized.text);
-    const callback = new URL(await provider.signIn(authorized.json.authorization_url, sub));
+    assert.equal(options.status, 200, options.text);
+    const mail = await app.smtp.waitFor((m) => m.to === user.email && m.subject === 'Your code to link a sign-in provider');
+    const callback = new URL(await provider.signIn(options.json.authorization_url, sub));
     const back = await app.call('GET', `${callback.pathname}${callback.search}`);
     const code = new URL(back.headers.location!).searchParams.get('code');
-    const linked = await app.call('POST', '/acc/me/identities', { token, json: { code, code_verifier: verifier, redirect_uri: `${pageOrigin}/` } });
+    const linked = await app.call('POST', '/acc/me/identities', {
+      token, json: { code, code_verifier: verifier, redirect_uri: `${pageOrigin}/`, email_code: codeIn(mail) },
+    });
     assert.equal(linked.status, 201, linked.text);
 
     const { chromium: launcher } = await import('playwright-core');

@@ -57,17 +57,17 @@ describe('sign-in with oidc-provider, a real OpenID provider', () => {
     accounts[sub] = { email: user.email, email_verified: true };
 
     const before = app.smtp.messages.length;
-    const options = await app.call('POST', '/acc/me/identities/options', { token, json: { provider: 'corp', pwd: user.pwd } });
+    const linkPkce = pkce();
+    const options = await app.call('POST', '/acc/me/identities/options', {
+      token, json: { provider: 'corp', pwd: user.pwd, redirect_uri: appReturn, state: 'link', code_challenge: linkPkce.challenge },
+    });
     assert.equal(options.status, 200, options.text);
     const mail = await app.smtp.waitFor((m) => m.to === user.email && m.subject === 'Your code to link a sign-in provider' && app.smtp.messages.indexOf(m) >= before);
-    const linkPkce = pkce();
-    const authorized = await app.call('POST', '/acc/me/identities/authorize', {
-      token, json: { challenge_id: options.json.challenge_id, email_code: codeIn(mail), redirect_uri: appReturn, state: 'link', code_challenge: linkPkce.challenge },
-    });
-    assert.equal(authorized.status, 200, authorized.text);
-    const linkBack = await backAtApplication(await provider.signIn(authorized.json.authorization_url, sub));
+    const linkBack = await backAtApplication(await provider.signIn(options.json.authorization_url, sub));
     assert.equal(linkBack.get('state'), 'link');
-    const linked = await app.call('POST', '/acc/me/identities', { token, json: { code: linkBack.get('code'), code_verifier: linkPkce.verifier, redirect_uri: appReturn } });
+    const linked = await app.call('POST', '/acc/me/identities', {
+      token, json: { code: linkBack.get('code'), code_verifier: linkPkce.verifier, redirect_uri: appReturn, email_code: codeIn(mail) },
+    });
     assert.equal(linked.status, 201, linked.text);
 
     const signIn = async () => {

@@ -81,19 +81,23 @@ const exchange = (code: string, verifier: string, extra: Record<string, string> 
 
 /** Links `user`'s identity at `name` to the signed-in account, through the mailbox, the provider and the callback. */
 async function link(name: string, provider: FakeProvider, token: string, owner: { email: string; pwd: string }, user: User) {
-  const before = app.smtp.messages.length;
-  const options = await app.call('POST', '/acc/me/identities/options', { token, json: { provider: name, pwd: owner.pwd } });
-  assert.equal(options.status, 200, options.text);
-  const mail = await app.smtp.waitFor((m) => m.to === owner.email && m.subject === 'Your code to link a sign-in provider' && app.smtp.messages.indexOf(m) >= before);
-  const { verifier, challenge } = pkce();
-  const authorized = await app.call('POST', '/acc/me/identities/authorize', {
-    token, json: { challenge_id: options.json.challenge_id, email_code: codeIn(mail), redirect_uri: appReturn, state: 'link-state', code_challenge: challenge },
-  });
-  assert.equal(authorized.status, 200, authorized.text);
-  const back = returned(await callback(provider.authorize(authorized.json.authorization_url, user)));
+  const { back, verifier, emailCode } = await startLink(name, provider, token, owner, user);
   assert.equal(back.get('state'), 'link-state');
   assert.equal(back.get('iss'), issuerBase);
-  return app.call('POST', '/acc/me/identities', { token, json: { code: back.get('code'), code_verifier: verifier, redirect_uri: appReturn } });
+  return app.call('POST', '/acc/me/identities', { token, json: { code: back.get('code'), code_verifier: verifier, redirect_uri: appReturn, email_code: emailCode } });
+}
+
+/** The first step of a link and the trip to the provider: where the callback sent the browser, the verifier, the mailed code. */
+async function startLink(name: string, provider: FakeProvider, token: string, owner: { email: string; pwd: string }, user: User) {
+  const before = app.smtp.messages.length;
+  const { verifier, challenge } = pkce();
+  const options = await app.call('POST', '/acc/me/identities/options', {
+    token, json: { provider: name, pwd: owner.pwd, redirect_uri: appReturn, state: 'link-state', code_challenge: challenge },
+  });
+  assert.equal(options.status, 200, options.text);
+  const mail = await app.smtp.waitFor((m) => m.to === owner.email && m.subject === 'Your code to link a sign-in provider' && app.smtp.messages.indexOf(m) >= before);
+  const back = returned(await callback(provider.authorize(options.json.authorization_url, user)));
+  return { back, verifier, emailCode: codeIn(mail) };
 }
 
 let subjects = 0;
@@ -230,23 +234,20 @@ describe('sign-in with an OpenID provider', () => {
     assert.equal(taken.json.type, 'urn:account-service:problem:invalid-link');
     // A stranger's link code, completed by the first account's session, links nothing.
     app.clock.advance(61);
-    const before = app.smtp.messages.length;
-    const options = await app.call('POST', '/acc/me/identities/options', { token: second.token, json: { provider: 'beta', pwd: second.user.pwd } });
-    assert.equal(options.status, 200, options.text);
-    const mail = await app.smtp.waitFor((m) => m.to === second.user.email && m.subject === 'Your code to link a sign-in provider' && app.smtp.messages.indexOf(m) >= before);
-    const { verifier, challenge } = pkce();
-    const authorized = await app.call('POST', '/acc/me/identities/authorize', {
-      token: second.token, json: { challenge_id: options.json.challenge_id, email_code: codeIn(mail), redirect_uri: appReturn, state: 's', code_challenge: challenge },
+    const stranger = await startLink('beta', beta, second.token, second.user, newUser());
+    const csrf = await app.call('POST', '/acc/me/identities', {
+      token: first.token, json: { code: stranger.back.get('code'), code_verifier: stranger.verifier, redirect_uri: appReturn, email_code: stranger.emailCode },
     });
-    const back = returned(await callback(beta.authorize(authorized.json.authorization_url, newUser())));
-    const csrf = await app.call('POST', '/acc/me/identities', { token: first.token, json: { code: back.get('code'), code_verifier: verifier, redirect_uri: appReturn } });
     assert.equal(csrf.status, 400);
     assert.equal(csrf.json.type, 'urn:account-service:problem:invalid-link');
-    // A wrong mailed code.
-    const wrongCode = await app.call('POST', '/acc/me/identities/authorize', {
-      token: second.token, json: { challenge_id: options.json.challenge_id, email_code: 'ABCD-ABCD-ABCD-ABCD', redirect_uri: appReturn, state: 's', code_challenge: challenge },
-    });
+    // A wrong mailed code: refused, and the callback's code is used up (one guess a trip).
+    app.clock.advance(61);
+    const guess = await startLink('beta', beta, second.token, second.user, newUser());
+    const body = { code: guess.back.get('code'), code_verifier: guess.verifier, redirect_uri: appReturn };
+    const wrongCode = await app.call('POST', '/acc/me/identities', { token: second.token, json: { ...body, email_code: 'ABCD-ABCD-ABCD-ABCD' } });
     assert.equal(wrongCode.status, 403);
+    assert.equal(wrongCode.json.type, 'urn:account-service:problem:wrong-email-code');
+    assert.equal((await app.call('POST', '/acc/me/identities', { token: second.token, json: { ...body, email_code: guess.emailCode } })).status, 400);
     const listed = await app.call('GET', '/acc/me/identities', { token: first.token });
     const id = listed.json.identities[0].id as string;
     assert.equal((await app.call('DELETE', `/acc/me/identities/${id}`, { token: first.token, json: { pwd: 'wrong-password' } })).status, 403);

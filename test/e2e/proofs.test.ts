@@ -35,17 +35,14 @@ const withWrongPassword: Record<string, object> = {
   'DELETE /acc/me/totp': { pwd: wrong, otp: '123456' },
   'POST /acc/me/passkeys/options': { pwd: wrong },
   'DELETE /acc/me/passkeys/{id}': { pwd: wrong },
-  'POST /acc/me/identities/options': { provider: 'corp', pwd: wrong },
+  'POST /acc/me/identities/options': { provider: 'corp', pwd: wrong, redirect_uri: returnUri, state: 's', code_challenge: pkceValue },
   'DELETE /acc/me/identities/{id}': { pwd: wrong },
 };
 /** The second step of each act with a mailbox that takes no password: a body with a made-up code. */
 const withMadeUpCode: Record<string, object> = {
   'POST /acc/me/totp/confirm': { code: '123456', email_code: 'ABCD-EFGH-IJKL-MNOP' },
   'POST /acc/me/passkeys': { challenge_id: 'made-up', credential: {}, email_code: 'ABCD-EFGH-IJKL-MNOP' },
-  'POST /acc/me/identities/authorize': {
-    challenge_id: 'made-up', email_code: 'ABCD-EFGH-IJKL-MNOP', redirect_uri: returnUri, state: 's', code_challenge: pkceValue,
-  },
-  'POST /acc/me/identities': { code: pkceValue, code_verifier: pkceValue, redirect_uri: returnUri },
+  'POST /acc/me/identities': { code: pkceValue, code_verifier: pkceValue, redirect_uri: returnUri, email_code: 'ABCD-EFGH-IJKL-MNOP' },
 };
 
 describe('the proof table', () => {

@@ -11,17 +11,13 @@ export const back = {
 } satisfies Schema;
 export const providerName = { ...field(/^[a-z0-9-]{1,32}$/), mismatch: 'must name a provider of OIDC_PROVIDERS' };
 export const linkOptionsSchema = {
-  provider: providerName, pwd: field(patterns.password), otp: field(patterns.otp, { required: false }),
-} satisfies Schema;
-export const authorizeSchema = {
-  challenge_id: field(/^[A-Za-z0-9_-]{1,300}$/), email_code: field(patterns.code), ...back,
+  provider: providerName, pwd: field(patterns.password), otp: field(patterns.otp, { required: false }), ...back,
 } satisfies Schema;
 const verifier = {
   ...field(/^[A-Za-z0-9._~-]{43,128}$/), mismatch: 'must be 43 to 128 characters of A-Z, a-z, 0-9 and -._~ (RFC 7636)',
 };
-export const linkSchema = {
-  code: field(/^[A-Za-z0-9_-]{43}$/), code_verifier: verifier, redirect_uri: back.redirect_uri,
-} satisfies Schema;
+const callbackCode = { code: field(/^[A-Za-z0-9_-]{43}$/), code_verifier: verifier, redirect_uri: back.redirect_uri };
+export const linkSchema = { ...callbackCode, email_code: field(patterns.code) } satisfies Schema;
 export const identityRemovalSchema = { pwd: field(patterns.password) } satisfies Schema;
 
-export const registrationSchema = { ...linkSchema, name: field(patterns.name) } satisfies Schema;
+export const registrationSchema = { ...callbackCode, name: field(patterns.name) } satisfies Schema;

@@ -21,28 +21,32 @@ import {
 /**
  * Linking a provider's identity to a signed-in account, and removing one. An identity signs in
  * without the password and outlives a reset, so linking needs the password, the factor and the
- * mailbox (core/proofs.ts 'link-identity'), as adding a passkey does. The callback hands the
- * application a code, and only the session that asked completes the link with it, so that a
- * stranger who sends someone the provider's URL cannot link that person's identity to the
- * stranger's account.
+ * mailbox (core/proofs.ts 'link-identity'), as adding a passkey does: the first step checks
+ * the password, mails a code and sends the browser to the provider; the callback hands the
+ * application a code of ours; the second step, from the same session only, takes that code and
+ * the mailed one. So a stranger who sends someone the provider's URL cannot link that person's
+ * identity to the stranger's account.
  */
 type Caller = { account: Account; sessionId: string };
-const challengeTtlSeconds = 600;
+const mailedCodeTtlSeconds = 600;
 
-export type LinkStart = { outcome: 'started'; challengeId: string } | { outcome: 'refused'; refusal: QuotaRefusal }
+export type LinkStart = { outcome: 'started'; url: string } | { outcome: 'refused'; refusal: QuotaRefusal }
   | CallerFactorRefusal;
 
-/** Checks the password (and factor), and mails a code; challenge_id carries the provider, sealed to this session. */
+/** Checks the password (and factor), mails a code, and starts the trip to the provider for this session. */
 export async function startLink(
-  deps: UseCaseDeps, caller: Caller, provider: OidcProvider, password: string, otp: string | undefined, client: Client,
+  deps: UseCaseDeps, providers: Providers, caller: Caller, provider: OidcProvider, back: Return,
+  evidence: { password: string; otp: string | undefined }, client: Client,
 ): Promise<LinkStart> {
   const { account, sessionId } = caller;
-  const check = await requireProof(deps, caller, 'link-identity', { password, otp }, client);
+  const check = await requireProof(deps, caller, 'link-identity', evidence, client);
   if (check.outcome !== 'valid') return check;
+  // Read before anything is spent: a provider that is away costs the owner no code.
+  await providers.metadata(provider);
   const now = deps.clock();
-  const expiresAt = new Date(now.getTime() + challengeTtlSeconds * 1000);
+  const expiresAt = new Date(now.getTime() + mailedCodeTtlSeconds * 1000);
   const code = generateCode();
-  const result = await inTransaction(deps.sql, async (tx, rollBack): Promise<LinkStart> => {
+  const result = await inTransaction(deps.sql, async (tx, rollBack): Promise<LinkStart | null> => {
     const refusal = await reserveAddressRequest(tx, 'identity', accountQuotaKey(deps.keys, account.publicId), now);
     if (refusal !== null) return rollBack({ outcome: 'refused', refusal });
     if (!(await lockAccountIfSessionLives(tx, caller))) return rollBack({ outcome: 'session-ended' });
@@ -53,64 +57,38 @@ export async function startLink(
     const values = { provider: provider.name };
     const mail = actCodeMail('identity-code', account, code, expiresAt, now, client.address, values);
     await enqueueMail(tx, mail, deps.mailer, now);
-    const sealed = deps.sealer.seal(Buffer.from(`${expiresAt.getTime()} ${provider.name}`), 'oidc', linkRow(caller));
-    return { outcome: 'started', challengeId: sealed.toString('base64url') };
+    return null;
   });
-  if (result.outcome === 'started') deps.outbox.wake();
-  return result;
+  if (result !== null) return result;
+  deps.outbox.wake();
+  const binding = { accountId: account.id, sessionId };
+  return { outcome: 'started', url: await beginAttempt(deps, providers, provider, back, binding) };
 }
 
-const linkRow = ({ account, sessionId }: Caller) => `link ${account.id} ${sessionId}`;
-
-export type Authorization =
-  | { outcome: 'authorize'; url: string }
-  | { outcome: 'unknown-challenge' | 'wrong-code' }
-  | { outcome: 'session-ended' };
-
-/** Uses the mailed code up and starts the trip to the provider that challenge_id names. */
-export async function authorizeLink(
-  deps: UseCaseDeps, providers: Providers, caller: Caller, challengeId: string, emailCode: string, back: Return,
-): Promise<Authorization> {
-  const opened = challengeId.length <= 300
-    ? deps.sealer.open(Buffer.from(challengeId, 'base64url'), 'oidc', linkRow(caller))
-    : null;
-  const [expiry, name] = opened === null ? [] : opened.plaintext.toString().split(' ');
-  const provider = name === undefined ? undefined : providers.find(name);
-  const now = deps.clock();
-  if (provider === undefined || Number(expiry) <= now.getTime()) return { outcome: 'unknown-challenge' };
-  // Read before the code is used up: a provider that is away costs the owner no code.
-  await providers.metadata(provider);
-  const used = await inTransaction(deps.sql, async (tx): Promise<Authorization | null> => {
-    if (!(await lockAccountIfSessionLives(tx, caller))) return { outcome: 'session-ended' };
-    const codeUsed = await useMailbox(tx, 'link-identity', caller.account.id, emailCode, now);
-    return codeUsed ? null : { outcome: 'wrong-code' };
-  });
-  if (used !== null) return used;
-  const binding = { accountId: caller.account.id, sessionId: caller.sessionId };
-  return { outcome: 'authorize', url: await beginAttempt(deps, providers, provider, back, binding) };
-}
-
-export type Linking = { outcome: 'linked'; identity: LinkedIdentity } | { outcome: 'invalid' };
+export type Linking = { outcome: 'linked'; identity: LinkedIdentity } | { outcome: 'invalid' | 'wrong-code' };
 
 /**
- * Links the identity of a link code, for the session that asked for it, with the redirect_uri
- * and PKCE verifier of its start. Every refusal is the same 'invalid', an identity linked
- * already (to this account or another) included, and uses the code up.
+ * Links the identity of the callback's code, for the session that asked for it, with the
+ * redirect_uri and PKCE verifier of its start and the mailed code. The callback's code is used
+ * up whatever follows (one guess of the mailed code a trip); a wrong mailed code uses nothing of
+ * the mailbox. Every other refusal is the same 'invalid', an identity linked already included.
  */
 export async function completeLink(
-  deps: UseCaseDeps, caller: Caller, code: string, redirectUri: string, verifier: string, client: Client,
+  deps: UseCaseDeps, caller: Caller,
+  request: { code: string; redirectUri: string; verifier: string; emailCode: string }, client: Client,
 ): Promise<Linking> {
   const { account, sessionId } = caller;
   const now = deps.clock();
-  const codeHash = sha256(code);
-  const result = await inTransaction(deps.sql, async (tx): Promise<Linking> => {
+  const codeHash = sha256(request.code);
+  const result = await inTransaction(deps.sql, async (tx, rollBack): Promise<Linking> => {
     const grant = await findGrant(tx, codeHash, now);
     if (grant === null || !(await spendGrant(tx, codeHash))) return { outcome: 'invalid' };
     const fits = grant.accountId === account.id && grant.sessionId === sessionId &&
-      grant.redirectUri === redirectUri && verifierMatches(verifier, grant.codeChallenge);
+      grant.redirectUri === request.redirectUri && verifierMatches(request.verifier, grant.codeChallenge);
     if (!fits || !(await lockAccountIfSessionLives(tx, caller))) return { outcome: 'invalid' };
+    if (!(await useMailbox(tx, 'link-identity', account.id, request.emailCode, now))) return { outcome: 'wrong-code' };
     const identity = await insertIdentity(tx, randomUUID(), account.id, grant, now);
-    if (identity === null) return { outcome: 'invalid' };
+    if (identity === null) return rollBack({ outcome: 'invalid' });
     await recordEvent(tx, account.id, 'identity-linked', client.address, sessionId, now);
     const mail = noticeMail('identity-linked', account, now, client.address, { provider: grant.provider });
     await enqueueMail(tx, mail, deps.mailer, now);

@@ -10,10 +10,10 @@ import { stringParameter, tokenReply, type TokenGrant } from '../../http/oauth.t
 import type { Deps, Handler, Reply, RequestContext } from '../../http/router.ts';
 import { isUuid, validateFields } from '../../http/validate.ts';
 import {
-  authorizeSchema, back, identityRemovalSchema, linkOptionsSchema, linkSchema, providerName, registrationSchema,
+  back, identityRemovalSchema, linkOptionsSchema, linkSchema, providerName, registrationSchema,
 } from './fields.ts';
 import { isoUtc } from '../../support/format.ts';
-import { authorizeLink, completeLink, removeIdentity, startLink } from './link.ts';
+import { completeLink, removeIdentity, startLink } from './link.ts';
 import type { Providers } from './provider.ts';
 import type { OidcProvider } from './settings.ts';
 import { registerWithIdentity } from './register.ts';
@@ -75,54 +75,44 @@ export const callbackRoute: Handler = async (ctx, deps) => {
   return { status: 302, headers: { Location: result.location } };
 };
 
-/** POST /acc/me/identities/options `{provider, pwd, otp?}`: a code mailed to the account, and challenge_id. */
+/**
+ * POST /acc/me/identities/options `{provider, pwd, otp?, redirect_uri, state, code_challenge}`: a
+ * code mailed to the account, and the provider's URL to open in the browser.
+ */
 export const linkOptionsRoute: Handler = async (ctx, deps) => {
   const providers = providersOf(deps);
   const caller = await authenticate(ctx, deps);
   const value = await readValidBody(ctx.req, linkOptionsSchema);
   const provider = providers.find(value.provider);
   if (provider === undefined) throw invalidFields([{ name: 'provider', reason: providerName.mismatch }]);
-  const otp = (value.otp as string | null) ?? undefined;
-  const result = await startLink(deps, caller, provider, value.pwd, otp, clientOf(ctx));
+  const evidence = { password: value.pwd, otp: (value.otp as string | null) ?? undefined };
+  const back = readReturn(providers, value);
+  const result = await startLink(deps, providers, caller, provider, back, evidence, clientOf(ctx));
   if (result.outcome === 'refused') throw quotaRefused(result.refusal);
   if (result.outcome !== 'started') throw callerRefusal(result);
-  return { status: 200, body: { challenge_id: result.challengeId } };
-};
-
-/** POST /acc/me/identities/authorize: the mailed code and the application's return; 200 `{authorization_url}`. */
-export const authorizeLinkRoute: Handler = async (ctx, deps) => {
-  const providers = providersOf(deps);
-  const caller = await authenticate(ctx, deps);
-  const value = await readValidBody(ctx.req, authorizeSchema);
-  const values = readReturn(providers, value);
-  const result = await authorizeLink(deps, providers, caller, value.challenge_id, value.email_code, values);
-  if (result.outcome === 'session-ended') throw callerRefusal(result);
-  if (result.outcome !== 'authorize') {
-    throw new HttpError(result.outcome === 'wrong-code' ? problems.wrongEmailCode : problems.unknownChallenge);
-  }
   return { status: 200, body: { authorization_url: result.url } };
 };
 
-/** POST /acc/me/identities `{code, code_verifier, redirect_uri}`: links the identity of the callback's code; 201. */
+/** POST /acc/me/identities `{code, code_verifier, redirect_uri, email_code}`: links the callback's identity; 201. */
 export const linkIdentityRoute: Handler = async (ctx, deps) => {
-  providersOf(deps);
   const caller = await authenticate(ctx, deps);
   const value = await readValidBody(ctx.req, linkSchema);
-  const result = await completeLink(deps, caller, value.code, value.redirect_uri, value.code_verifier, clientOf(ctx));
-  if (result.outcome === 'invalid') throw new HttpError(problems.invalidLink);
+  const { code, code_verifier: verifier, redirect_uri: redirectUri, email_code: emailCode } = value;
+  const result = await completeLink(deps, caller, { code, verifier, redirectUri, emailCode }, clientOf(ctx));
+  if (result.outcome !== 'linked') {
+    throw new HttpError(result.outcome === 'wrong-code' ? problems.wrongEmailCode : problems.invalidLink);
+  }
   return { status: 201, body: identityBody(result.identity) };
 };
 
 /** GET /acc/me/identities: the account's identities, oldest first. */
 export const listIdentitiesRoute: Handler = async (ctx, deps) => {
-  providersOf(deps);
   const { account } = await authenticate(ctx, deps);
   return { status: 200, body: { identities: (await listIdentities(deps.sql, account.id)).map(identityBody) } };
 };
 
 /** DELETE /acc/me/identities/{id} `{pwd}`: 204. */
 export const removeIdentityRoute: Handler = async (ctx, deps) => {
-  providersOf(deps);
   const caller = await authenticate(ctx, deps);
   const value = await readValidBody(ctx.req, identityRemovalSchema);
   const id = ctx.params.id ?? '';
@@ -169,7 +159,6 @@ function cookie(req: IncomingMessage, name: string): string | null {
  * `code_verifier`; `otp` when the account has a second factor. Every refusal is invalid_grant.
  */
 async function grantWithCode(ctx: RequestContext, deps: Deps, params: Record<string, unknown>): Promise<Reply> {
-  providersOf(deps);
   const code = stringParameter(params, 'code', 64);
   const redirectUri = stringParameter(params, 'redirect_uri', 2048);
   const codeVerifier = stringParameter(params, 'code_verifier', 128);
