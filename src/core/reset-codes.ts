@@ -13,9 +13,11 @@ export type ResetAccount = { id: string; publicId: string; name: string; email: 
  * password it will have when enabled. The reset-request worker calls it (features/password/reset-requests.ts),
  * never the request itself: how many rows it writes tells whether the address has an account.
  * (storeCode's insert, in one-time-codes.ts, and the event's and the mail's, in one statement.)
+ * `requested` false: an operator's forced reset, which records its own event, not the owner's request.
  */
 export async function issueResetCode(
   tx: Transaction, email: string, codeHash: Buffer, expiresAt: Date, mail: SealedMail, clientAddress: string, now: Date,
+  requested = true,
 ): Promise<boolean> {
   const event = { account: tx`id`, type: 'reset-requested', clientAddress, session: null, now } as const;
   const written = await tx`
@@ -28,9 +30,7 @@ export async function issueResetCode(
     ), code AS (
       INSERT INTO one_time_codes (code_hash, purpose, account_id, expires_at, created_at)
       SELECT ${codeHash}, 'reset', id, ${expiresAt}, ${now} FROM account
-    ), event AS (
-      ${insertEvents(tx, event, tx`FROM account`)}
-    )
+    )${requested ? tx`, event AS (${insertEvents(tx, event, tx`FROM account`)})` : tx``}
     ${insertMail(tx, mail, tx`email`, now, tx`FROM account`)}`;
   return written.count === 1;
 }

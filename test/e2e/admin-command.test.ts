@@ -173,6 +173,9 @@ describe('admin account actions', () => {
     assert.equal((await admin('find', user.name, '--json')).json.passkeys, 0);
     const events = (await admin('events', user.name, '--json')).json.events;
     assert.ok(events.some((e: { type: string; actor: string }) => e.type === 'passkey-removed' && e.actor === 'operator'));
+    // The operator's act is the operator's in the owner's activity: no reset request of the owner's beside it.
+    assert.ok(events.some((e: { type: string; actor: string }) => e.type === 'reset-forced' && e.actor === 'operator'));
+    assert.ok(!events.some((e: { type: string }) => e.type === 'reset-requested'), JSON.stringify(events));
     const removed = (event: { type: string; data: Record<string, unknown> }) =>
       event.type === 'passkey.removed' && event.data.passkey_id === added.json.id && event.data.actor === 'operator';
     await receiver.waitFor((received) => acceptedEvents(received).some(removed));

@@ -85,7 +85,8 @@ export async function forceReset(
     const code = generateCode();
     const expiresAt = new Date(now.getTime() + deps.config.resetCodeTtlSeconds * 1000);
     const mail = sealMail(resetForcedMail(code, expiresAt, now, account.locale), deps.mailer);
-    const mailed = await issueResetCode(tx, account.email, hashCode(code), expiresAt, mail, operator.address, now);
+    const { address } = operator;
+    const mailed = await issueResetCode(tx, account.email, hashCode(code), expiresAt, mail, address, now, false);
     return { passkeys_removed: passkeys, identities_removed: identities.length, code_mailed: mailed };
   });
 }
