@@ -210,8 +210,15 @@ describe('parseConfig', () => {
     assert.deepEqual(parseConfig(withUrl).warnings, [], 'the driver reads PGHOST for a URL without a host');
   });
 
+  it('refuses NODE_ENV=production without DATABASE_URL or SMTP_URL, naming what is missing', () => {
+    const production = { NODE_ENV: 'production', TOKEN_SECRET: secret, ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 1).toString('base64')}` };
+    assert.throws(() => parseConfig(production), /^ConfigError: DATABASE_URL and SMTP_URL must be set with NODE_ENV=production/);
+    assert.throws(() => parseConfig({ ...production, DATABASE_URL: 'postgres://db/accounts' }), /^ConfigError: SMTP_URL must be set with NODE_ENV=production/);
+    assert.equal(parseConfig({ ...production, DATABASE_URL: 'postgres://db/accounts', SMTP_URL: 'smtp://mail' }).smtpUrl, 'smtp://mail');
+  });
+
   it('leaves alone the variables of everything else: the shell, Node, npm, a container, Kubernetes', () => {
-    const env = { PATH: '/bin', HOME: '/root', HOSTNAME: 'box', PWD: '/', USER: 'node', TERM: 'xterm', LANG: 'C', NODE_ENV: 'production', NODE_VERSION: '24', KUBERNETES_PORT: 'tcp://10.0.0.1:443', npm_lifecycle_event: 'start', PGPASSWORD: 'x' };
+    const env = { PATH: '/bin', HOME: '/root', HOSTNAME: 'box', PWD: '/', USER: 'node', TERM: 'xterm', LANG: 'C', NODE_ENV: 'development', NODE_VERSION: '24', KUBERNETES_PORT: 'tcp://10.0.0.1:443', npm_lifecycle_event: 'start', PGPASSWORD: 'x' };
     assert.deepEqual(parseConfig(env).warnings, []);
   });
 

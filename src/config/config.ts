@@ -105,7 +105,7 @@ type Settings = { -readonly [K in keyof Table]: ReturnType<Table[K][1]> };
 /** The variables read outside the table, by the settings that depend on each other. */
 const relatedVariables = [
   'ENCRYPTION_KEYS', 'TOTP_ISSUER', 'ADMIN_PORT', 'ADMIN_HOST', 'ADMIN_TOKEN', 'WEBHOOK_URL', 'WEBHOOK_SECRET',
-  'WEBAUTHN_RP_ID', 'WEBAUTHN_ORIGINS', 'WEBAUTHN_RP_NAME', 'OIDC_PROVIDERS', 'OIDC_REDIRECT_URIS',
+  'WEBAUTHN_RP_ID', 'WEBAUTHN_ORIGINS', 'WEBAUTHN_RP_NAME', 'OIDC_PROVIDERS', 'OIDC_REDIRECT_URIS', 'NODE_ENV',
 ];
 /** The variables named after a provider of OIDC_PROVIDERS (OIDC_<NAME>_ISSUER and so on), known to be ours. */
 const providerVariable = /^OIDC_[A-Z0-9_]+_(?:ISSUER|CLIENT_ID|CLIENT_SECRET|TRUST_EMAIL)$/;
@@ -140,6 +140,12 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
   ) as Settings;
   const { databaseUrl, tokenSecrets, scrypt, smtpUrl, metricsToken, port, host } = settings;
   const warnings: string[] = [];
+  // NODE_ENV=production (the image sets it) never falls back to the embedded database or to mail files.
+  const missing = ['DATABASE_URL', 'SMTP_URL'].filter((name) => env.NODE_ENV === 'production' && !env[name]);
+  if (missing.length > 0) {
+    throw new ConfigError(`${missing.join(' and ')} must be set with NODE_ENV=production (unset, the service would ` +
+      'use an embedded development database or write mail to files); unset NODE_ENV to try it out');
+  }
   if (databaseUrl !== null && tokenSecrets === null && settings.tokenAlg === 'HS256') {
     throw new ConfigError(
       'TOKEN_SECRET is required when DATABASE_URL is set and TOKEN_ALG is HS256 (one or more comma-separated ' +
@@ -188,7 +194,9 @@ export function parseConfig(env: NodeJS.ProcessEnv): Config {
     oidc: null,
     warnings,
   };
-  warnings.push(...lookalikeWarnings(Object.keys(env), settingNames), ...databaseHints(env, databaseUrl));
+  // NODE_ENV is everyone's: NODE_OPTIONS and the like are not taken for typos of it.
+  const ours = settingNames.filter((name) => name !== 'NODE_ENV');
+  warnings.push(...lookalikeWarnings(Object.keys(env), ours), ...databaseHints(env, databaseUrl));
   return config;
 }
 
