@@ -39,6 +39,12 @@ npm run build: node --env-file=FILE dist/main.js.
 
 ${commandUsage}${mailUsage}${checkUsage}`;
 
+/** The origin the service answers on: an unspecified HOST is reached on loopback. */
+function originOf(host: string, port: number): string {
+  const reached = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  return `http://${reached.includes(':') ? `[${reached}]` : reached}:${port}`;
+}
+
 /** Breaks a list into lines of at most 100 characters. */
 function wrap(list: string): string {
   return list.replace(/(.{1,100})(, |$)/g, (_, line: string, comma: string) => `${line}${comma.trim()}\n`).trimEnd();
@@ -82,7 +88,11 @@ async function main(argv: string[]): Promise<void> {
   let templates;
   try {
     const parsed = parseConfig(process.env);
-    config = { ...parsed, oidc: parseOidcSettings(process.env, parsed.tokenIssuer) };
+    // Embedded (development) mode: the service's own origin is its issuer, so RFC 8414 discovery
+    // answers as every documented client expects. Production names TOKEN_ISSUER.
+    const ownOrigin = parsed.databaseUrl === null && !process.env.TOKEN_ISSUER && parsed.port !== 0;
+    const tokenIssuer = ownOrigin ? originOf(parsed.host, parsed.port) : parsed.tokenIssuer;
+    config = { ...parsed, tokenIssuer, oidc: parseOidcSettings(process.env, tokenIssuer) };
     // Refused here, in one line and before anything starts, like a bad variable.
     templates = loadMailTemplates(config.mailTemplatesDir);
   } catch (error) {

@@ -284,10 +284,14 @@ describe('main', () => {
       assert.equal(await first.exit, 0);
       for (const file of ['token-secret', 'encryption-keys']) assert.equal(((await stat(join(dataDir, file))).mode & 0o777).toString(8), '600', file);
 
-      // Again with ES256, at the public URL that TOKEN_ISSUER names, as the recipe expects.
+      // Again with ES256 and no TOKEN_ISSUER: embedded mode's issuer is its own origin, so discovery
+      // answers as every documented client expects, and the recipe checks the tokens against it.
       const port = await freePort();
-      const second = runMain({ DATA_DIR: dataDir, PORT: String(port), SCRYPT_PARAMS: 'ln=4,r=8,p=1', TOKEN_ALG: 'ES256', TOKEN_ISSUER: `http://127.0.0.1:${port}` });
+      const second = runMain({ DATA_DIR: dataDir, PORT: String(port), SCRYPT_PARAMS: 'ln=4,r=8,p=1', TOKEN_ALG: 'ES256' });
       const { url: again } = (await second.waitFor(/"msg":"listening"/)) as { url: string };
+      const metadata = await call(again, 'GET', '/.well-known/oauth-authorization-server');
+      assert.equal(metadata.status, 200, metadata.text);
+      assert.equal(metadata.json.issuer, `http://127.0.0.1:${port}`);
       assert.equal((await call(again, 'POST', '/acc/reg', { json: { code } })).status, 204, 'the pending registration survived the restart');
       const token = await call(again, 'POST', '/auth/token', { json: { grant_type: 'password', username: 'embedded', password: 'secret-1' } });
       assert.equal(token.status, 200);
