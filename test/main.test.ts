@@ -95,7 +95,7 @@ describe('main', () => {
     const dataDir = await makeDataDir('account-service-port-');
     try {
       for (const [env, pattern] of [
-        [{ PORT: String(port) }, new RegExp(`^account-service: PORT ${port} is already in use on 127\\.0\\.0\\.1 .*; set PORT to a free port, such as PORT=${port + 1}, or PORT=0 for any\\n$`)],
+        [{ PORT: String(port) }, new RegExp(`^account-service: PORT ${port} is already in use on 127\\.0\\.0\\.1 .*; set PORT to a free port, such as PORT=\\d+ \\(free now\\), or PORT=0 for any\\n$`)],
         [{ PORT: '0', HOST: '192.0.2.1' }, /^account-service: HOST 192\.0\.2\.1 is not an address of this machine; set HOST to/],
       ] as const) {
         const running = runMain({ DATA_DIR: dataDir, SCRYPT_PARAMS: 'ln=4,r=8,p=1', ...env });

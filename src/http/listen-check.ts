@@ -5,11 +5,23 @@ import { ConfigError } from '../config/config.ts';
  * Listens on HOST and PORT for a moment and lets go, so that a port in use or a host that is
  * not this machine's stops start-up with one line before the database is started or migrated.
  */
-export function checkListenAddress(host: string, port: number, prefix: '' | 'ADMIN_' = ''): Promise<void> {
-  return new Promise((resolve, reject) => {
+export async function checkListenAddress(host: string, port: number, prefix: '' | 'ADMIN_' = ''): Promise<void> {
+  const error = await tryListen(host, port);
+  if (error === null) return;
+  // A port in use: the hint names one that is free now, the next after it that is.
+  let free: number | undefined;
+  const last = error.code === 'EADDRINUSE' ? Math.min(port + 20, 65535) : port;
+  for (let next = port + 1; free === undefined && next <= last; next += 1) {
+    if ((await tryListen(host, next)) === null) free = next;
+  }
+  throw listenError(error, host, port, prefix, free);
+}
+
+function tryListen(host: string, port: number): Promise<NodeJS.ErrnoException | null> {
+  return new Promise((resolve) => {
     const probe = createServer();
-    probe.once('error', (error: NodeJS.ErrnoException) => reject(listenError(error, host, port, prefix)));
-    probe.listen(port, host, () => probe.close(() => resolve()));
+    probe.once('error', resolve);
+    probe.listen(port, host, () => probe.close(() => resolve(null)));
   });
 }
 
@@ -22,13 +34,14 @@ export function listenError(
   host: string,
   port: number,
   prefix: '' | 'ADMIN_' = '',
+  free?: number,
 ): Error {
   const [portName, hostName] = [`${prefix}PORT`, `${prefix}HOST`];
   switch (error.code) {
     case 'EADDRINUSE':
       return new ConfigError(
         `${portName} ${port} is already in use on ${host} (by another instance or program); ` +
-          `set ${portName} to a free port, such as ${portName}=${port === 65535 ? port - 1 : port + 1}, ` +
+          `set ${portName} to a free port, ${free === undefined ? '' : `such as ${portName}=${free} (free now), `}` +
           `or ${portName}=0 for any`,
       );
     case 'EACCES':

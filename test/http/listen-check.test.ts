@@ -16,21 +16,31 @@ describe('checkListenAddress', () => {
     await checkListenAddress('127.0.0.1', port);
   });
 
-  it('names PORT when the port is taken', async () => {
+  it('names PORT when the port is taken, and suggests a port that is free, not merely the next one', async () => {
     const busy = createServer();
     await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
     const { port } = busy.address() as { port: number };
+    const next = createServer();
+    const nextTaken = await new Promise<boolean>((resolve) => {
+      next.once('error', () => resolve(false));
+      next.listen(port + 1, '127.0.0.1', () => resolve(true));
+    });
     try {
-      await assert.rejects(checkListenAddress('127.0.0.1', port), (error: Error) => error instanceof ConfigError && error.message.startsWith(`PORT ${port} is already in use on 127.0.0.1`));
+      const error = await checkListenAddress('127.0.0.1', port).then(() => null, (failure: Error) => failure);
+      assert.ok(error instanceof ConfigError && error.message.startsWith(`PORT ${port} is already in use on 127.0.0.1`), String(error));
+      const suggested = Number(/such as PORT=(\d+) \(free now\)/.exec(error.message)?.[1]);
+      assert.ok(suggested > port && suggested !== port + 1 || !nextTaken, error.message);
+      await checkListenAddress('127.0.0.1', suggested);
     } finally {
       busy.close();
+      next.close();
     }
   });
 });
 
 describe('listenError', () => {
   it('turns each listen failure into one line naming the variable to change', () => {
-    assert.match(listenError(failure('EADDRINUSE'), '::', 65535).message, /^PORT 65535 is already in use on ::.*such as PORT=65534, or PORT=0 for any$/);
+    assert.match(listenError(failure('EADDRINUSE'), '::', 65535).message, /^PORT 65535 is already in use on ::.*set PORT to a free port, or PORT=0 for any$/);
     assert.match(listenError(failure('EACCES'), '0.0.0.0', 80).message, /^PORT 80 on 0\.0\.0\.0 needs privileges this user lacks; set PORT to 1024 or above$/);
     assert.match(listenError(failure('EADDRNOTAVAIL'), '192.0.2.1', 8080).message, /^HOST 192\.0\.2\.1 is not an address of this machine/);
     for (const code of ['ENOTFOUND', 'EAI_AGAIN', 'EAI_NONAME']) {
