@@ -30,6 +30,12 @@ export function runMailCommand(
     return 2;
   }
   const content = renderer.render({ kind: kind as MailKind, locale: canonical, values: samples });
+  // Said on stderr, so that the message itself stays alone on stdout.
+  const chosen = renderer.templateLocale(kind as MailKind, canonical);
+  if (chosen === null) fail(`no template of ${kind} in MAIL_TEMPLATES_DIR fits: this is the built-in English text`);
+  else if (canonical !== null && chosen !== canonical) {
+    fail(`no ${kind} template for ${canonical}: this is the ${chosen} one`);
+  }
   print(`Subject: ${content.subject}\n\n${content.text}\n--- HTML\n${content.html}`);
   return 0;
 }

@@ -15,7 +15,12 @@ const noSettings: MailSettings = { productName: null, supportContact: null, appU
 /** The operator's templates (MAIL_TEMPLATES_DIR), by `kind.locale`: the text, and optionally HTML. */
 export type MailTemplates = Map<string, { text: Template; html: Template | null }>;
 /** Writes a message in its reader's locale; `locales`: those the templates have, English included. */
-export type MailRenderer = { locales: readonly string[]; render(mail: UnaddressedMail): MailContent };
+export type MailRenderer = {
+  locales: readonly string[];
+  render(mail: UnaddressedMail): MailContent;
+  /** The locale of the operator's template that a `kind` message to `locale` is in; null: the built-in text. */
+  templateLocale(kind: MailKind, locale: string | null): string | null;
+};
 /** What queues mail: it is written, then sealed for the outbox (outbox.ts). */
 export type Mailer = MailRenderer & { sealer: Sealer };
 
@@ -113,11 +118,15 @@ export function createMailRenderer(templates: MailTemplates = new Map(), setting
   const builtIn = builtInTemplates();
   const { productName, supportContact, appUrl, mailDefaultLocale } = settings ?? noSettings;
   const locales = [...new Set(['en', ...[...templates.keys()].map((key) => key.split('.')[1]!)])];
+  const templateLocale = (kind: MailKind, locale: string | null) => [
+    ...localeChain(locale), ...localeChain(mailDefaultLocale), 'en',
+  ].find((candidate) => templates.has(`${kind}.${candidate}`)) ?? null;
   return {
     locales,
+    templateLocale,
     render({ kind, locale, values }) {
-      const chain = [...localeChain(locale), ...localeChain(mailDefaultLocale), 'en'];
-      const own = chain.map((candidate) => templates.get(`${kind}.${candidate}`)).find((found) => found !== undefined);
+      const chosen = templateLocale(kind, locale);
+      const own = chosen === null ? undefined : templates.get(`${kind}.${chosen}`);
       // The code goes in the fragment, which browsers never send: it reaches no server's log.
       const codeLink = appUrl !== null && values.code !== undefined ? `${appUrl}#kind=${kind}&code=${values.code}` : '';
       const settingValues = { product_name: productName ?? '', support: supportContact ?? '', app_url: appUrl ?? '' };

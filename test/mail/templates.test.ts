@@ -150,6 +150,10 @@ describe('mail preview', () => {
     const english = runMain({ MAIL_TEMPLATES_DIR: dir, DATA_DIR: dir }, ['mail', 'preview', 'reset-code']);
     assert.equal(await english.exit, 0);
     assert.match(english.lines[0]!, /^Subject: Your password reset code$/);
+    assert.match(english.stderr(), /^account-service: no template of reset-code in MAIL_TEMPLATES_DIR fits: this is the built-in English text\n$/, 'the fallback is said');
+    const austrian = runMain({ MAIL_TEMPLATES_DIR: dir, DATA_DIR: dir }, ['mail', 'preview', 'registration-code', '--locale', 'de-AT']);
+    assert.equal(await austrian.exit, 0);
+    assert.match(austrian.stderr(), /no registration-code template for de-AT: this is the de one/);
     const unknown = runMain({ DATA_DIR: dir }, ['mail', 'preview', 'no-such-kind']);
     assert.equal(await unknown.exit, 2);
     assert.match(unknown.stderr(), /^account-service: usage: mail preview KIND \[--locale L\], KIND one of registration-code, /);
