@@ -1,14 +1,17 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, it } from 'node:test';
-import { settingNames } from '../src/config/config.ts';
+import { parseConfig, settingNames } from '../src/config/config.ts';
+import { createMailRenderer, loadMailTemplates } from '../src/mail/templates.ts';
+import { createFileTransport } from '../src/mail/transport.ts';
+import { createLogger } from '../src/telemetry/log.ts';
 import { problems } from '../src/http/errors.ts';
 import { routes } from '../src/routes.ts';
-import { mailKinds } from '../src/mail/messages.ts';
+import { mailKinds, registrationCodeMail } from '../src/mail/messages.ts';
 import { createTestDatabase } from './helpers/database.ts';
 import { codeBlocks } from './helpers/markdown.ts';
 import { runMain, runToEnd } from './helpers/process.ts';
@@ -231,6 +234,31 @@ describe('the walk-through', () => {
       await service.exit;
       await database.drop();
       await rm(temp, { recursive: true, force: true });
+    }
+  });
+
+  it("finds the code with the walk-through's code_for in a mail written from the README's own template", async () => {
+    const template = codeBlocks(readme).find((block) => block.language === 'text' && block.code.startsWith('Subject: Ihr Registrierungscode'));
+    const helper = codeBlocks(readme).find((block) => block.language === 'sh' && block.code.includes('code_for() {'));
+    assert.ok(template && helper, 'the README has the German template and the code_for helper');
+    const work = await mkdtemp(join(tmpdir(), 'readme-code-for-'));
+    try {
+      await mkdir(join(work, 'templates'));
+      await writeFile(join(work, 'templates', 'registration-code.de.txt'), template.code);
+      const renderer = createMailRenderer(loadMailTemplates(join(work, 'templates')), { ...parseConfig({}), productName: 'Beispiel GmbH für alle', appUrl: 'https://app.example.com/konto' });
+      const code = 'ABCD-EFGH-JKLM-NPQR';
+      const expiresAt = new Date(Date.now() + 1800_000);
+      const content = renderer.render(registrationCodeMail({ email: 'alice@example.com', name: 'alice-mit-einem-langen-namen', locale: 'de' }, code, expiresAt, new Date()));
+      await writeFile(join(work, 'sent'), '');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const transport = createFileTransport(join(work, 'mail'), createLogger('error', () => {}));
+      await transport.send({ ...content, messageId: '<x@example.com>', from: 'a@example.com', to: 'alice@example.com' });
+      transport.close();
+      const functions = helper.code.slice(helper.code.indexOf('code_for() {'), helper.code.indexOf('\n}\n', helper.code.indexOf('code_for() {')) + 3);
+      const found = spawnSync('bash', ['-c', `WORK=${work}; MAIL_DIR=${work}/mail; ${functions}\ncode_for alice@example.com`], { encoding: 'utf8' });
+      assert.equal(found.stdout.trim(), code, found.stderr);
+    } finally {
+      await rm(work, { recursive: true, force: true });
     }
   });
 
