@@ -174,6 +174,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       accountRateLimiter: config.accountRateLimit === 0 ? null : createRateLimiter(config.accountRateLimit),
       noteDatabaseFailure: database.noteFailure,
       databaseUp: database.isUp,
+      mailServerReachable: () => transport.reachable?.() ?? null,
       databaseConnections: database.connections,
       apiDocument: { ...api.document, info: { ...api.document.info, version } },
       metrics: createMetrics(),
@@ -255,6 +256,11 @@ export async function startService(options: ServiceOptions): Promise<Service> {
             server.close();
             throw error;
           });
+    // Said at start, in one line naming the setting: mail would otherwise wait in the outbox unnoticed.
+    void transport.verify?.().catch((error: unknown) => {
+      const message = 'SMTP_URL: the mail server cannot be reached; mail waits in the outbox until it can';
+      log.error(message, describeError(error));
+    });
     outbox.wake();
     addressRequests.wakeLater();
     webhookWorker?.wake();

@@ -25,6 +25,8 @@ export type Deps = UseCaseDeps & {
   rateLimiter: RateLimiter | null;
   /** Sign-ins per account and network, a session's own requests per session. Null when ACCOUNT_RATE_LIMIT is 0. */
   accountRateLimiter: RateLimiter | null;
+  /** Whether the mail server answered the last connection to it (SMTP only); null before any, and with mail files. */
+  mailServerReachable(): boolean | null;
   /** False while the pool knows the database is away (db.ts); asks nothing of the database. */
   databaseUp(): boolean;
   /** The most database connections this instance opens (db.ts). */

@@ -5,7 +5,14 @@ import type { Logger } from '../telemetry/log.ts';
 import type { MailContent } from './messages.ts';
 
 export type Envelope = MailContent & { messageId: string; from: string; to: string };
-export type MailTransport = { send(mail: Envelope): Promise<void>; close(): void };
+export type MailTransport = {
+  send(mail: Envelope): Promise<void>;
+  close(): void;
+  /** SMTP only: whether the server answered the last connection (a send, or `verify`); null before any. */
+  reachable?(): boolean | null;
+  /** SMTP only: connects and greets the server; rejects with why it could not. */
+  verify?(): Promise<void>;
+};
 
 /** RFC 3834: every message is machine-made, so that vacation responders and the like do not answer it. */
 const automaticHeaders = { 'Auto-Submitted': 'auto-generated' };
@@ -16,10 +23,21 @@ export const smtpTimeouts = { connectionTimeout: 10_000, greetingTimeout: 10_000
 /** Delivers through an SMTP server given as `smtp://user:pass@host:port` or `smtps://…`. */
 export function createSmtpTransport(url: string, timeouts: typeof smtpTimeouts = smtpTimeouts): MailTransport {
   const transporter = lazily(async () => (await loadNodemailer()).createTransport({ url, ...timeouts }));
+  let reached: boolean | null = null;
+  // A reply of the server, even a refusal, shows it reached; only a connection's failure does not.
+  const noting = async (work: Promise<unknown>) => {
+    try {
+      await work;
+      reached = true;
+    } catch (error) {
+      reached = typeof (error as { responseCode?: unknown }).responseCode === 'number';
+      throw error;
+    }
+  };
   return {
-    async send(mail) {
-      await (await transporter.get()).sendMail({ ...mail, headers: automaticHeaders });
-    },
+    send: async (mail) => noting((await transporter.get()).sendMail({ ...mail, headers: automaticHeaders })),
+    verify: async () => noting((await transporter.get()).verify()),
+    reachable: () => reached,
     close: transporter.close,
   };
 }

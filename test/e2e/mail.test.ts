@@ -3,6 +3,8 @@ import { deleteAccount } from '../helpers/accounts.ts';
 import { after, before, describe, it } from 'node:test';
 import { codeIn, type ReceivedMail } from '../helpers/smtp.ts';
 import { signIn, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
+import { freePort } from '../helpers/ports.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 let app: TestService;
 before(async () => {
@@ -42,5 +44,23 @@ describe('every message, as an SMTP server receives it', () => {
       assert.match(mail.raw, /^Auto-Submitted: auto-generated\r?$/m, mail.subject);
       assert.doesNotMatch(mail.text, /\b1 [a-z]+s\b/, `${mail.subject}: a count of one with a plural noun`);
     }
+  });
+});
+
+describe('the mail server, checked at start', () => {
+  it('is said unreachable in one log line naming SMTP_URL, and shown by mail_server_up, 0 or 1', async () => {
+    const closed = await freePort();
+    const away = await startTestService({ env: { SMTP_URL: `smtp://127.0.0.1:${closed}` } });
+    try {
+      await waitUntil(async () => away.logs.some((line) => line.includes('SMTP_URL: the mail server cannot be reached')));
+      const line = away.logs.find((entry) => entry.includes('SMTP_URL: the mail server cannot be reached'))!;
+      assert.match(line, /"level":"error"/);
+      assert.match(line, /ECONNREFUSED/);
+      assert.match((await away.call('GET', '/metrics')).text, /^mail_server_up 0$/m);
+      assert.equal((await away.call('GET', '/readyz')).status, 200, 'readiness stays about the database: mail waits in the outbox');
+    } finally {
+      await away.stop();
+    }
+    await waitUntil(async () => /^mail_server_up 1$/m.test((await app.call('GET', '/metrics')).text));
   });
 });

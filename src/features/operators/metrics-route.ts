@@ -32,6 +32,8 @@ export const getMetrics: Handler = async (ctx, deps) => {
     gauge('process_resident_memory_bytes', 'Resident memory of this process.', process.memoryUsage.rss()),
     gauge('database_pool_max', 'Most database connections this instance opens.', deps.databaseConnections),
   ];
+  const mail = deps.mailServerReachable();
+  if (mail !== null) gauges.push(gauge('mail_server_up', '1 when the mail server answered lately.', Number(mail)));
   const databaseUp = (up: boolean) =>
     gauge('database_up', '1 when the database answers (a public scrape: as the pool last saw it).', up ? 1 : 0);
   if (!detailed) {
