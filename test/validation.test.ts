@@ -91,3 +91,26 @@ describe('lone surrogates', () => {
     assert.deepEqual(validateFields({ email: '\ud800@example.com' }, resetCodeRequestSchema).invalid, [{ name: 'email', reason }]);
   });
 });
+
+describe('invalid-params', () => {
+  it('say in words what a value must be, with the rule it missed beside, for every field of every body', async () => {
+    const { invalid } = validateFields({ name: 'X', email: 'a@', pwd: 'x'.repeat(33), phone: '123', locale: 'de_DE' }, registrationSchema);
+    assert.deepEqual(invalid, [
+      { name: 'name', reason: 'must be 2 to 32 lower-case letters, digits or hyphens', pattern: patterns.name.source },
+      { name: 'email', reason: 'must be an e-mail address such as alice@example.com, with letters, digits, "-", "." or "_" before the @', pattern: patterns.email.source },
+      { name: 'pwd', reason: 'must be 6 to 32 characters', pattern: '^.{6,32}$' },
+      { name: 'phone', reason: 'must be a phone number written like +41 123 456 7890', pattern: patterns.phone.source },
+      { name: 'locale', reason: 'must be a locale such as de, de-AT or pt-BR', pattern: '^[a-zA-Z]{2,3}(-[a-zA-Z]{4})?(-[a-zA-Z]{2}|-[0-9]{3})?$' },
+    ]);
+    // No reason anywhere is a bare regular expression.
+    const schemas = await Promise.all(['../src/core/fields.ts', '../src/features/second-factor/fields.ts', '../src/features/passkeys/fields.ts', '../src/features/email-change/fields.ts', '../src/features/oidc/fields.ts'].map((path) => import(path)));
+    for (const module of schemas) {
+      for (const [exported, schema] of Object.entries(module)) {
+        if (typeof schema !== 'object' || schema === null || Object.values(schema).some((rule) => typeof rule !== 'object' || rule === null || !('mismatch' in rule))) continue;
+        for (const [name, rule] of Object.entries(schema as Record<string, { mismatch: string }>)) {
+          assert.doesNotMatch(rule.mismatch, /^must match /, `${exported}.${name}: ${rule.mismatch}`);
+        }
+      }
+    }
+  });
+});

@@ -1,9 +1,13 @@
+import { explained } from '../http/validate.ts';
+
 /**
  * The BCP 47 tags this service takes: a language, then optionally a script and a region (de,
  * de-AT, zh-Hant-TW, es-419). Variants and extensions are refused: no mail template is written
  * for them, and the bound (at most 12 characters) keeps what a stranger can store small.
  */
-export const localePattern = /^[a-zA-Z]{2,3}(-[a-zA-Z]{4})?(-[a-zA-Z]{2}|-[0-9]{3})?$/;
+export const localePattern = explained(
+  /^[a-zA-Z]{2,3}(-[a-zA-Z]{4})?(-[a-zA-Z]{2}|-[0-9]{3})?$/, 'a locale such as de, de-AT or pt-BR',
+);
 
 /** The tag in its canonical case (de-AT, zh-Hant), or null when it is not one that localePattern takes. */
 export function canonicalLocale(tag: string): string | null {

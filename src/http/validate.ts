@@ -3,13 +3,24 @@
 export type FieldRule = { pattern: RegExp; required: boolean; nullable: boolean; mismatch: string };
 export type Schema = Record<string, FieldRule>;
 
-export function field(pattern: RegExp, options: { required?: boolean; nullable?: boolean } = {}): FieldRule {
-  const { required = true, nullable = false } = options;
-  return { pattern, required, nullable, mismatch: `must match ${pattern.source}` };
+/** What a pattern asks for, in words, as `explained` gave them. */
+const meanings = new WeakMap<RegExp, string>();
+
+/** Gives a pattern its words ("6 to 32 characters"), which a refusal says; returns the pattern. */
+export function explained(pattern: RegExp, words: string): RegExp {
+  meanings.set(pattern, words);
+  return pattern;
 }
 
-/** A field that failed validation, as RFC 9457 `invalid-params` lists it. */
-export type InvalidParam = { name: string; reason: string };
+export function field(pattern: RegExp, options: { required?: boolean; nullable?: boolean } = {}): FieldRule {
+  const { required = true, nullable = false } = options;
+  const words = meanings.get(pattern);
+  const mismatch = words === undefined ? `must match ${pattern.source}` : `must be ${words}`;
+  return { pattern, required, nullable, mismatch };
+}
+
+/** A field that failed validation, as RFC 9457 `invalid-params` lists it; `pattern`: the rule it missed. */
+export type InvalidParam = { name: string; reason: string; pattern?: string };
 
 export type Valid<S extends Schema> = { [K in keyof S]: S[K]['nullable'] extends true ? string | null : string };
 
@@ -26,7 +37,7 @@ export function validateFields<S extends Schema>(
   for (const [name, rule] of Object.entries(schema)) {
     const reason = checkField(body, name, rule);
     if (reason === null) value[name] = Object.hasOwn(body, name) ? (body[name] as string | null) : null;
-    else invalid.push({ name, reason });
+    else invalid.push(reason === rule.mismatch ? { name, reason, pattern: rule.pattern.source } : { name, reason });
   }
   for (const name of Object.keys(body)) {
     if (!Object.hasOwn(schema, name)) invalid.push({ name, reason: 'is not a known field' });

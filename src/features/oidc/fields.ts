@@ -1,5 +1,5 @@
 import { patterns } from '../../core/fields.ts';
-import { field, type Schema } from '../../http/validate.ts';
+import { explained, field, type Schema } from '../../http/validate.ts';
 
 /** The bodies and queries of the provider routes, checked by http/validate.ts. */
 export const back = {
@@ -16,7 +16,10 @@ export const linkOptionsSchema = {
 const verifier = {
   ...field(/^[A-Za-z0-9._~-]{43,128}$/), mismatch: 'must be 43 to 128 characters of A-Z, a-z, 0-9 and -._~ (RFC 7636)',
 };
-const callbackCode = { code: field(/^[A-Za-z0-9_-]{43}$/), code_verifier: verifier, redirect_uri: back.redirect_uri };
+const callbackCode = {
+  code: field(explained(/^[A-Za-z0-9_-]{43}$/, 'the code that the callback gave the application (43 characters)')),
+  code_verifier: verifier, redirect_uri: back.redirect_uri,
+};
 export const linkSchema = { ...callbackCode, email_code: field(patterns.code) } satisfies Schema;
 export const identityRemovalSchema = { pwd: field(patterns.password) } satisfies Schema;
 

@@ -1,5 +1,5 @@
 import { patterns } from '../../core/fields.ts';
-import { field, type Schema } from '../../http/validate.ts';
+import { explained, field, type Schema } from '../../http/validate.ts';
 
 /** The bodies of the passkey routes, checked by http/validate.ts. */
 /** Ours (passkeys): a name its owner gives a passkey, any printable text. */
@@ -22,7 +22,7 @@ export const passkeyOptionsSchema = {
  * challenge_id is a sealed value in base64url (features/passkeys/manage.ts sealChallenge).
  */
 export const passkeyAdditionSchema = {
-  challenge_id: field(/^[A-Za-z0-9_-]{1,200}$/),
+  challenge_id: field(explained(/^[A-Za-z0-9_-]{1,200}$/, 'the challenge_id of the options answer')),
   email_code: field(patterns.code),
   name: { ...passkeyName, required: false },
 } satisfies Schema;
