@@ -61,20 +61,31 @@ export async function holdName(
     SET address = NULL, address_key = excluded.address_key, expires_at = excluded.expires_at`;
 }
 
+/** The ways in that outlive a password reset: their table, event and webhook. */
+const waysIn = [
+  { table: 'passkeys', event: 'passkey-removed', webhook: 'passkey.removed', key: 'passkey_id' },
+  { table: 'identities', event: 'identity-removed', webhook: 'identity.removed', key: 'identity_id' },
+] as const;
+
 /**
- * Removes every passkey of the account, each with its event (`recordRemoval`) and a passkey.removed
- * webhook carrying `data`; how many. The owner's reset does it on request, as the mailbox proves the
- * owner, and an operator's forced reset always: a passkey that an intruder added while holding the
- * mailbox would otherwise sign in again after every reset.
+ * Removes every passkey and every identity at a provider of the account, each with its event
+ * (`recordRemoval`) and webhook carrying `data`; how many of each. The owner's reset does it on
+ * request, as the mailbox proves the owner, and an operator's forced reset always: a way in that
+ * an intruder added while holding the mailbox would otherwise sign in again after every reset.
  */
-export async function removeAllPasskeys(
+export async function removeWaysIn(
   tx: Transaction, deps: UseCaseDeps, account: { id: string; publicId: string }, now: Date,
-  recordRemoval: () => Promise<void>, data: WebhookData = {},
-): Promise<number> {
-  const removed = await tx<{ id: string }[]>`DELETE FROM passkeys WHERE account_id = ${account.id} RETURNING id`;
-  for (const { id } of removed) {
-    await recordRemoval();
-    await deps.webhooks.enqueue(tx, 'passkey.removed', account.publicId, now, { passkey_id: id, ...data });
+  recordRemoval: (event: 'passkey-removed' | 'identity-removed') => Promise<void>, data: WebhookData = {},
+): Promise<{ passkeys: number; identities: number }> {
+  const counts = { passkeys: 0, identities: 0 };
+  for (const way of waysIn) {
+    const removed = await tx<{ id: string }[]>`
+      DELETE FROM ${tx(way.table)} WHERE account_id = ${account.id} RETURNING id`;
+    for (const { id } of removed) {
+      await recordRemoval(way.event);
+      await deps.webhooks.enqueue(tx, way.webhook, account.publicId, now, { [way.key]: id, ...data });
+    }
+    counts[way.table] = removed.length;
   }
-  return removed.length;
+  return counts;
 }

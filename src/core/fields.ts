@@ -41,7 +41,7 @@ export const resetCodeRequestSchema = { email: field(patterns.email) } satisfies
 export const passwordResetSchema = {
   code: field(patterns.code),
   new_pwd: field(patterns.password),
-  // Ours: `remove` takes every passkey away with the reset (core/erasure.ts removeAllPasskeys).
+  // Ours: `remove` takes every passkey and identity at a provider away with the reset (core/erasure.ts).
   passkeys: field(explained(/^(keep|remove)$/, 'keep or remove'), { required: false }),
 } satisfies Schema;
 

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { eventsOf, enableTotp, totpStepOf } from '../helpers/accounts.ts';
+import { untilQueuesDrained } from '../helpers/wait.ts';
 import { form, type HttpResult } from '../helpers/http.ts';
 import { startFakeProvider, type FakeProvider, type Faults, type User } from '../helpers/oidc-fake.ts';
 import { codeIn } from '../helpers/smtp.ts';
@@ -167,6 +168,9 @@ describe('sign-in with an OpenID provider', () => {
       ['an iss parameter of the other provider (mix-up)', { issParam: beta.issuer }],
       ['no iss parameter from a provider that says it sends one', { issParam: null }],
       ['an error from the provider', { error: 'access_denied' }],
+      ['a crit header naming an extension', { crit: ['exp'] }],
+      ['an ID token not valid yet (nbf)', { nbfIn: 3600 }],
+      ['a NUL in sub', { sub: `${identity.sub}\u0000` }],
     ];
     for (const [name, faults] of cases) {
       const { back } = await signInThrough('alpha', alpha, identity, faults);
@@ -195,6 +199,13 @@ describe('sign-in with an OpenID provider', () => {
     const unlisted = await app.call('GET', `/auth/oidc/alpha?${new URLSearchParams({ redirect_uri: 'https://evil.example/cb', state: 's', code_challenge: pkce().challenge, code_challenge_method: 'S256' })}`);
     assert.equal(unlisted.status, 400);
     assert.equal(unlisted.headers.location, undefined);
+    // A cookie planted in the browser is not taken: every start sets a fresh one.
+    const planted = 'oidc_browser=' + 'P'.repeat(43);
+    const query = new URLSearchParams({ redirect_uri: appReturn, state: 's', code_challenge: pkce().challenge, code_challenge_method: 'S256' });
+    const start = await app.call('GET', `/auth/oidc/alpha?${query}`, { headers: { cookie: planted } });
+    assert.equal(start.status, 302);
+    assert.notEqual(String(start.headers['set-cookie']).split(';')[0], planted);
+    assert.equal((await callback(alpha.authorize(start.headers.location!, identity), planted)).status, 400, 'the planted value does not pass');
     const plain = await app.call('GET', `/auth/oidc/alpha?${new URLSearchParams({ redirect_uri: appReturn, state: 's', code_challenge: pkce().challenge, code_challenge_method: 'plain' })}`);
     assert.equal(plain.status, 400);
     assert.equal((await app.call('GET', '/auth/oidc/nobody?redirect_uri=x')).status, 404);
@@ -219,6 +230,14 @@ describe('sign-in with an OpenID provider', () => {
       answers.push(answer.text);
     }
     assert.equal(answers[0], answers[1], 'the same answer, whether the address has an account');
+    // An address the provider did not verify, or one with a NUL in it, mails nobody and breaks nothing.
+    const unverified = await signInThrough('alpha', alpha, { sub: newUser().sub, email: owner.email, emailVerified: false });
+    assert.equal((await exchange(unverified.back.get('code')!, unverified.verifier)).json.error, 'unknown_identity');
+    const nul = await signInThrough('alpha', alpha, { sub: newUser().sub }, { email: `${owner.email}\u0000` });
+    assert.equal((await exchange(nul.back.get('code')!, nul.verifier)).json.error, 'unknown_identity');
+    await untilQueuesDrained(app.service.sql);
+    const told = app.smtp.messages.filter((m) => m.to === owner.email && m.subject === 'A sign-in through alpha with your address');
+    assert.equal(told.length, 1, 'the verified address only');
     const notice = await app.smtp.waitFor((m) => m.to === owner.email && m.subject === 'A sign-in through alpha with your address' && app.smtp.messages.indexOf(m) >= before);
     assert.match(notice.text, /link alpha in your account's settings/);
   });
@@ -293,6 +312,21 @@ describe('sign-in with an OpenID provider', () => {
     assert.equal((await register(unverified.back.get('code')!, unverified.verifier, uniqueUser('v').name)).status, 400);
   });
 
+  it('lets the owner\'s reset take every identity with the passkeys, on request', async () => {
+    const { user: owner, token } = await registerAndSignIn(app, uniqueUser('oidc-reset'));
+    const identity = newUser();
+    assert.equal((await link('alpha', alpha, token, owner, identity)).status, 201);
+    const before = app.smtp.messages.length;
+    assert.equal((await app.call('POST', '/acc/pwd/code', { json: { email: owner.email } })).status, 204);
+    const mail = await app.smtp.waitFor((m) => m.to === owner.email && m.subject === 'Your password reset code' && app.smtp.messages.indexOf(m) >= before);
+    const reset = await app.call('POST', '/acc/pwd', { json: { code: codeIn(mail), new_pwd: 'a-new-password-1', passkeys: 'remove' } });
+    assert.equal(reset.status, 204, reset.text);
+    const { back, verifier } = await signInThrough('alpha', alpha, identity);
+    assert.equal((await exchange(back.get('code')!, verifier)).json.error, 'unknown_identity', 'the identity went with the reset');
+    const notice = await app.smtp.waitFor((m) => m.to === owner.email && m.subject === 'Your password was reset');
+    assert.match(notice.text, /identities/);
+  });
+
   it('publishes the grant in the metadata, and refuses a discovery document that names another issuer', async () => {
     const metadata = await app.call('GET', '/.well-known/oauth-authorization-server');
     assert.ok(metadata.json.grant_types_supported.includes('authorization_code'));
@@ -304,7 +338,8 @@ describe('sign-in with an OpenID provider', () => {
       const query = new URLSearchParams({ redirect_uri: appReturn, state: 's', code_challenge: pkce().challenge, code_challenge_method: 'S256' });
       const refused = await other.call('GET', `/auth/oidc/liar?${query}`);
       assert.equal(refused.status, 502);
-      assert.match(refused.json.detail, /discovery names the issuer/);
+      assert.doesNotMatch(refused.text, /127\.0\.0\.1/, 'the caller learns no issuer');
+      assert.ok(other.logs.some((line) => line.includes('discovery names the issuer')), 'the log says why');
     } finally {
       await other.stop();
       await liar.close();

@@ -8,7 +8,9 @@ import type { AddressInfo } from 'node:net';
 
 export type Faults = {
   /** The ID token's claims as they would be, changed: iss, aud, azp, nonce (null: left out), exp, iat (seconds from now). */
-  iss?: string; aud?: string | string[]; azp?: string; nonce?: string | null; expIn?: number; iatIn?: number;
+  iss?: string; aud?: string | string[]; azp?: string; nonce?: string | null; expIn?: number; iatIn?: number; nbfIn?: number;
+  /** A header `crit` naming an extension; a `sub` or `email` of the fault's own (a NUL in it, say). */
+  crit?: string[]; sub?: string; email?: string;
   /** How the ID token is signed: another key under a published kid, a key not in the JWKS, alg none, HS256 with the client secret. */
   signing?: 'wrong-key' | 'unknown-key' | 'none' | 'hs256-secret' | 'broken-signature';
   /** The authorization response's `iss` (null: left out), and an `error` in place of the code. */
@@ -56,16 +58,17 @@ export async function startFakeProvider(options: {
     const { user, faults } = pending;
     const now = Math.floor(Date.now() / 1000);
     const claims: Record<string, unknown> = {
-      iss: faults.iss ?? issuer, sub: user.sub, aud: faults.aud ?? clientId, exp: now + (faults.expIn ?? 300), iat: now + (faults.iatIn ?? 0),
+      iss: faults.iss ?? issuer, sub: faults.sub ?? user.sub, aud: faults.aud ?? clientId, exp: now + (faults.expIn ?? 300), iat: now + (faults.iatIn ?? 0),
+      ...(faults.nbfIn === undefined ? {} : { nbf: now + faults.nbfIn }),
       ...(faults.azp === undefined ? {} : { azp: faults.azp }),
-      ...(user.email === undefined ? {} : { email: user.email, email_verified: user.emailVerified ?? true }),
+      ...(user.email === undefined && faults.email === undefined ? {} : { email: faults.email ?? user.email, email_verified: user.emailVerified ?? true }),
     };
     const nonce = faults.nonce === undefined ? pending.nonce : faults.nonce;
     if (nonce !== null) claims.nonce = nonce;
     const encode = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
     const signing = faults.signing;
     const alg = signing === 'none' ? 'none' : signing === 'hs256-secret' ? 'HS256' : algorithm;
-    const header = { alg, typ: 'JWT', kid: signing === 'unknown-key' ? 'key-unknown' : kid(algorithm) };
+    const header = { alg, typ: 'JWT', kid: signing === 'unknown-key' ? 'key-unknown' : kid(algorithm), ...(faults.crit === undefined ? {} : { crit: faults.crit }) };
     const input = `${encode(header)}.${encode(claims)}`;
     if (alg === 'none') return `${input}.`;
     if (alg === 'HS256') return `${input}.${createHmac('sha256', clientSecret).update(input).digest('base64url')}`;

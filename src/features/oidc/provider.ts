@@ -26,8 +26,19 @@ export type Providers = {
 
 export type PublicJwk = JsonWebKey & { kid?: string; alg?: string; use?: string };
 
-/** A provider that cannot be reached or answers what it must not: 502, the detail naming the provider. */
-export const unavailable = (detail: string) => new HttpError(problems.providerUnavailable, { detail });
+/**
+ * A provider that cannot be reached or answers what it must not: 502 to the caller, who learns no
+ * more (the issuers and errors are the operator's business); `reason` goes to the log.
+ */
+export class ProviderFailure extends HttpError {
+  readonly reason: string;
+
+  constructor(reason: string) {
+    super(problems.providerUnavailable, { detail: 'The OpenID provider could not be used; the log says why.' });
+    this.reason = reason;
+  }
+}
+const unavailable = (reason: string) => new ProviderFailure(reason);
 
 const fetchTimeoutMs = 5_000;
 const maxDocumentBytes = 512 * 1024;
@@ -40,7 +51,10 @@ export function createProviders(settings: OidcSettings, log: Logger): Providers 
     settings,
     find: (name) => settings.providers.find((provider) => provider.name === name),
     async metadata(provider) {
-      const known = metadata.get(provider.name) ?? (await discover(provider));
+      const known = metadata.get(provider.name) ?? (await discover(provider).catch((error: unknown) => {
+        if (error instanceof ProviderFailure) log.warn('OpenID provider discovery failed', { reason: error.reason });
+        throw error;
+      }));
       metadata.set(provider.name, known);
       return known;
     },
@@ -59,10 +73,9 @@ export function createProviders(settings: OidcSettings, log: Logger): Providers 
   };
   // Read at start-up, in the background: a provider that is away then is asked again on its first use.
   for (const provider of settings.providers) {
-    providers.metadata(provider).catch((error: unknown) =>
-      log.warn(`OpenID provider ${provider.name}: discovery failed; it is tried again on the first sign-in`, {
-        reason: error instanceof Error ? error.message : String(error),
-      }));
+    providers.metadata(provider).catch(() => {
+      log.warn(`OpenID provider ${provider.name}: discovery is tried again on the first sign-in`);
+    });
   }
   return providers;
 }
@@ -171,6 +184,8 @@ export async function verifyIdToken(
   const header = decode(headerPart);
   const claims = decode(payloadPart);
   if (header === null || claims === null) return { reason: 'not a JWS' };
+  // RFC 7515 §4.1.11: an extension the verifier does not know must refuse the token; none is known here.
+  if (header.crit !== undefined) return { reason: 'a crit header' };
   const alg = header.alg;
   const fits = typeof alg === 'string' && Object.hasOwn(algorithms, alg) ? algorithms[alg]! : null;
   if (fits === null) return { reason: `algorithm ${String(alg).slice(0, 16)} is not accepted` };
@@ -193,11 +208,15 @@ export async function verifyIdToken(
   if (typeof claims.iat !== 'number' || claims.iat > seconds + skewSeconds || claims.iat < seconds - maxAgeSeconds) {
     return { reason: 'iat out of range' };
   }
-  if (typeof claims.nonce !== 'string' || !equalSecrets(claims.nonce, nonce)) return { reason: 'nonce mismatch' };
-  if (typeof claims.sub !== 'string' || claims.sub.length === 0 || claims.sub.length > 255) {
-    return { reason: 'no sub' };
+  if (claims.nbf !== undefined && (typeof claims.nbf !== 'number' || claims.nbf > seconds + skewSeconds)) {
+    return { reason: 'not valid yet (nbf)' };
   }
-  const email = typeof claims.email === 'string' && claims.email.length <= 254 ? claims.email : null;
+  if (typeof claims.nonce !== 'string' || !equalSecrets(claims.nonce, nonce)) return { reason: 'nonce mismatch' };
+  // Printable text only: what the database keeps and the mail shows (a NUL would fail the insert).
+  const printable = (value: unknown, max: number): value is string =>
+    typeof value === 'string' && /^[^\p{Cc}\p{Cs}]+$/u.test(value) && value.length <= max;
+  if (!printable(claims.sub, 255)) return { reason: 'no usable sub' };
+  const email = printable(claims.email, 254) ? claims.email : null;
   return { identity: { subject: claims.sub, email, emailVerified: claims.email_verified === true } };
 }
 

@@ -58,8 +58,8 @@ export const startSignInRoute: Handler = async (ctx, deps) => {
   if (query.code_challenge_method !== 'S256') {
     throw invalidFields([{ name: 'code_challenge_method', reason: 'must be S256' }]);
   }
-  const held = cookie(ctx.req, cookieName);
-  const browser = held !== null && /^[A-Za-z0-9_-]{43}$/.test(held) ? held : randomBytes(32).toString('base64url');
+  // Fresh for every start, whatever the browser sends: a value planted in it must not pass the check.
+  const browser = randomBytes(32).toString('base64url');
   const location = await beginAttempt(deps, providers, provider, values, { browser });
   const secure = providers.settings.base.startsWith('https:') ? '; Secure' : '';
   const setCookie = `${cookieName}=${browser}; Path=/auth/oidc/; Max-Age=600; HttpOnly; SameSite=Lax${secure}`;

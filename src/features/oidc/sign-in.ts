@@ -7,8 +7,7 @@ import { inTransaction, type Client, type UseCaseDeps } from '../../core/transac
 import { identityUnknownMail } from '../../mail/messages.ts';
 import { enqueueMail } from '../../mail/outbox.ts';
 import type { SignIn } from '../sessions/sign-in.ts';
-import { HttpError, problems } from '../../http/errors.ts';
-import { callbackUrl, exchangeCode, verifyIdToken, type Providers } from './provider.ts';
+import { callbackUrl, exchangeCode, ProviderFailure, verifyIdToken, type Providers } from './provider.ts';
 import type { OidcProvider } from './settings.ts';
 import {
   findAddressOwner, findAttempt, findGrant, findLinkedAccount, insertAttempt, insertGrant, spendAttempt, spendGrant,
@@ -119,7 +118,8 @@ export async function completeAttempt(
     // it may make an account), alike whatever its address holds; that address's owner is told.
     const linked = attempt.accountId === null ? await findLinkedAccount(deps.sql, provider.issuer, subject) : null;
     const unknown = attempt.accountId === null && linked === null;
-    if (unknown && email !== null) await tellAddressOwner(deps, provider, email, now);
+    // Only an address the provider verified: anyone may claim any other.
+    if (unknown && email !== null && emailVerified) await tellAddressOwner(deps, provider, email, now);
     const ours = randomToken();
     await insertGrant(deps.sql, sha256(ours), {
       provider: provider.name, issuer: provider.issuer, subject, email, emailVerified, redirectUri: attempt.redirectUri,
@@ -127,8 +127,8 @@ export async function completeAttempt(
     }, new Date(now.getTime() + (unknown ? attemptTtlSeconds : codeTtlSeconds) * 1000));
     return back({ code: ours });
   } catch (error) {
-    if (!(error instanceof HttpError && error.problem === problems.providerUnavailable)) throw error;
-    return refuse(error.message, 'temporarily_unavailable');
+    if (!(error instanceof ProviderFailure)) throw error;
+    return refuse(error.reason, 'temporarily_unavailable');
   }
 }
 

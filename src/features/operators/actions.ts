@@ -9,7 +9,7 @@ import { resetForcedMail } from '../../mail/messages.ts';
 import { sealMail } from '../../mail/outbox.ts';
 import type { Transaction } from '../../storage/db.ts';
 import type { WebhookData } from '../../webhooks/events.ts';
-import { eraseAccount, removeAllPasskeys } from '../../core/erasure.ts';
+import { eraseAccount, removeWaysIn } from '../../core/erasure.ts';
 import { endSessions } from '../../core/end-sessions.ts';
 import { throttleKeys } from '../../core/password-check.ts';
 import { inTransaction, lockAccount, wakeWorkers, type UseCaseDeps } from '../../core/transaction.ts';
@@ -73,21 +73,15 @@ export async function forceReset(
     const webhook = deps.webhooks.event('password.reset_forced', account.publicId, now, operatorData(operator));
     const event = { type: 'reset-forced' as const, clientAddress: operator.address, sessionId: null, operator };
     await endSessions(tx, { accountId: account.id, sessionId: null, event, webhook, record: 'always', now });
-    const record = () => recordOperatorEvent(tx, account.id, 'passkey-removed', operator, now);
-    const passkeys = await removeAllPasskeys(tx, deps, account, now, record, operatorData(operator));
-    // Identities at providers sign in without the password too (features/oidc).
-    const identities = await tx<{ id: string }[]>`DELETE FROM identities WHERE account_id = ${account.id} RETURNING id`;
-    for (const { id } of identities) {
-      await recordOperatorEvent(tx, account.id, 'identity-removed', operator, now);
-      const data = { identity_id: id, ...operatorData(operator) };
-      await deps.webhooks.enqueue(tx, 'identity.removed', account.publicId, now, data);
-    }
+    const record = (type: 'passkey-removed' | 'identity-removed') =>
+      recordOperatorEvent(tx, account.id, type, operator, now);
+    const removed = await removeWaysIn(tx, deps, account, now, record, operatorData(operator));
     const code = generateCode();
     const expiresAt = new Date(now.getTime() + deps.config.resetCodeTtlSeconds * 1000);
     const mail = sealMail(resetForcedMail(code, expiresAt, now, account.locale), deps.mailer);
     const { address } = operator;
     const mailed = await issueResetCode(tx, account.email, hashCode(code), expiresAt, mail, address, now, false);
-    return { passkeys_removed: passkeys, identities_removed: identities.length, code_mailed: mailed };
+    return { passkeys_removed: removed.passkeys, identities_removed: removed.identities, code_mailed: mailed };
   });
 }
 

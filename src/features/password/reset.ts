@@ -8,7 +8,7 @@ import { clientNetwork } from '../../http/rate-limit.ts';
 import { endSessions } from '../../core/end-sessions.ts';
 import { resetIdentifier, signedInIdentifier, throttleKeys } from '../../core/password-check.ts';
 import { inTransaction, lockAccount, wakeWorkers, type Client, type UseCaseDeps } from '../../core/transaction.ts';
-import { removeAllPasskeys } from '../../core/erasure.ts';
+import { removeWaysIn } from '../../core/erasure.ts';
 import { recordEvent } from '../../core/security-events.ts';
 
 /**
@@ -36,8 +36,9 @@ export async function resetPassword(
     // first by a concurrent request rolls all of this back.
     if (!(await consumeCodes(tx, accountId, 'reset', codeHash, now))) throw codeGone;
     if (removePasskeys) {
-      const record = () => recordEvent(tx, accountId, 'passkey-removed', client.address, null, now);
-      await removeAllPasskeys(tx, deps, account!, now, record);
+      const record = (type: 'passkey-removed' | 'identity-removed') =>
+        recordEvent(tx, accountId, type, client.address, null, now);
+      await removeWaysIn(tx, deps, account!, now, record);
     }
     await clearThrottle(tx, throttleKeys(deps, account!));
     // Known to the name, the address and the account's own key (the password checks of a session):
