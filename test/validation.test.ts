@@ -99,7 +99,7 @@ describe('invalid-params', () => {
       { name: 'name', reason: 'must be 2 to 32 lower-case letters, digits or hyphens', pattern: patterns.name.source },
       { name: 'email', reason: 'must be an e-mail address such as alice@example.com, with letters, digits, "-", "." or "_" before the @', pattern: patterns.email.source },
       { name: 'pwd', reason: 'must be 6 to 32 characters', pattern: '^.{6,32}$' },
-      { name: 'phone', reason: 'must be a phone number written like +41 123 456 7890', pattern: patterns.phone.source },
+      { name: 'phone', reason: 'must be a phone number like +41 123 456 7890', pattern: patterns.phone.source },
       { name: 'locale', reason: 'must be a locale such as de, de-AT or pt-BR', pattern: '^[a-zA-Z]{2,3}(-[a-zA-Z]{4})?(-[a-zA-Z]{2}|-[0-9]{3})?$' },
     ]);
     // No reason anywhere is a bare regular expression.

@@ -12,9 +12,7 @@ export const patterns = {
     'an e-mail address such as alice@example.com, with letters, digits, "-", "." or "_" before the @',
   ),
   password: explained(/^.{6,32}$/u, '6 to 32 characters'),
-  phone: explained(
-    /^\+[0-9]{2}\s[0-9]{3}\s([0-9]{3}|[0-9]{4})\s[0-9]{4}$/, 'a phone number written like +41 123 456 7890',
-  ),
+  phone: explained(/^\+[0-9]{2}\s[0-9]{3}\s([0-9]{3}|[0-9]{4})\s[0-9]{4}$/, 'a phone number like +41 123 456 7890'),
   code: explained(/^([a-zA-Z]{4}-){3}[a-zA-Z]{4}$/, 'the mailed code: four groups of four letters, joined by hyphens'),
   /** Ours (second factor): a 6-digit TOTP code. */
   totpCode: explained(/^[0-9]{6}$/, 'the 6 digits that the authenticator app shows'),
