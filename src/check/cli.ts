@@ -1,6 +1,6 @@
 import { createInterface } from 'node:readline';
 import type { Account } from './context.ts';
-import { exitCodeOf, formatTable } from './report.ts';
+import { exitCodeOf, formatTable, markLocal } from './report.ts';
 import { runChecks } from './run.ts';
 
 export const checkUsage = `  check URL [--account NAME] [--json] [--expect-public-metrics]
@@ -70,7 +70,8 @@ export async function runCheckCommand(args: string[]): Promise<number> {
     process.stderr.write(`account-service check: ${account}\n`);
     return 2;
   }
-  const findings = await runChecks(parsed.url, { account, expectPublicMetrics: parsed.expectPublicMetrics });
+  const checked = await runChecks(parsed.url, { account, expectPublicMetrics: parsed.expectPublicMetrics });
+  const findings = markLocal(checked, parsed.url);
   print(parsed.json ? `${JSON.stringify({ url: parsed.url.href, findings }, null, 2)}\n` : formatTable(findings));
   return exitCodeOf(findings);
 }

@@ -17,6 +17,21 @@ export const fail = (check: string, saw: string, change: string): Finding => ({
 });
 export const skip = (check: string, saw: string, change = ''): Finding => ({ check, verdict: 'skip', saw, change });
 
+/** The checks that fail against a development instance on this machine (npm start) by design. */
+const failingLocally = new Set(['transport.https', 'exposure.metrics', 'issuer.passkeys']);
+
+/**
+ * Against a loopback address, marks the failures that a local development instance has by design
+ * (plain http, a public /metrics, passkeys on localhost), so that they are not taken for faults.
+ */
+export function markLocal(findings: readonly Finding[], url: URL): Finding[] {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (!(host === 'localhost' || host === '::1' || host.startsWith('127.'))) return [...findings];
+  return findings.map((finding) => finding.verdict === 'fail' && failingLocally.has(finding.check)
+    ? { ...finding, saw: `${finding.saw} (expected against a local development instance)` }
+    : finding);
+}
+
 /** Only a fail makes the command exit non-zero: a warning is for the operator to judge. */
 export function exitCodeOf(findings: readonly Finding[]): number {
   return findings.some((finding) => finding.verdict === 'fail') ? 1 : 0;
@@ -33,5 +48,8 @@ export function formatTable(findings: readonly Finding[]): string {
   const counts = (['pass', 'warn', 'fail', 'skip'] as const)
     .map((verdict) => `${findings.filter((finding) => finding.verdict === verdict).length} ${verdict}`)
     .join(', ');
-  return `${lines.join('\n')}\n\n${counts}\n`;
+  const local = findings.filter((finding) => finding.saw.endsWith('(expected against a local development instance)'));
+  const note = local.length === 0 ? '' : `; ${local.length} of the failures are expected against a local development ` +
+    'instance, and are faults against a public URL';
+  return `${lines.join('\n')}\n\n${counts}${note}\n`;
 }

@@ -34,8 +34,8 @@ async function burst(
  */
 export async function checkRateLimit(ctx: CheckContext): Promise<Finding[]> {
   const spoofed = await burst(ctx, () => ({ 'X-Forwarded-For': spoofedAddress() }));
-  const expires = (answer: Answer) =>
-    `the counter is in memory and lasts ${answer.headers['retry-after'] ?? '?'} s (Retry-After)`;
+  const expires = (answer: Answer) => 'the limit counts requests a minute, in memory, per instance; this client may ' +
+    `try again in ${answer.headers['retry-after'] ?? '?'} s (Retry-After)`;
   if (spoofed.limited !== null) {
     const retryAfter = spoofed.limited.headers['retry-after'];
     const limit =

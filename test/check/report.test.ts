@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { checkAccount, parseCheckArgs } from '../../src/check/cli.ts';
 import { isInternal, judgeAddress } from '../../src/check/proxy.ts';
-import { exitCodeOf, fail, formatTable, pass, skip, warn } from '../../src/check/report.ts';
+import { exitCodeOf, fail, formatTable, markLocal, pass, skip, warn } from '../../src/check/report.ts';
 
 describe('the check report', () => {
   it('exits 1 on a fail only, and prints what to change under each line', () => {
@@ -60,5 +60,17 @@ describe('the proxy verdict', () => {
       assert.equal(isInternal(address), true, address);
     }
     for (const address of ['172.32.0.1', '8.8.8.8', '2001:db8::1']) assert.equal(isInternal(address), false, address);
+  });
+});
+
+describe('the check against a local address', () => {
+  it('marks the failures a development instance has by design, and only against a loopback address', () => {
+    const findings = [fail('transport.https', 'the URL is http', 'serve https'), fail('tokens.forged', 'accepted', 'fix'), pass('clock', 'fine')];
+    const local = markLocal(findings, new URL('http://127.0.0.1:8080'));
+    assert.match(local[0]!.saw, /\(expected against a local development instance\)$/);
+    assert.equal(local[1]!.saw, 'accepted', 'a real fault stays a fault');
+    assert.match(formatTable(local), /1 of the failures are expected against a local development instance/);
+    assert.deepEqual(markLocal(findings, new URL('https://accounts.example.com')), findings);
+    assert.equal(exitCodeOf(local), 1, 'the exit code stays honest');
   });
 });
