@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { passkeyRenameSchema } from '../../src/features/passkeys/fields.ts';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { deleteAccount, eventsOf } from '../helpers/accounts.ts';
@@ -243,10 +244,11 @@ describe('passkeys over HTTP', () => {
       token, json: { name: `Laptop ${encodedWord}` },
     });
     assert.equal(rename.status, 400, rename.text);
-    assert.deepEqual(rename.json['invalid-params'], [{ name: 'name', reason }]);
+    const pattern = passkeyRenameSchema.name.pattern.source;
+    assert.deepEqual(rename.json['invalid-params'], [{ name: 'name', reason, pattern }]);
     const added = await addPasskey(token, user.pwd, user.email, createAuthenticator(-7), encodedWord);
     assert.equal(added.status, 400, added.text);
-    assert.deepEqual(added.json['invalid-params'], [{ name: 'name', reason }]);
+    assert.deepEqual(added.json['invalid-params'], [{ name: 'name', reason, pattern }]);
     assert.equal((await app.call('PATCH', '/acc/me/passkeys/00000000-0000-4000-8000-000000000000', {
       token, json: { name: 'a = b? yes =' },
     })).status, 404, 'an equals sign and a question mark apart pass validation (and the id is unknown)');
