@@ -29,7 +29,7 @@ function exit(code: number): never {
 const usage = `Usage: account-service [--migrate | --help | --version | COMMAND]
 
 Serves the account API over HTTP. Configuration comes from environment variables only
-(${wrap(settingNames.join(', '))}); see README.md and
+(${wrap(settingNames.join(', '))}); see docs/configuration.md and
 service.env.example. To read them from a file, after
 npm run build: node --env-file=FILE dist/main.js.
 

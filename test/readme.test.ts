@@ -22,6 +22,9 @@ const apiDocument = readApiDocument('openapi.json');
 
 const root = new URL('..', import.meta.url).pathname;
 const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8');
+// The reference the README points to: every route and error, every setting and mail.
+const apiDoc = await readFile(new URL('../docs/api.md', import.meta.url), 'utf8');
+const configurationDoc = await readFile(new URL('../docs/configuration.md', import.meta.url), 'utf8');
 
 type Table = { line: number; header: string[]; delimited: boolean; rows: string[][] };
 
@@ -99,7 +102,7 @@ describe('README', () => {
   });
 
   it('lists every problem type with its status in the problems table, and no other', () => {
-    const rows = tableStartingWith(/^`type`/);
+    const rows = tableStartingWith(/^`type`/, apiDoc);
     for (const problem of Object.values(problems)) {
       const row = rows.get(`\`${problem.slug}\``);
       assert.ok(row, `${problem.slug} has a row`);
@@ -109,7 +112,7 @@ describe('README', () => {
   });
 
   it('has a row for every route in the endpoints table, with every error status it answers, and no other', () => {
-    const rows = tableStartingWith(/^Method and path$/);
+    const rows = tableStartingWith(/^Method and path$/, apiDoc);
     for (const route of routes) {
       const row = rows.get(`\`${route.method} ${route.path}\``);
       assert.ok(row, `${route.method} ${route.path} has a row`);
@@ -124,13 +127,13 @@ describe('README', () => {
   it('has a row for every environment variable the configuration reads in the configuration table, and no other', () => {
     const read = new Set(settingNames);
     assert.ok(read.size >= 15, `found ${[...read]}`);
-    const rows = tableStartingWith(/^Variable$/);
+    const rows = tableStartingWith(/^Variable$/, configurationDoc);
     assert.deepEqual([...rows.keys()].sort(), [...read].map((name) => `\`${name}\``).sort());
     for (const [name, row] of rows) assert.ok(row.every((cell) => cell !== ''), `${name} has an empty cell`);
   });
 
-  it("lists every kind of mail with its placeholders, the required in bold, in the README and docs/operations.md", async () => {
-    for (const markdown of [readme, await readFile(resolve(root, 'docs', 'operations.md'), 'utf8')]) {
+  it("lists every kind of mail with its placeholders, the required in bold, in docs/configuration.md and docs/operations.md", async () => {
+    for (const markdown of [configurationDoc, await readFile(resolve(root, 'docs', 'operations.md'), 'utf8')]) {
       const rows = tableStartingWith(/^Kind$/, markdown);
       assert.deepEqual([...rows.keys()], Object.keys(mailKinds).map((kind) => `\`${kind}\``));
       for (const [kind, spec] of Object.entries(mailKinds)) {
@@ -138,7 +141,7 @@ describe('README', () => {
         assert.equal(rows.get(`\`${kind}\``)![1], listed, kind);
       }
     }
-    const described = [...tableStartingWith(/^Placeholder$/).keys()].join(' ');
+    const described = [...tableStartingWith(/^Placeholder$/, configurationDoc).keys()].join(' ');
     for (const name of new Set(Object.values(mailKinds).flatMap((spec) => spec.placeholders))) assert.ok(described.includes(`\`${name}\``), `${name} is described`);
   });
 
@@ -169,8 +172,8 @@ describe('README', () => {
     const start = operations.indexOf('- **Several instances**');
     assert.ok(start >= 0, 'the bullet');
     const bullet = operations.slice(start, operations.indexOf('\n\n', start));
-    // The README's configuration table says which settings are kept in memory.
-    const perInstance = [...tableStartingWith(/^Variable$/)].filter(([, row]) => row.some((cell) => cell.includes('Kept in memory, per instance'))).map(([name]) => name);
+    // The configuration table says which settings are kept in memory.
+    const perInstance = [...tableStartingWith(/^Variable$/, configurationDoc)].filter(([, row]) => row.some((cell) => cell.includes('Kept in memory, per instance'))).map(([name]) => name);
     // The gauges whose help says they count the rows of every instance, read from the database.
     const shared = [...metricsRoute.matchAll(/gauge\(\s*'(\w+)',\s*[^']*'[^']*\(all instances\)/g)]
       .map((match) => `\`${match[1]!}\``);
@@ -238,7 +241,7 @@ describe('the walk-through', () => {
   });
 
   it("finds the code with the walk-through's code_for in a mail written from the README's own template", async () => {
-    const template = codeBlocks(readme).find((block) => block.language === 'text' && block.code.startsWith('Subject: Ihr Registrierungscode'));
+    const template = codeBlocks(configurationDoc).find((block) => block.language === 'text' && block.code.startsWith('Subject: Ihr Registrierungscode'));
     const helper = codeBlocks(readme).find((block) => block.language === 'sh' && block.code.includes('code_for() {'));
     assert.ok(template && helper, 'the README has the German template and the code_for helper');
     const work = await mkdtemp(join(tmpdir(), 'readme-code-for-'));
@@ -286,5 +289,20 @@ describe('what git ignores', () => {
     const created = [...dataDirs].flatMap((dir) => ['token-secret', 'pg-password', 'service.pid', 'pg/PG_VERSION', 'mail/1-a.eml'].map((file) => `${dir}/${file}`));
     const ignored = execFileSync('git', ['check-ignore', '--no-index', ...created], { cwd: root, encoding: 'utf8' }).trim().split('\n');
     assert.deepEqual(ignored, created);
+  });
+});
+
+describe('the README for the first hour', () => {
+  it('is at most 450 lines, and points to the reference it leaves to docs/', () => {
+    assert.ok(readme.split('\n').length <= 450, `${readme.split('\n').length} lines`);
+    assert.match(readme, /\[docs\/api\.md\]\(docs\/api\.md\)/);
+    assert.match(readme, /\[docs\/configuration\.md\]\(docs\/configuration\.md\)/);
+  });
+
+  it("has every snippet of the README and docs/clients.md sign in with the account the walk-through creates", async () => {
+    const clients = await readFile(resolve(root, 'docs', 'clients.md'), 'utf8');
+    const passwords = [...`${readme}\n${clients}`.matchAll(/password[=:] ?'?"?([a-z-]+)/g)].map((match) => match[1]!);
+    assert.ok(passwords.length >= 3, `found ${passwords}`);
+    for (const password of passwords) assert.ok(['correct-horse', 'battery-staple', 'new-horse-battery'].includes(password) || password === 'process', password);
   });
 });

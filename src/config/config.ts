@@ -109,7 +109,7 @@ const relatedVariables = [
 ];
 /** The variables named after a provider of OIDC_PROVIDERS (OIDC_<NAME>_ISSUER and so on), known to be ours. */
 const providerVariable = /^OIDC_[A-Z0-9_]+_(?:ISSUER|CLIENT_ID|CLIENT_SECRET|TRUST_EMAIL)$/;
-/** Every variable the service reads, in the order --help and the README list them. */
+/** Every variable the service reads, in the order --help and docs/configuration.md list them. */
 export const settingNames: readonly string[] = [...Object.values(table).map(([name]) => name), ...relatedVariables];
 
 export type Config = Settings & {

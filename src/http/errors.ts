@@ -4,7 +4,7 @@ import type { InvalidParam } from './validate.ts';
 
 /**
  * Every problem type the service answers with. The URIs are stable identifiers that
- * clients branch on; the README lists them. Titles never change for a given type.
+ * clients branch on; docs/api.md lists them. Titles never change for a given type.
  */
 export const problems = {
   malformedBody: { status: 400, slug: 'malformed-body', title: 'The request body is not a JSON object in UTF-8' },

@@ -29,7 +29,7 @@ function spec(placeholders: string): KindSpec {
 }
 
 /**
- * The kinds of mail, in the order the README's table lists them, with their placeholders; a `!`
+ * The kinds of mail, in the order docs/configuration.md's table lists them, with their placeholders; a `!`
  * marks a required one, which a template must show (templates.ts refuses one without it at
  * start-up). The built-in English texts are template files, templates/KIND.en.txt, in the format
  * operators write theirs in.

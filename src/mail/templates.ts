@@ -38,7 +38,7 @@ export function loadMailTemplates(dir: string | null): MailTemplates {
   for (const name of names) {
     const [, kind = '', locale = '', type] = fileName.exec(name) ?? [];
     if (!Object.hasOwn(mailKinds, kind) || canonicalLocale(locale) !== locale) {
-      const rule = "with a kind of the README's table and a locale such as de or pt-BR";
+      const rule = "with a kind of docs/configuration.md's table and a locale such as de or pt-BR";
       refuse(name, `is not named kind.locale.txt or kind.locale.html, ${rule}`);
     }
     const key = `${kind}.${locale}`;
