@@ -58,7 +58,9 @@ export async function registerWithIdentity(
     if (taken.count > 0) return { outcome: 'accepted' };
     const account = await insertProviderAccount(tx, request.name, email, addressKey, passwordHash, now);
     if (account === null) return rollBack({ outcome: 'name-taken' });
-    await insertIdentity(tx, randomUUID(), account.id, grant, now);
+    // Another account took the identity meanwhile (two sign-ins at once, the address changed between).
+    const linked = await insertIdentity(tx, randomUUID(), account.id, grant, now);
+    if (linked === null) return rollBack({ outcome: 'invalid' });
     await recordEvent(tx, account.id, 'activated', client.address, null, now);
     await deps.webhooks.enqueue(tx, 'account.activated', account.publicId, now);
     await enqueueMail(tx, accountActiveMail({ email, name: request.name, locale: null }), deps.mailer, now);
