@@ -36,7 +36,7 @@ function spec(placeholders: string): KindSpec {
  */
 export const mailKinds = {
   'registration-code': spec('name code! code_link expires_at valid_minutes repeat'),
-  'account-active': spec('name'),
+  'account-active': spec('name provider'),
   'password-changed': spec('name time client_address'),
   'registration-attempt': spec('name'),
   'reset-code': spec('code! code_link expires_at valid_minutes time client_address'),
@@ -82,8 +82,9 @@ export function registrationCodeMail(
   return mail('registration-code', to, { ...codeValues(code, expiresAt, now), repeat: repeat ? 'yes' : '' });
 }
 
-export function accountActiveMail(to: Recipient): OutgoingMail {
-  return mail('account-active', to, {});
+/** `provider`: the account was made from an identity there, and has no password until a reset sets one. */
+export function accountActiveMail(to: Recipient, provider = ''): OutgoingMail {
+  return mail('account-active', to, { provider });
 }
 
 /** A notice of something done to the account at `at` from `clientAddress`; `extra`: the kind's own values. */

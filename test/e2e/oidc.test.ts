@@ -171,6 +171,7 @@ describe('sign-in with an OpenID provider', () => {
       ['a crit header naming an extension', { crit: ['exp'] }],
       ['an ID token not valid yet (nbf)', { nbfIn: 3600 }],
       ['a NUL in sub', { sub: `${identity.sub}\u0000` }],
+      ['a token answer of 64 MiB', { hugeAnswerMiB: 64 }],
     ];
     for (const [name, faults] of cases) {
       const { back } = await signInThrough('alpha', alpha, identity, faults);
@@ -325,6 +326,36 @@ describe('sign-in with an OpenID provider', () => {
     assert.equal((await exchange(back.get('code')!, verifier)).json.error, 'unknown_identity', 'the identity went with the reset');
     const notice = await app.smtp.waitFor((m) => m.to === owner.email && m.subject === 'Your password was reset');
     assert.match(notice.text, /identities/);
+  });
+
+  it('makes the account of a trusted identity over a registration nobody activated, and never one without its identity', async () => {
+    const register = (code: string, verifier: string, name: string) =>
+      app.call('POST', '/acc/reg/oidc', { json: { code, code_verifier: verifier, redirect_uri: appReturn, name } });
+    // A stranger registered the address, without its mailbox: the owner's provider proves it, and the pending one yields.
+    const owner = uniqueUser('squatted');
+    assert.equal((await app.call('POST', '/acc/reg/code', { json: { ...uniqueUser('squatter'), email: owner.email } })).status, 204);
+    const identity = { sub: newUser().sub, email: owner.email, emailVerified: true };
+    const trip = await signInThrough('beta', beta, identity);
+    assert.equal((await register(trip.back.get('code')!, trip.verifier, owner.name)).status, 204);
+    const again = await signInThrough('beta', beta, identity);
+    assert.equal((await exchange(again.back.get('code')!, again.verifier)).status, 200, 'the account is made and signs in');
+    // A link and an account racing for one identity: one wins, and no account is left without it.
+    for (let round = 0; round < 3; round += 1) {
+      app.clock.advance(61);
+      const { user: holder, token } = await registerAndSignIn(app, uniqueUser('racer'));
+      const raced = { sub: newUser().sub, email: uniqueUser('raced').email, emailVerified: true };
+      const linking = await startLink('beta', beta, token, holder, raced);
+      const signing = await signInThrough('beta', beta, raced);
+      const [linked, made] = await Promise.all([
+        app.call('POST', '/acc/me/identities', { token, json: { code: linking.back.get('code'), code_verifier: linking.verifier, redirect_uri: appReturn, email_code: linking.emailCode } }),
+        register(signing.back.get('code')!, signing.verifier, uniqueUser('raced').name),
+      ]);
+      assert.ok([201, 400].includes(linked.status) && [204, 400].includes(made.status), `${linked.status} ${made.status}`);
+      const [orphans] = await app.service.sql`
+        SELECT count(*)::int AS n FROM accounts a WHERE lower(a.email) = lower(${raced.email})
+          AND NOT EXISTS (SELECT 1 FROM identities i WHERE i.account_id = a.id)`;
+      assert.equal(orphans!.n, 0, 'no account without its identity');
+    }
   });
 
   it('publishes the grant in the metadata, and refuses a discovery document that names another issuer', async () => {

@@ -15,6 +15,8 @@ export type Faults = {
   signing?: 'wrong-key' | 'unknown-key' | 'none' | 'hs256-secret' | 'broken-signature';
   /** The authorization response's `iss` (null: left out), and an `error` in place of the code. */
   issParam?: string | null; error?: string;
+  /** The token endpoint answers this many MiB of JSON white space before its answer. */
+  hugeAnswerMiB?: number;
 };
 
 export type User = { sub: string; email?: string; emailVerified?: boolean };
@@ -116,7 +118,23 @@ export async function startFakeProvider(options: {
           reply(400, { error: 'invalid_grant' });
           return;
         }
-        reply(200, { access_token: randomBytes(16).toString('hex'), token_type: 'Bearer', expires_in: 300, id_token: idToken(pending) });
+        const answer = JSON.stringify({ access_token: randomBytes(16).toString('hex'), token_type: 'Bearer', expires_in: 300, id_token: idToken(pending) });
+        if (pending.faults.hugeAnswerMiB === undefined) {
+          reply(200, JSON.parse(answer));
+          return;
+        }
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        const blank = Buffer.alloc(1024 * 1024, ' ');
+        let left = pending.faults.hugeAnswerMiB;
+        const more = () => {
+          while (left > 0) {
+            left -= 1;
+            if (!res.write(blank)) return void res.once('drain', more);
+          }
+          res.end(answer);
+        };
+        res.on('error', () => {});
+        more();
       });
       return;
     }

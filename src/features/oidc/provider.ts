@@ -41,7 +41,7 @@ export class ProviderFailure extends HttpError {
 const unavailable = (reason: string) => new ProviderFailure(reason);
 
 const fetchTimeoutMs = 5_000;
-const maxDocumentBytes = 512 * 1024;
+const maxDocumentBytes = 256 * 1024;
 const jwksRefreshSpacingMs = 60_000;
 
 export function createProviders(settings: OidcSettings, log: Logger): Providers {
@@ -114,8 +114,20 @@ async function fetchJson(
   const response = await fetch(url, { ...init, redirect: 'error', signal }).catch((error: unknown) => {
     throw fail(`did not answer (${String(error)})`);
   });
-  const text = await response.text().catch(() => '');
-  const document = text.length <= maxDocumentBytes ? parseObject(text) : null;
+  // Read as it comes, and given up past the bound: a provider's answer never fills the memory.
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of response.body ?? []) {
+      size += chunk.length;
+      if (size > maxDocumentBytes) throw fail(`answered more than ${maxDocumentBytes / 1024} KiB`);
+      chunks.push(chunk);
+    }
+  } catch (error) {
+    await response.body?.cancel().catch(() => {});
+    throw error instanceof ProviderFailure ? error : fail(`did not finish its answer (${String(error)})`);
+  }
+  const document = parseObject(Buffer.concat(chunks).toString('utf8'));
   if (document === null) throw fail(`answered ${response.status}, not a JSON object`);
   return document;
 }

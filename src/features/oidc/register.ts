@@ -1,6 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { attemptNoticeIntervalMs } from '../../core/accounts.ts';
-import { reserveAddressRequest, type QuotaRefusal } from '../../core/address-quotas.ts';
 import { patterns } from '../../core/fields.ts';
 import { recordEvent } from '../../core/security-events.ts';
 import { inTransaction, wakeWorkers, type Client, type UseCaseDeps } from '../../core/transaction.ts';
@@ -10,9 +9,7 @@ import type { Providers } from './provider.ts';
 import { sha256, verifierMatches } from './sign-in.ts';
 import { findGrant, findLinkedAccount, insertIdentity, insertProviderAccount, spendGrant } from './store.ts';
 
-export type Registration =
-  | { outcome: 'accepted' | 'invalid' | 'untrusted' | 'name-taken' }
-  | { outcome: 'refused'; refusal: QuotaRefusal };
+export type Registration = { outcome: 'accepted' | 'invalid' | 'untrusted' | 'name-taken' };
 
 /**
  * A new account from an identity that no account has (POST /acc/reg/oidc): the user chooses the
@@ -43,8 +40,8 @@ export async function registerWithIdentity(
   const addressKey = deps.keys.address(email);
   const result = await inTransaction(deps.sql, async (tx, rollBack): Promise<Registration> => {
     if (!(await spendGrant(tx, codeHash))) return { outcome: 'invalid' };
-    const refusal = await reserveAddressRequest(tx, 'registration', addressKey, now);
-    if (refusal !== null) return rollBack({ outcome: 'refused', refusal });
+    // The provider proved the mailbox: a registration of the address that nobody activated yields.
+    await tx`DELETE FROM accounts WHERE lower(email) = lower(${email}) AND activated_at IS NULL`;
     const [holder] = await tx`
       UPDATE accounts SET attempt_notified_at = ${now}
       WHERE lower(email) = lower(${email}) AND activated_at IS NOT NULL
@@ -63,7 +60,8 @@ export async function registerWithIdentity(
     if (linked === null) return rollBack({ outcome: 'invalid' });
     await recordEvent(tx, account.id, 'activated', client.address, null, now);
     await deps.webhooks.enqueue(tx, 'account.activated', account.publicId, now);
-    await enqueueMail(tx, accountActiveMail({ email, name: request.name, locale: null }), deps.mailer, now);
+    const mail = accountActiveMail({ email, name: request.name, locale: null }, grant.provider);
+    await enqueueMail(tx, mail, deps.mailer, now);
     return { outcome: 'accepted' };
   });
   if (result.outcome === 'accepted') wakeWorkers(deps);

@@ -132,7 +132,6 @@ export const registerWithIdentityRoute: Handler = async (ctx, deps) => {
   const result = await registerWithIdentity(deps, providers, { code, verifier, redirectUri, name }, clientOf(ctx));
   if (result.outcome === 'invalid') throw new HttpError(problems.invalidLink);
   if (result.outcome === 'name-taken') throw new HttpError(problems.nameTaken);
-  if (result.outcome === 'refused') throw quotaRefused(result.refusal);
   if (result.outcome === 'untrusted') {
     const reason = 'names an identity whose provider is not trusted for addresses (OIDC_<NAME>_TRUST_EMAIL) or ' +
       'whose address it did not verify: register with a password, then link the provider';
