@@ -38,7 +38,7 @@ describe('docs/clients.md', () => {
       const user = uniqueUser('client');
       await registerAndSignIn(app, user);
       const browser = code.includes("const base = 'http://127.0.0.1:8080';");
-      const source = browser ? code.replace("'http://127.0.0.1:8080'", JSON.stringify(base)).replace("username: 'alice', password: 'correct horse'", `username: ${JSON.stringify(user.name)}, password: ${JSON.stringify(user.pwd)}`) : code;
+      const source = browser ? code.replace("'http://127.0.0.1:8080'", JSON.stringify(base)).replace("username: 'alice', password: 'correct-horse'", `username: ${JSON.stringify(user.name)}, password: ${JSON.stringify(user.pwd)}`) : code;
       const file = join(dir, `snippet-${index + 1}.mjs`);
       await writeFile(file, source);
       const result = await runNode([file], dir, { BASE: base, USERNAME: user.name, PASSWORD: user.pwd });
