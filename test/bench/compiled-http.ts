@@ -13,6 +13,10 @@ export async function compiledHttpServer(write: (chunk: string) => void, routesF
   const { createMetrics } = await compiled<typeof import('../../src/telemetry/metrics.ts')>('telemetry/metrics.js');
   const { createBufferedWriter, createLogger } = await compiled<typeof import('../../src/telemetry/log.ts')>('telemetry/log.js');
   const output = createBufferedWriter(write);
-  const deps = { config: { corsOrigins: [], trustProxy: 0 }, log: createLogger('info', output.write), metrics: createMetrics(), rateLimiter: null, clock: () => new Date() };
+  const deps = {
+    config: { corsOrigins: [], trustProxy: 0 }, log: createLogger('info', output.write), metrics: createMetrics(), rateLimiter: null, clock: () => new Date(),
+    // The client's address as the service takes it without a proxy (core/client-address.ts with TRUST_PROXY=0).
+    clientAddressOf: (req: import('node:http').IncomingMessage) => req.socket.remoteAddress ?? 'unknown',
+  };
   return createServer(deps as never, routesFrom(routes));
 }
