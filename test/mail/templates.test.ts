@@ -32,7 +32,7 @@ const hostile = '<script>alert("x")</script> & \'quoted\'';
 describe('loading templates: a fault refuses the start in one line naming the file and the fault', () => {
   const refusals: Array<[string, Record<string, string | Buffer>, RegExp]> = [
     ['a placeholder its kind does not have', { 'account-active.de.txt': 'Subject: Aktiv\n\nHallo {{name}}, {{code}}\n' },
-      /^MAIL_TEMPLATES_DIR: account-active\.de\.txt uses \{\{code\}\}, which account-active mail does not have \(it has product_name, support, app_url, name\)$/],
+      /^MAIL_TEMPLATES_DIR: account-active\.de\.txt uses \{\{code\}\}, which account-active mail does not have \(it has product_name, support, app_url, name, provider\)$/],
     ['a section its kind does not have', { 'account-active.de.txt': 'Subject: Aktiv\n\n{{#repeat}}x{{/repeat}}\n' }, /account-active\.de\.txt uses \{\{#repeat\}\}/],
     ['a required placeholder left out', { 'registration-code.de.txt': 'Subject: Ihr Code\n\nHallo {{name}}, bis {{expires_at}}.\n' },
       /^MAIL_TEMPLATES_DIR: registration-code\.de\.txt leaves out \{\{code\}\}, which registration-code mail requires$/],
