@@ -15,5 +15,6 @@ createServer(async (req, res) => {
   }
   res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' }).end(await readFile(new URL(name, folder)));
 }).listen(port, 'localhost', () => {
-  process.stdout.write(`The example pages: http://localhost:${port}/account.html (also ${pages.join(', ')})\n`);
+  const others = pages.filter((name) => name !== 'account.html').map((name) => `http://localhost:${port}/${name}`);
+  process.stdout.write(`The example pages: http://localhost:${port}/account.html, and ${others.join(', ')}\n`);
 });

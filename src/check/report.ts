@@ -17,8 +17,13 @@ export const fail = (check: string, saw: string, change: string): Finding => ({
 });
 export const skip = (check: string, saw: string, change = ''): Finding => ({ check, verdict: 'skip', saw, change });
 
-/** The checks that fail against a development instance on this machine (npm start) by design. */
-const failingLocally = new Set(['transport.https', 'exposure.metrics', 'issuer.passkeys']);
+/**
+ * The checks that fail against a development instance on this machine (npm start) by design: plain
+ * http, public metrics, and localhost and 127.0.0.1 (the issuer's and the passkeys' host) told apart.
+ */
+const failingLocally = new Set([
+  'transport.https', 'exposure.metrics', 'issuer.passkeys', 'issuer.metadata', 'issuer.token',
+]);
 
 /**
  * Against a loopback address, marks the failures that a local development instance has by design
@@ -49,7 +54,9 @@ export function formatTable(findings: readonly Finding[]): string {
     .map((verdict) => `${findings.filter((finding) => finding.verdict === verdict).length} ${verdict}`)
     .join(', ');
   const local = findings.filter((finding) => finding.saw.endsWith('(expected against a local development instance)'));
-  const note = local.length === 0 ? '' : `; ${local.length} of the failures are expected against a local development ` +
-    'instance, and are faults against a public URL';
+  const count = local.length === 1 ? 'one failure is' : `${local.length} failures are`;
+  const note = local.length === 0 ? '' : `; ${count} ` +
+    'expected against a local development instance (plain http, localhost and 127.0.0.1 told apart, public ' +
+    'metrics), and are faults against a public URL';
   return `${lines.join('\n')}\n\n${counts}${note}\n`;
 }

@@ -43,10 +43,10 @@ export async function runChecks(url: URL, options: CheckOptions): Promise<Findin
     if (ctx.account !== null) {
       const signedIn = await signIn(ctx, ctx.account.password, { 'X-Forwarded-For': spoofed });
       if (typeof signedIn === 'number') {
-        return [
-          ...findings,
-          fail('account', `signing in as ${ctx.account.name} answers ${signedIn}`, 'its password in CHECK_PASSWORD'),
-        ];
+        const change = signedIn === 429
+          ? 'wait a minute: the rate limit counts the requests of the run before (or pass --account on the first)'
+          : 'its password in CHECK_PASSWORD';
+        return [...findings, fail('account', `signing in as ${ctx.account.name} answers ${signedIn}`, change)];
       }
       session = signedIn;
       const headers = { Authorization: `Bearer ${session.accessToken}` };

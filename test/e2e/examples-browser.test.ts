@@ -156,7 +156,7 @@ describe('examples/account.html in Chromium, flow by flow', { skip }, () => {
     await tab.fill('#reg-name', 'Not A Name');
     await tab.fill('#reg-email', 'x@example.com');
     await tab.fill('#reg-pwd', 'short');
-    assert.match(await act(tab, '#register button'), /name must be 2 to 32 lower-case letters, digits or hyphens; pwd must be 6 to 32 characters/);
+    assert.match(await act(tab, '#register button'), /The name must be 2 to 32 lower-case letters, digits or hyphens; The password must be 6 to 32 characters/);
     await tab.close();
   });
 
@@ -168,6 +168,7 @@ describe('examples/account.html in Chromium, flow by flow', { skip }, () => {
     assert.match((await tab.textContent('#status'))!, /did not answer\. Is it running there, and is this page's origin \(http:\/\/127\.0\.0\.1:\d+\) in its CORS_ORIGINS\?/);
     await tab.close();
     const off = await open(plain);
+    for (const id of ['#delete-otp', '#email-otp']) assert.equal(await off.isVisible(id), false, `${id}: no second factor to ask for`);
     for (const path of ['/acc/me/totp', '/acc/me/passkeys', '/acc/me/email']) {
       await off.waitForFunction(`document.querySelector('[data-path="${path}"]').hidden`);
     }
