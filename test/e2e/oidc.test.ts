@@ -334,6 +334,8 @@ describe('sign-in with an OpenID provider', () => {
     // A stranger registered the address, without its mailbox: the owner's provider proves it, and the pending one yields.
     const owner = uniqueUser('squatted');
     assert.equal((await app.call('POST', '/acc/reg/code', { json: { ...uniqueUser('squatter'), email: owner.email } })).status, 204);
+    // The barrier: the worker has made the pending registration (a request is resolved after its answer).
+    await untilQueuesDrained(app.service.sql);
     const identity = { sub: newUser().sub, email: owner.email, emailVerified: true };
     const trip = await signInThrough('beta', beta, identity);
     assert.equal((await register(trip.back.get('code')!, trip.verifier, owner.name)).status, 204);
