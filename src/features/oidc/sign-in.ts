@@ -19,6 +19,8 @@ const attemptTtlSeconds = 600;
 const codeTtlSeconds = 60;
 
 export const sha256 = (value: string): Buffer => createHash('sha256').update(value).digest();
+/** RFC 7636's S256: the challenge a PKCE verifier answers. */
+const s256 = (verifier: string): string => createHash('sha256').update(verifier).digest('base64url');
 const randomToken = () => randomBytes(32).toString('base64url');
 
 /** What the application sends to start: where to come back, its own state, and its PKCE challenge (S256). */
@@ -51,7 +53,7 @@ export async function beginAttempt(
   const url = new URL(authorizationEndpoint);
   const query = {
     response_type: 'code', client_id: provider.clientId, redirect_uri: callbackUrl(providers, provider),
-    scope: 'openid email', state, nonce, code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    scope: 'openid email', state, nonce, code_challenge: s256(verifier),
     code_challenge_method: 'S256',
   };
   for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
@@ -148,7 +150,7 @@ async function tellAddressOwner(deps: UseCaseDeps, provider: OidcProvider, email
 /** RFC 7636 §4.6: the verifier's S256 hash is the challenge the application sent at the start. */
 export function verifierMatches(verifier: string, challenge: string): boolean {
   if (!/^[A-Za-z0-9._~-]{43,128}$/.test(verifier)) return false;
-  return equalSecrets(createHash('sha256').update(verifier).digest('base64url'), challenge);
+  return equalSecrets(s256(verifier), challenge);
 }
 
 /**
