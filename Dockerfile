@@ -24,6 +24,7 @@ COPY --from=build /app/dist ./dist
 COPY sql ./sql
 COPY api ./api
 COPY templates ./templates
+COPY data ./data
 # DATA_DIR (./.data) is where mail goes as .eml files when SMTP_URL is unset; /app belongs to
 # root, so the directory is made here and given to the user the service runs as.
 RUN mkdir -p /app/.data && chown node:node /app/.data

@@ -97,6 +97,7 @@ CREATE TABLE public.accounts (
     disabled_at timestamp with time zone,
     disabled_reason text,
     locale text,
+    sign_in_notices boolean DEFAULT true NOT NULL,
     CONSTRAINT accounts_disabled_reason_check CHECK ((length(disabled_reason) <= 500)),
     CONSTRAINT accounts_email_check CHECK ((length(email) <= 254)),
     CONSTRAINT accounts_locale_check CHECK ((length(locale) <= 16)),
@@ -166,7 +167,7 @@ CREATE TABLE public.address_quotas (
     requested_at timestamp with time zone[] NOT NULL,
     last_at timestamp with time zone NOT NULL,
     CONSTRAINT address_quotas_address_key_check CHECK ((octet_length(address_key) = 32)),
-    CONSTRAINT address_quotas_purpose_check CHECK ((purpose = ANY ('{account-email-change,deletion,email-change,identity,identity-notice,passkey,registration,reset,reset-known,totp}'::text[])))
+    CONSTRAINT address_quotas_purpose_check CHECK ((purpose = ANY ('{account-email-change,deletion,email-change,identity,identity-notice,passkey,registration,reset,reset-known,sign-in,sign-in-notice,totp}'::text[])))
 );
 
 --
@@ -346,7 +347,7 @@ CREATE TABLE public.one_time_codes (
     CONSTRAINT email_change_codes_carry_the_change CHECK (((purpose = 'email-change'::text) = ((new_email IS NOT NULL) AND (session_id IS NOT NULL)))),
     CONSTRAINT one_time_codes_code_hash_check CHECK ((octet_length(code_hash) = 32)),
     CONSTRAINT one_time_codes_new_email_check CHECK ((length(new_email) <= 254)),
-    CONSTRAINT one_time_codes_purpose_check CHECK ((purpose = ANY ('{deletion,email-change,email-change-current,identity,passkey,registration,reset,totp}'::text[])))
+    CONSTRAINT one_time_codes_purpose_check CHECK ((purpose = ANY ('{deletion,email-change,email-change-current,identity,passkey,registration,reset,sign-in,totp}'::text[])))
 );
 
 --
@@ -624,7 +625,7 @@ CREATE TABLE public.security_events (
     CONSTRAINT security_events_actor_check CHECK ((actor = 'operator'::text)),
     CONSTRAINT security_events_client_address_check CHECK ((length(client_address) <= 64)),
     CONSTRAINT security_events_reason_check CHECK ((length(reason) <= 500)),
-    CONSTRAINT security_events_type_check CHECK ((type = ANY ('{account-disabled,account-enabled,activated,email-change-requested,email-changed,identity-linked,identity-removed,passkey-added,passkey-counter-regressed,passkey-removed,passkey-renamed,password-changed,password-reset,recovery-code-used,refresh-retried,refresh-token-reused,reset-forced,reset-requested,session-evicted,session-revoked,sessions-ended,sign-in-failed,signed-in,signed-out-everywhere,throttle-cleared,totp-disabled,totp-enabled}'::text[])))
+    CONSTRAINT security_events_type_check CHECK ((type = ANY ('{account-disabled,account-enabled,account-exported,activated,email-change-requested,email-changed,identity-linked,identity-removed,notices-off,notices-on,passkey-added,passkey-counter-regressed,passkey-removed,passkey-renamed,password-changed,password-reset,recovery-code-used,refresh-retried,refresh-token-reused,reset-forced,reset-requested,session-evicted,session-revoked,sessions-ended,sign-in-failed,signed-in,signed-out-everywhere,throttle-cleared,totp-disabled,totp-enabled}'::text[])))
 );
 
 --
@@ -673,6 +674,45 @@ CREATE TABLE public.sessions (
 --
 
 COMMENT ON TABLE public.sessions IS 'Sign-in sessions; deleting one revokes its refresh tokens (by cascade) and its access tokens (every request reads it).';
+
+--
+-- Name: sign_in_clients; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sign_in_clients (
+    account_id bigint NOT NULL,
+    network_hash bytea NOT NULL,
+    client text NOT NULL,
+    last_seen_at timestamp with time zone NOT NULL,
+    CONSTRAINT sign_in_clients_client_check CHECK (((length(client) >= 1) AND (length(client) <= 40))),
+    CONSTRAINT sign_in_clients_network_hash_check CHECK ((octet_length(network_hash) = 32))
+);
+
+--
+-- Name: sign_in_code_requests; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sign_in_code_requests (
+    id bigint NOT NULL,
+    address text NOT NULL,
+    client_address text NOT NULL,
+    requested_at timestamp with time zone NOT NULL,
+    CONSTRAINT sign_in_code_requests_address_check CHECK ((length(address) <= 254)),
+    CONSTRAINT sign_in_code_requests_client_address_check CHECK ((length(client_address) <= 64))
+);
+
+--
+-- Name: sign_in_code_requests_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.sign_in_code_requests ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.sign_in_code_requests_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 
 --
 -- Name: signing_keys; Type: TABLE; Schema: public; Owner: -
@@ -937,6 +977,20 @@ ALTER TABLE ONLY public.sessions
     ADD CONSTRAINT sessions_pkey PRIMARY KEY (id);
 
 --
+-- Name: sign_in_clients sign_in_clients_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sign_in_clients
+    ADD CONSTRAINT sign_in_clients_pkey PRIMARY KEY (account_id, network_hash, client);
+
+--
+-- Name: sign_in_code_requests sign_in_code_requests_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sign_in_code_requests
+    ADD CONSTRAINT sign_in_code_requests_pkey PRIMARY KEY (id);
+
+--
 -- Name: signing_keys signing_keys_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1157,6 +1211,18 @@ CREATE INDEX sessions_account ON public.sessions USING btree (account_id);
 CREATE INDEX sessions_expiry ON public.sessions USING btree (expires_at);
 
 --
+-- Name: sign_in_clients_last_seen; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX sign_in_clients_last_seen ON public.sign_in_clients USING btree (last_seen_at);
+
+--
+-- Name: sign_in_code_requests_requested; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX sign_in_code_requests_requested ON public.sign_in_code_requests USING btree (requested_at);
+
+--
 -- Name: spent_passkey_challenges_expiry; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1274,6 +1340,13 @@ ALTER TABLE ONLY public.security_events
 
 ALTER TABLE ONLY public.sessions
     ADD CONSTRAINT sessions_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id) ON DELETE CASCADE;
+
+--
+-- Name: sign_in_clients sign_in_clients_account_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sign_in_clients
+    ADD CONSTRAINT sign_in_clients_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id) ON DELETE CASCADE;
 
 --
 -- PostgreSQL database dump complete

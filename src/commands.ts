@@ -101,6 +101,8 @@ export async function commandDeps(sql: Sql, config: ServiceConfig, log: Logger):
     sealer,
     mailer: { ...createMailRenderer(loadMailTemplates(config.mailTemplatesDir), config), sealer },
     keys: await loadKeyedHashes(sql, sealer),
+    // Commands start no sessions.
+    announceSignIn: () => Promise.resolve(),
     outbox: idle,
     addressRequests: idle,
     webhooks: config.webhook === null ? disabledWebhooks : enabledWebhooks(idle.wake),

@@ -3,6 +3,7 @@ import { createPollingWorker, type PollingSettings } from './support/polling-wor
 import type { Mailer } from './mail/templates.ts';
 import { resolveNextRegistrationRequest } from './features/registration/requests.ts';
 import { resolveNextResetRequest } from './features/password/reset-requests.ts';
+import { resolveNextSignInCodeRequest } from './features/email-code/store.ts';
 
 export type RequestResolverOptions = PollingSettings & {
   sql: Sql;
@@ -33,7 +34,8 @@ export function createRequestResolver(options: RequestResolverOptions): RequestR
   const { sql, mailer, log, onError, pollMs, wakeJitterMs } = options;
   const resolveNext = async () =>
     (await resolveNextRegistrationRequest(sql, mailer)) ||
-    (await resolveNextResetRequest(sql, mailer, options.resetCodeTtlSeconds));
+    (await resolveNextResetRequest(sql, mailer, options.resetCodeTtlSeconds)) ||
+    (await resolveNextSignInCodeRequest(sql, mailer));
   const afterRound = (resolved: number) => {
     if (resolved > 0) options.onResolved();
   };

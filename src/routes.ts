@@ -28,6 +28,9 @@ import {
   callbackRoute, linkIdentityRoute, linkOptionsRoute, listIdentitiesRoute,
   registerWithIdentityRoute, removeIdentityRoute, startSignInRoute,
 } from './features/oidc/routes.ts';
+import { exportAccountRoute } from './features/export/routes.ts';
+import { requestSignInCodeRoute } from './features/email-code/routes.ts';
+import { getNoticesRoute, setNoticesRoute } from './features/sign-in-notices/routes.ts';
 import {
   addPasskeyRoute, listPasskeysRoute, passkeyRegistrationOptionsRoute as passkeyOptionsRoute, passkeySignInOptionsRoute,
   removePasskeyRoute, renamePasskeyRoute,
@@ -80,6 +83,16 @@ export const routes: readonly Route[] = [
     { method: 'DELETE', path: '/acc/me/passkeys/{id}', handler: removePasskeyRoute, act: 'remove-passkey' },
     { method: 'POST', path: '/auth/passkey/options', handler: passkeySignInOptionsRoute, rateLimited: true },
     { method: 'GET', path: '/.well-known/webauthn', handler: getWebauthnOrigins },
+  ]),
+  ...of('sign-in-notices', [
+    { method: 'GET', path: '/acc/me/notices', handler: getNoticesRoute, act: 'read-notices' },
+    { method: 'PUT', path: '/acc/me/notices', handler: setNoticesRoute, act: 'set-notices' },
+  ]),
+  ...of('email-code', [
+    { method: 'POST', path: '/auth/code', handler: requestSignInCodeRoute, rateLimited: true },
+  ]),
+  ...of('export', [
+    { method: 'POST', path: '/acc/me/export', handler: exportAccountRoute, act: 'export-account' },
   ]),
   ...of('oidc', [
     { method: 'GET', path: '/auth/oidc/{name}', handler: startSignInRoute, rateLimited: true },

@@ -42,6 +42,10 @@ import { passkeyGrant } from './features/passkeys/grant.ts';
 import { createProviders } from './features/oidc/provider.ts';
 import { authorizationCodeGrant } from './features/oidc/routes.ts';
 import { deleteExpiredAttempts } from './features/oidc/store.ts';
+import { createPasswordScreen, readCommonPasswords } from './features/common-passwords/screen.ts';
+import { announceSignIn, deleteForgottenSignInClients } from './features/sign-in-notices/announce.ts';
+import { emailCodeGrant } from './features/email-code/routes.ts';
+import { deleteStaleSignInCodeRequests, signInCodeTtlSeconds } from './features/email-code/store.ts';
 
 /** Configuration once main.ts has settled the database and the token secrets. */
 export type ServiceConfig = Config & { databaseUrl: string; tokenSecrets: Buffer[]; encryptionKeys: EncryptionKey[] };
@@ -166,9 +170,16 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       schemaCurrent: () => isSchemaCurrent(sql, migrations),
       clientAddressOf: (req) => clientAddress(req, config.trustProxy),
       oidc: config.oidc === null ? null : createProviders(config.oidc, log),
+      announceSignIn: (accountId, client, way) => isOn(config, 'sign-in-notices') || way === 'code'
+        ? announceSignIn(deps, accountId, client, way)
+        : Promise.resolve(),
+      screenPassword: isOn(config, 'common-passwords')
+        ? createPasswordScreen(readCommonPasswords(), config.breachedPasswordsUrl, log)
+        : () => Promise.resolve(null),
       grants: [
         ...(config.webauthn === null || !isOn(config, 'passkeys') ? [] : [passkeyGrant]),
         ...(config.oidc === null ? [] : [authorizationCodeGrant]),
+        ...(isOn(config, 'email-code') ? [emailCodeGrant] : []),
       ],
       rateLimiter: config.rateLimit === 0 ? null : createRateLimiter(config.rateLimit),
       accountRateLimiter: config.accountRateLimit === 0 ? null : createRateLimiter(config.accountRateLimit),
@@ -206,6 +217,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         webhooks: deleteDeliveredWebhooks(sql, ago(deliveredWebhookRetentionMs)),
         challenges: deleteExpiredChallenges(sql, now),
         providerAttempts: deleteExpiredAttempts(sql, now),
+        signInCodeRequests: deleteStaleSignInCodeRequests(sql, ago(signInCodeTtlSeconds * 1000)),
+        signInClients: deleteForgottenSignInClients(sql, now),
       };
       const counts = Object.fromEntries(
         await Promise.all(Object.entries(deleted).map(async ([name, count]) => [name, await count] as const)),

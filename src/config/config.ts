@@ -94,6 +94,8 @@ const table = {
   logLevel: ['LOG_LEVEL', oneOf(['debug', 'info', 'warn', 'error'] as const, 'info')],
   /** The optional features that are on; registration, password, sessions and account always are. */
   features: ['FEATURES', parseFeatures],
+  /** A range service in the form of the Pwned Passwords range API (features/common-passwords); null: not asked. */
+  breachedPasswordsUrl: ['BREACHED_PASSWORDS_URL', url(['https:', 'http:'])],
 } satisfies Record<string, [string, Parser<unknown>]>;
 
 /** Reads the variable `name` with `parse`. */
@@ -316,12 +318,18 @@ function secretToken(min: number): Parser<string | null> {
   };
 }
 
-/** The features an operator may turn off; all are on by default. */
-export const optionalFeatures = ['second-factor', 'passkeys', 'email-change'] as const;
+/** The features an operator may turn on or off. */
+export const optionalFeatures = [
+  'second-factor', 'passkeys', 'email-change', 'common-passwords', 'sign-in-notices', 'export', 'email-code',
+] as const;
 export type OptionalFeature = (typeof optionalFeatures)[number];
+/** The optional features that are on while FEATURES is unset. */
+export const defaultFeatures: readonly OptionalFeature[] = [
+  'second-factor', 'passkeys', 'email-change', 'common-passwords', 'sign-in-notices', 'export',
+];
 
 function parseFeatures(raw: string | undefined): OptionalFeature[] {
-  if (raw === undefined) return [...optionalFeatures];
+  if (raw === undefined) return [...defaultFeatures];
   const named = raw.split(',').map((name) => name.trim()).filter((name) => name !== '');
   for (const name of named) {
     if (!(optionalFeatures as readonly string[]).includes(name)) {

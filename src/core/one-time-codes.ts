@@ -5,7 +5,8 @@ import type { UseCaseDeps } from './transaction.ts';
 
 /** What a code is for. A code works only at the endpoint of its own purpose. */
 export type CodePurpose =
-  | 'registration' | 'reset' | 'email-change' | 'email-change-current' | 'passkey' | 'totp' | 'deletion' | 'identity';
+  | 'registration' | 'reset' | 'email-change' | 'email-change-current' | 'passkey' | 'totp' | 'deletion' | 'identity'
+  | 'sign-in';
 
 /** What an e-mail change code carries besides its account: the address it confirms, and the session that asked. */
 export type EmailChange = { newEmail: string; sessionId: string };

@@ -35,12 +35,15 @@ export async function issueResetCode(
   return written.count === 1;
 }
 
-/** Sets a new password on an active account. Null if the account is gone. */
+/**
+ * Sets a new password on an active account and turns its sign-in notices on again: the owner
+ * takes the account back, and whatever a thief turned off comes back. Null if the account is gone.
+ */
 export async function resetPasswordHash(
   tx: Transaction, id: string, passwordHash: string,
 ): Promise<ResetAccount | null> {
   const [row] = await tx<ResetAccount[]>`
-    UPDATE accounts SET password_hash = ${passwordHash}
+    UPDATE accounts SET password_hash = ${passwordHash}, sign_in_notices = true
     WHERE id = ${id} AND activated_at IS NOT NULL
     RETURNING id, public_id AS "publicId", name, email, locale`;
   return row ?? null;

@@ -63,6 +63,8 @@ export type UseCaseDeps = {
   /** Events for the application (src/webhooks/); made and queued only while WEBHOOK_URL is set. */
   webhooks: Webhooks;
   metrics: Metrics;
+  /** Tells the owner of a sign-in from a new network and client (features/sign-in-notices); after the start. */
+  announceSignIn(accountId: string, client: Client, way: 'password' | 'passkey' | 'provider' | 'code'): Promise<void>;
 };
 
 /** Defined with the sessions that record it (sessions.ts), and named here for the use cases. */

@@ -35,6 +35,8 @@ export type Deps = UseCaseDeps & {
   noteDatabaseFailure(error: unknown): void;
   /** The OpenID providers (features/oidc), while OIDC_PROVIDERS is set; null otherwise. */
   oidc: Providers | null;
+  /** A reason in words to refuse a new password for, or null (features/common-passwords; off: always null). */
+  screenPassword(password: string): Promise<string | null>;
   /** The token endpoint's grants beyond password and refresh_token, of the features that are on. */
   grants: TokenGrant[];
   /** The OpenAPI document, made once at start-up. */

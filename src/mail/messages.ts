@@ -59,6 +59,9 @@ export const mailKinds = {
   'identity-linked': spec('name provider time client_address'),
   'identity-removed': spec('name provider time client_address'),
   'identity-unknown': spec('name provider time'),
+  'data-exported': spec('name time client_address'),
+  'new-sign-in': spec('name time client_address client way'),
+  'sign-in-code': spec('code! code_link expires_at valid_minutes time client_address'),
 } satisfies Record<string, KindSpec>;
 export type MailKind = keyof typeof mailKinds;
 
@@ -90,7 +93,7 @@ export function accountActiveMail(to: Recipient, provider = ''): OutgoingMail {
 /** A notice of something done to the account at `at` from `clientAddress`; `extra`: the kind's own values. */
 export function noticeMail(
   kind: 'password-changed' | 'password-reset' | 'totp-enabled' | 'totp-disabled' | 'passkey-added' | 'passkey-removed'
-    | 'identity-linked' | 'identity-removed',
+    | 'identity-linked' | 'identity-removed' | 'data-exported' | 'new-sign-in',
   to: Recipient, at: Date, clientAddress: string, extra: Record<string, string> = {},
 ): OutgoingMail {
   return mail(kind, to, { ...extra, time: isoUtc(at), client_address: clientAddress });
@@ -125,6 +128,14 @@ export function resetCodeMail(
 ): UnaddressedMail {
   const values = { ...codeValues(code, expiresAt, now), time: isoUtc(now), client_address: clientAddress };
   return { kind: 'reset-code', locale, values };
+}
+
+/** A sign-in code (features/email-code), asked for at `now` from `clientAddress`; addressed by the statement that issues it. */
+export function signInCodeMail(
+  code: string, expiresAt: Date, now: Date, clientAddress: string, locale: string | null,
+): UnaddressedMail {
+  const values = { ...codeValues(code, expiresAt, now), time: isoUtc(now), client_address: clientAddress };
+  return { kind: 'sign-in-code', locale, values };
 }
 
 export function resetForcedMail(code: string, expiresAt: Date, now: Date, locale: string | null): UnaddressedMail {

@@ -37,6 +37,8 @@ const withWrongPassword: Record<string, object> = {
   'DELETE /acc/me/passkeys/{id}': { pwd: wrong },
   'POST /acc/me/identities/options': { provider: 'corp', pwd: wrong, redirect_uri: returnUri, state: 's', code_challenge: pkceValue },
   'DELETE /acc/me/identities/{id}': { pwd: wrong },
+  'PUT /acc/me/notices': { sign_in: 'off', pwd: wrong },
+  'POST /acc/me/export': { pwd: wrong },
 };
 /** The second step of each act with a mailbox that takes no password: a body with a made-up code. */
 const withMadeUpCode: Record<string, object> = {

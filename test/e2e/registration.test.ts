@@ -265,7 +265,7 @@ describe('POST /acc/reg/code and POST /acc/reg', () => {
 
   it('lets exactly one of many concurrent requests for one name win', async () => {
     const name = uniqueUser('race').name;
-    const attempts = Array.from({ length: 12 }, (_, index) => ({ name, email: `race-${index}-${name}@example.com`, pwd: 'password-1' }));
+    const attempts = Array.from({ length: 12 }, (_, index) => ({ name, email: `race-${index}-${name}@example.com`, pwd: 'race-password-1' }));
     const statuses = (await Promise.all(attempts.map((json) => app.call('POST', '/acc/reg/code', { json })))).map((response) => response.status);
     assert.equal(statuses.filter((status) => status === 204).length, 1, `statuses: ${statuses}`);
     assert.equal(statuses.filter((status) => status === 409).length, attempts.length - 1, `statuses: ${statuses}`);

@@ -25,6 +25,7 @@ export async function untilQueuesDrained(sql: postgres.Sql, timeoutMs = 10_000):
   await waitUntil(async () => {
     const [row] = await sql`
       SELECT (SELECT count(*) FROM registration_requests) + (SELECT count(*) FROM reset_requests)
+        + (SELECT count(*) FROM sign_in_code_requests)
         + (SELECT count(*) FROM outbox WHERE state = 'pending') AS waiting`;
     return Number(row!.waiting) === 0;
   }, timeoutMs);

@@ -201,6 +201,7 @@ export async function signInWithCode(
   });
   if (started === null) return { outcome: 'refused' };
   if (started === 'disabled') return { outcome: 'disabled' };
+  await deps.announceSignIn(account.id, client, 'provider');
   if (proof?.kind === 'recovery') deps.outbox.wake();
   return { outcome: 'signed-in', accountPublicId: account.publicId, ...started };
 }

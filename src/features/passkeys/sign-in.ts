@@ -75,6 +75,7 @@ export async function signInWithPasskey(
   // The owner's way past a spent reset quota starts from the networks it signs in from, by passkey too.
   const reset = deps.keys.loginIdentifier(resetIdentifier(owner.email));
   await rememberClient(deps.sql, [reset], deps.keys.client(clientNetwork(client.address)), now);
+  await deps.announceSignIn(accountId, client, 'passkey');
   return { outcome: 'signed-in', accountPublicId: owner.publicId, ...started };
 }
 

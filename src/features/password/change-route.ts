@@ -13,6 +13,8 @@ export const changePasswordRoute: Handler = async (ctx, deps) => {
   if (value.old_pwd.normalize('NFC') === value.new_pwd.normalize('NFC')) {
     throw invalidFields([{ name: 'new_pwd', reason: 'must differ from old_pwd' }]);
   }
+  const weak = await deps.screenPassword(value.new_pwd);
+  if (weak !== null) throw invalidFields([{ name: 'new_pwd', reason: weak }]);
   const result = await changePassword(deps, caller, value.old_pwd, value.new_pwd, clientOf(ctx));
   if (result.outcome !== 'changed') throw callerRefusal(result);
   return { status: 204 };

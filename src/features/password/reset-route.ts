@@ -1,7 +1,7 @@
 import { clientOf } from '../../core/auth.ts';
 import { readValidBody } from '../../http/body.ts';
 import { checkCode } from '../../core/one-time-codes.ts';
-import { HttpError, problems } from '../../http/errors.ts';
+import { HttpError, invalidFields, problems } from '../../http/errors.ts';
 import type { Handler } from '../../http/router.ts';
 import { resetPassword } from './reset.ts';
 import { passwordResetSchema } from '../../core/fields.ts';
@@ -13,6 +13,8 @@ import { passwordResetSchema } from '../../core/fields.ts';
  */
 export const resetPasswordRoute: Handler = async (ctx, deps) => {
   const value = await readValidBody(ctx.req, passwordResetSchema);
+  const weak = await deps.screenPassword(value.new_pwd);
+  if (weak !== null) throw invalidFields([{ name: 'new_pwd', reason: weak }]);
   const code = await checkCode(deps, 'reset', value.code);
   // A concurrent request used the code first.
   const removePasskeys = value.passkeys === 'remove';

@@ -1,5 +1,5 @@
 import { readValidBody } from '../../http/body.ts';
-import { HttpError, problems, quotaRefused } from '../../http/errors.ts';
+import { HttpError, invalidFields, problems, quotaRefused } from '../../http/errors.ts';
 import type { Handler } from '../../http/router.ts';
 import { canonicalLocale, negotiateLocale } from '../../config/locales.ts';
 import { requestRegistrationCode } from './request-code.ts';
@@ -13,6 +13,8 @@ import { registrationSchema } from '../../core/fields.ts';
  */
 export const requestRegistrationCodeRoute: Handler = async (ctx, deps) => {
   const fields = await readValidBody(ctx.req, registrationSchema);
+  const weak = await deps.screenPassword(fields.pwd);
+  if (weak !== null) throw invalidFields([{ name: 'pwd', reason: weak }]);
   const locale = fields.locale === null
     ? negotiateLocale(ctx.req.headers['accept-language'], deps.mailer.locales)
     : canonicalLocale(fields.locale);

@@ -87,6 +87,7 @@ export async function signIn(
   const owned = [untyped, resetIdentifier(account.email), signedInIdentifier(account)];
   const known = owned.map((identifier) => deps.keys.loginIdentifier(identifier));
   await rememberClient(deps.sql, known, network, now);
+  await deps.announceSignIn(account.id, client, 'password');
   if (proof?.kind === 'recovery') deps.outbox.wake();
   return { outcome: 'signed-in', accountPublicId: account.publicId, ...started };
 }

@@ -1,0 +1,69 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { Logger } from '../../telemetry/log.ts';
+
+/**
+ * What a new password (registration, change, reset) is refused for, beyond the spec's pattern: a
+ * reason in words, or null to accept it. It reads the password alone, never an account, and
+ * costs no hash, so its answer tells nothing about any account.
+ */
+export type PasswordScreen = (password: string) => Promise<string | null>;
+
+/** The list that ships with the service (data/README.md says where it comes from and how to make it again). */
+export const commonPasswordsFile = new URL('../../../data/common-passwords.txt', import.meta.url);
+
+/** A range service's answer is a few tens of KiB; a longer one is not read. */
+const maxRangeBytes = 1024 * 1024;
+const rangeTimeoutMs = 2_000;
+
+/**
+ * The common passwords of `file` (one a line), lower-cased, that the spec's pattern could accept
+ * (6 to 32 characters): a password matches whatever its case, so `Password1` is refused as
+ * `password1` is.
+ */
+export function readCommonPasswords(file: URL | string = commonPasswordsFile): Set<string> {
+  const entries = readFileSync(file, 'utf8').split('\n').map((line) => line.replace(/\r$/, '').toLowerCase());
+  return new Set(entries.filter((entry) => [...entry].length >= 6 && [...entry].length <= 32));
+}
+
+/**
+ * Refuses the common passwords; with `breachedUrl`, also a password that a range service in the
+ * form of the Pwned Passwords range API lists: only the first five hex digits of its SHA-1 leave
+ * the service (k-anonymity), padded answers asked for. A range service that fails or is slow lets
+ * the password through and is logged: registration stays available while it is away.
+ */
+export function createPasswordScreen(common: Set<string>, breachedUrl: string | null, log: Logger): PasswordScreen {
+  return async (password) => {
+    const normalized = password.normalize('NFC');
+    if (common.has(normalized.toLowerCase())) {
+      return 'is one of the most common passwords, which are tried first: choose a less common one';
+    }
+    if (breachedUrl === null) return null;
+    const breached = await isBreached(breachedUrl, normalized).catch((error: unknown) => {
+      log.warn('the breached-password check was skipped: the range service failed', { reason: String(error) });
+      return false;
+    });
+    return breached ? 'has appeared in a data breach, so it is tried first: choose another' : null;
+  };
+}
+
+/** Whether the range of the password's SHA-1 lists its suffix with a count above zero (padding counts 0). */
+async function isBreached(breachedUrl: string, password: string): Promise<boolean> {
+  const hash = createHash('sha1').update(password, 'utf8').digest('hex').toUpperCase();
+  const response = await fetch(`${breachedUrl}${hash.slice(0, 5)}`, {
+    headers: { 'Add-Padding': 'true' }, redirect: 'error', signal: AbortSignal.timeout(rangeTimeoutMs),
+  });
+  if (!response.ok) throw new Error(`the range service answered ${response.status}`);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of response.body ?? []) {
+    size += chunk.length;
+    if (size > maxRangeBytes) throw new Error(`the range service answered more than ${maxRangeBytes} bytes`);
+    chunks.push(chunk);
+  }
+  const suffix = hash.slice(5);
+  return Buffer.concat(chunks).toString('utf8').split('\n').some((line) => {
+    const [listed = '', count = '0'] = line.trim().split(':');
+    return listed.toUpperCase() === suffix && Number(count) > 0;
+  });
+}

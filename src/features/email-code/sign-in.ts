@@ -1,0 +1,76 @@
+import { reserveAddressRequest, type QuotaRefusal } from '../../core/address-quotas.ts';
+import { checkSecondFactor, useSecondFactor } from '../../core/factor.ts';
+import { consumeCodes, hashCode } from '../../core/one-time-codes.ts';
+import { recordWrongPassword, throttledAttempt } from '../../core/password-check.ts';
+import { startSession, type SessionTokens } from '../../core/sessions.ts';
+import { inTransaction, type Client, type UseCaseDeps } from '../../core/transaction.ts';
+import type { SignIn } from '../sessions/sign-in.ts';
+import { findCodeAccount, recordSignInCodeRequest } from './store.ts';
+
+export type SignInCodeRequest = { outcome: 'requested' } | { outcome: 'refused'; refusal: QuotaRefusal };
+
+/**
+ * Asks for a sign-in code for the account with this address (POST /auth/code). Like a reset
+ * request, it writes the same rows for every address: its quota ('sign-in', per address) and a
+ * record that it was asked; the worker issues and mails the code moments later
+ * (store.ts resolveNextSignInCodeRequest), so that neither the answer nor its timing tells
+ * whether the address has an account.
+ */
+export async function requestSignInCode(deps: UseCaseDeps, email: string, clientAddress: string) {
+  const now = deps.clock();
+  const result = await inTransaction(deps.sql, async (tx, rollBack): Promise<SignInCodeRequest> => {
+    const refusal = await reserveAddressRequest(tx, 'sign-in', deps.keys.address(email), now);
+    if (refusal !== null) return rollBack({ outcome: 'refused', refusal });
+    await recordSignInCodeRequest(tx, email, clientAddress, now);
+    return { outcome: 'requested' };
+  });
+  if (result.outcome === 'requested') deps.addressRequests.wakeLater();
+  return result;
+}
+
+/**
+ * The e-mailed code grant: `email` and its live sign-in code start a session. The code is a
+ * guess under the sign-in throttle of the address as typed, as a password is; the mailbox
+ * stands in for the password, not for the second factor: with a factor on and no otp,
+ * 'mfa-required', and the code stays usable for the same request with one. The code is used
+ * up in the transaction that starts the session; every such sign-in is announced to the owner
+ * (features/sign-in-notices), whatever the account's setting.
+ */
+export async function signInWithEmailCode(
+  deps: UseCaseDeps, email: string, code: string, otp: string | undefined, client: Client,
+  takeAllowance: (accountId: string) => number,
+): Promise<SignIn> {
+  const codeHash = hashCode(code);
+  const found = await throttledAttempt(deps, email, client.address,
+    () => findCodeAccount(deps.sql, email, codeHash, deps.clock()), (account) => account !== null);
+  if (found !== null && 'outcome' in found) return found;
+  if (found === null) {
+    await recordWrongPassword(deps.sql, null, client.address, null, deps.clock());
+    return { outcome: 'refused' };
+  }
+  const account = found;
+  const factor = await checkSecondFactor(deps, account, otp);
+  if (factor.outcome === 'missing') return { outcome: 'mfa-required' };
+  if (factor.outcome === 'throttled') return factor;
+  if (factor.outcome === 'wrong') return { outcome: 'refused' };
+  if (account.disabled === true) return { outcome: 'disabled' };
+  const wait = takeAllowance(account.id);
+  if (wait > 0) return { outcome: 'limited', retryAfterSeconds: wait };
+  const proof = factor.outcome === 'passed' ? factor.proof : null;
+  const now = deps.clock();
+  const { refreshTtlSeconds, sessionsPerAccount } = deps.config;
+  const started = await inTransaction<SessionTokens | 'disabled' | null>(deps.sql, async (tx, rollBack) => {
+    const session = await startSession(
+      tx, account.id, account.passwordHash, null, client, now, refreshTtlSeconds, sessionsPerAccount,
+    );
+    if (session === null || session === 'disabled') return rollBack(session);
+    if (!(await consumeCodes(tx, account.id, 'sign-in', codeHash, now))) return rollBack(null);
+    const used = await useSecondFactor(tx, deps, account, proof, client.address, session.sessionId, now);
+    return used ? session : rollBack(null);
+  });
+  if (started === null) return { outcome: 'refused' };
+  if (started === 'disabled') return { outcome: 'disabled' };
+  await deps.announceSignIn(account.id, client, 'code');
+  if (proof?.kind === 'recovery') deps.outbox.wake();
+  return { outcome: 'signed-in', accountPublicId: account.publicId, ...started };
+}

@@ -1,0 +1,90 @@
+import { isIP } from 'node:net';
+import { accountQuotaKey, reserveAddressRequest } from '../../core/address-quotas.ts';
+import { inTransaction, type Client, type UseCaseDeps } from '../../core/transaction.ts';
+import { clientNetwork } from '../../http/rate-limit.ts';
+import { noticeMail } from '../../mail/messages.ts';
+import type { Sql } from '../../storage/db.ts';
+import { enqueueMail } from '../../mail/outbox.ts';
+
+/** How a session started, as the notice names it. */
+export type SignInWay = 'password' | 'passkey' | 'provider' | 'code';
+const wayText: Record<SignInWay, string> = {
+  password: 'with the password', passkey: 'with a passkey', provider: 'through a sign-in provider',
+  code: 'with a code mailed to this address',
+};
+
+/** A network and client pair not seen in this time is new. */
+const rememberedDays = 30;
+/** Notices an account gets a day at most (and one a minute), so that sign-ins cannot flood its mailbox. */
+export const noticesPerDay = 3;
+
+/**
+ * Announces a sign-in to the owner when its network (an IPv4 /24, an IPv6 /64) and client family
+ * (clientFamily) are a pair the account has not signed in from in 30 days: a mail saying when,
+ * from where, with what, and what to do if it was not them. Not for the account's first sign-in
+ * from the network it was registered from; not while the owner turned notices off, except for a
+ * sign-in by mailed code, which is always announced. Runs after the session started, in its own
+ * transaction; a failure is logged and never undoes the sign-in.
+ */
+export async function announceSignIn(deps: UseCaseDeps, accountId: string, client: Client, way: SignInWay) {
+  const now = deps.clock();
+  const network = noticeNetwork(client.address);
+  const networkHash = deps.keys.client(network);
+  const family = clientFamily(client.userAgent);
+  const monthAgo = new Date(now.getTime() - rememberedDays * 24 * 3600 * 1000);
+  const sent = await inTransaction(deps.sql, async (tx) => {
+    const [seen] = await tx`
+      SELECT a.public_id AS "publicId", a.name, a.email, a.locale, a.sign_in_notices AS wanted,
+        EXISTS (SELECT 1 FROM sign_in_clients c WHERE c.account_id = a.id AND c.network_hash = ${networkHash}
+          AND c.client = ${family} AND c.last_seen_at > ${monthAgo}) AS known,
+        NOT EXISTS (SELECT 1 FROM sign_in_clients c WHERE c.account_id = a.id) AS first,
+        (SELECT e.client_address FROM security_events e WHERE e.account_id = a.id AND e.type = 'activated'
+          ORDER BY e.id LIMIT 1) AS "registeredFrom"
+      FROM accounts a WHERE a.id = ${accountId} AND a.activated_at IS NOT NULL`;
+    if (seen === undefined) return false;
+    await tx`
+      INSERT INTO sign_in_clients (account_id, network_hash, client, last_seen_at)
+      VALUES (${accountId}, ${networkHash}, ${family}, ${now})
+      ON CONFLICT (account_id, network_hash, client) DO UPDATE SET last_seen_at = EXCLUDED.last_seen_at`;
+    const registeredHere = seen.first === true && typeof seen.registeredFrom === 'string' &&
+      noticeNetwork(seen.registeredFrom) === network;
+    if (seen.known === true || registeredHere || (seen.wanted !== true && way !== 'code')) return false;
+    const quotaKey = accountQuotaKey(deps.keys, seen.publicId as string);
+    if ((await reserveAddressRequest(tx, 'sign-in-notice', quotaKey, now, noticesPerDay)) !== null) return false;
+    const owner = { email: seen.email as string, name: seen.name as string, locale: seen.locale as string | null };
+    const values = { client: family, way: wayText[way] };
+    await enqueueMail(tx, noticeMail('new-sign-in', owner, now, client.address, values), deps.mailer, now);
+    return true;
+  }).catch((error: unknown) => {
+    deps.log.error('a sign-in notice could not be queued', { error: String(error) });
+    return false;
+  });
+  if (sent) deps.outbox.wake();
+}
+
+/** The network a notice compares: an IPv4 address's /24, an IPv6 address's /64. */
+export function noticeNetwork(address: string): string {
+  const network = clientNetwork(address);
+  return isIP(network) === 4 ? `${network.split('.').slice(0, 3).join('.')}.0/24` : network;
+}
+
+/**
+ * The client's family from its user agent: a browser's name, else the first product token
+ * (`curl`, `okhttp`), at most 40 characters; 'an unnamed client' without one.
+ */
+export function clientFamily(userAgent: string): string {
+  const browsers: Array<[RegExp, string]> = [
+    [/\bEdg(?:e|A|iOS)?\//, 'Edge'], [/\bOPR\//, 'Opera'], [/\bFirefox\/|\bFxiOS\//, 'Firefox'],
+    [/\bChrom(?:e|ium)\/|\bCriOS\//, 'Chrome'], [/\bVersion\/[\d.]+.*Safari\//, 'Safari'],
+  ];
+  const browser = browsers.find(([pattern]) => pattern.test(userAgent));
+  if (browser !== undefined) return browser[1];
+  const token = /^[\x21-\x7e]+/.exec(userAgent.trim())?.[0].split('/')[0] ?? '';
+  return token === '' ? 'an unnamed client' : token.slice(0, 40);
+}
+
+/** Forgets the pairs not seen in 30 days: a sign-in from them is new again. */
+export async function deleteForgottenSignInClients(sql: Sql, now: Date): Promise<number> {
+  const before = new Date(now.getTime() - rememberedDays * 24 * 3600 * 1000);
+  return (await sql`DELETE FROM sign_in_clients WHERE last_seen_at < ${before}`).count;
+}

@@ -1,0 +1,27 @@
+import type { Account } from '../../core/accounts.ts';
+import type { CallerRefusal } from '../../core/password-check.ts';
+import { requireProof } from '../../core/proofs.ts';
+import { recordEvent } from '../../core/security-events.ts';
+import { inTransaction, lockAccountIfSessionLives, type Client, type UseCaseDeps } from '../../core/transaction.ts';
+
+/**
+ * Turns the account's sign-in notices on or off, with the password (core/proofs.ts
+ * 'set-notices'); a change is recorded as an event. A reset turns them on again
+ * (core/reset-codes.ts), and a sign-in by mailed code is announced whatever this says.
+ */
+export async function setSignInNotices(
+  deps: UseCaseDeps, caller: { account: Account; sessionId: string }, on: boolean, password: string, client: Client,
+): Promise<{ outcome: 'set' } | CallerRefusal> {
+  const check = await requireProof(deps, caller, 'set-notices', { password }, client);
+  if (check.outcome !== 'valid') return check as CallerRefusal;
+  const { account, sessionId } = caller;
+  return inTransaction(deps.sql, async (tx) => {
+    if (!(await lockAccountIfSessionLives(tx, caller))) return { outcome: 'session-ended' } as const;
+    const changed = await tx`
+      UPDATE accounts SET sign_in_notices = ${on} WHERE id = ${account.id} AND sign_in_notices <> ${on}`;
+    if (changed.count === 1) {
+      await recordEvent(tx, account.id, on ? 'notices-on' : 'notices-off', client.address, sessionId, deps.clock());
+    }
+    return { outcome: 'set' } as const;
+  });
+}
