@@ -12,7 +12,12 @@ import { requestCode, startTestService, uniqueUser, type TestService } from '../
 let app: TestService;
 before(async () => {
   // Pending registrations must outlive the days these sequences skip to start from fresh quotas.
-  app = await startTestService({ env: { REG_CODE_TTL: String(7 * 24 * 3600) } });
+  app = await startTestService({
+    env: {
+      REG_CODE_TTL: String(7 * 24 * 3600),
+      FEATURES: 'second-factor,passkeys,email-change,common-passwords,sign-in-notices,export,email-code',
+    },
+  });
 });
 after(async () => {
   await app.stop();
@@ -61,12 +66,14 @@ async function assertAlike(steps: Step[]): Promise<string[]> {
 
 const register = (email: string, name = uniqueUser('seq').name) => app.call('POST', '/acc/reg/code', { json: { name, email, pwd: 'sequence-password' } });
 const reset = (email: string) => app.call('POST', '/acc/pwd/code', { json: { email } });
+const signInCode = (email: string) => app.call('POST', '/auth/code', { json: { email } });
 const once = (send: (email: string) => Promise<HttpResult>) => async (email: string) => [await send(email)];
 const burst = (send: (email: string) => Promise<HttpResult>) => (email: string) => Promise.all(Array.from({ length: 6 }, () => send(email)));
 
 for (const [endpoint, send] of [
   ['POST /acc/reg/code', register],
   ['POST /acc/pwd/code', reset],
+  ['POST /auth/code', signInCode],
 ] as const) {
   describe(`${endpoint} answers every state of an address alike, over sequences`, () => {
     it('a repeat at once, then after the cooldown', async () => {

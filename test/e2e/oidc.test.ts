@@ -243,6 +243,18 @@ describe('sign-in with an OpenID provider', () => {
     assert.match(notice.text, /link alpha in your account's settings/);
   });
 
+  it('announces a sign-in through a provider from a new client to the owner', async () => {
+    const { user: owner, token } = await registerAndSignIn(app, uniqueUser('oidc'));
+    const identity = newUser(owner.email);
+    assert.equal((await link('alpha', alpha, token, owner, identity)).status, 201);
+    const { back, verifier } = await signInThrough('alpha', alpha, identity);
+    const fields = form({ grant_type: 'authorization_code', code: back.get('code')!, redirect_uri: appReturn, code_verifier: verifier });
+    const tokens = await app.call('POST', '/auth/token', { ...fields, headers: { ...fields.headers, 'user-agent': 'provider-client/3' } });
+    assert.equal(tokens.status, 200, tokens.text);
+    const notice = await app.smtp.waitFor((m) => m.to === owner.email && m.subject === 'A new sign-in to your account');
+    assert.match(notice.text, /through a sign-in provider, from the address 127\.0\.0\.1 with provider-client/);
+  });
+
   it('links an identity to one account only, to the session that asked, and removes it with the password', async () => {
     const first = await registerAndSignIn(app, uniqueUser('oidc-one'));
     const second = await registerAndSignIn(app, uniqueUser('oidc-two'));

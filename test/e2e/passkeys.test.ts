@@ -54,6 +54,19 @@ describe('passkeys over HTTP', () => {
     return { answer, options: options.json, credential };
   }
 
+  it('announces a passkey sign-in from a new client to the owner', async () => {
+    const { user, token } = await registerAndSignIn(app);
+    const auth = createAuthenticator(-7);
+    assert.equal((await addPasskey(token, user.pwd, user.email, auth)).status, 201);
+    const options = await app.call('POST', '/auth/passkey/options');
+    const credential = auth.assert(options.json.options, origin, rpId, {});
+    const json = { grant_type: grant, challenge_id: options.json.challenge_id, credential };
+    const answer = await app.call('POST', '/auth/token', { json, headers: { 'user-agent': 'passkey-client/2.0' } });
+    assert.equal(answer.status, 200, answer.text);
+    const notice = await app.smtp.waitFor((m) => m.to === user.email && m.subject === 'A new sign-in to your account');
+    assert.match(notice.text, /with a passkey, from the address 127\.0\.0\.1 with passkey-client/);
+  });
+
   it('adds a passkey with the mailed code, lists, renames, signs in usernameless twice, and removes it', async () => {
     const { user, token } = await registerAndSignIn(app);
     const auth = createAuthenticator(-7);

@@ -12,7 +12,7 @@ let app: TestService;
 const statements: string[] = [];
 before(async () => {
   // The workers (outbox, reset requests) wait: only the request's own work is compared.
-  app = await startTestService({ outbox: { pollMs: 600_000, wakeJitterMs: 600_000 }, onQuery: (text) => statements.push(text.replace(/\s+/g, ' ').trim()) });
+  app = await startTestService({ env: { FEATURES: 'second-factor,passkeys,email-change,common-passwords,sign-in-notices,export,email-code' }, outbox: { pollMs: 600_000, wakeJitterMs: 600_000 }, onQuery: (text) => statements.push(text.replace(/\s+/g, ' ').trim()) });
   // The start-up's own background work, the outbox's first claim and the hash-wrapping pass, is
   // done before anything is counted: on a loaded machine it could land inside a counted request.
   await waitUntil(async () => statements.some((text) => text.startsWith('UPDATE outbox SET lease')) && statements.some((text) => text.includes('FROM accounts WHERE id >')));
@@ -21,7 +21,7 @@ after(async () => {
   await app.stop();
 });
 
-const tables = ['accounts', 'one_time_codes', 'address_quotas', 'name_holds', 'security_events', 'outbox', 'reset_requests', 'registration_requests', 'sessions', 'refresh_tokens'];
+const tables = ['accounts', 'one_time_codes', 'address_quotas', 'name_holds', 'security_events', 'outbox', 'reset_requests', 'registration_requests', 'sign_in_code_requests', 'sessions', 'refresh_tokens'];
 
 async function rowCounts(): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
@@ -58,6 +58,26 @@ describe('POST /acc/pwd/code', () => {
       assert.deepEqual(other.added, known.added, 'the same rows in the same tables');
     }
     assert.deepEqual(known.added, { ...Object.fromEntries(tables.map((table) => [table, 0])), address_quotas: 1, reset_requests: 1 });
+  });
+});
+
+describe('POST /auth/code', () => {
+  it('runs the same statements and writes the same rows for an address with an account, a pending one and an unknown one', async () => {
+    const active = uniqueUser('code-active');
+    const pending = uniqueUser('code-pending');
+    for (const user of [active, pending]) assert.equal((await app.call('POST', '/acc/reg/code', { json: user })).status, 204);
+    await app.service.sql`UPDATE accounts SET activated_at = now(), expires_at = NULL WHERE name = ${active.name}`;
+    const send = (email: string) => async () => (await app.call('POST', '/auth/code', { json: { email } })).status;
+    const known = await workOf(send(active.email));
+    const waiting = await workOf(send(pending.email));
+    const unknown = await workOf(send(uniqueUser('code-nobody').email));
+    assert.equal(known.status, 204);
+    for (const other of [waiting, unknown]) {
+      assert.equal(other.status, known.status);
+      assert.deepEqual(other.statements, known.statements, 'the same statements in the same order');
+      assert.deepEqual(other.added, known.added, 'the same rows in the same tables');
+    }
+    assert.deepEqual(known.added, { ...Object.fromEntries(tables.map((table) => [table, 0])), address_quotas: 1, sign_in_code_requests: 1 });
   });
 });
 

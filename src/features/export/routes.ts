@@ -14,5 +14,5 @@ export const exportAccountRoute: Handler = async (ctx, deps) => {
   const otp = (value.otp as string | null) ?? undefined;
   const result = await exportAccount(deps, caller, { password: value.pwd, otp }, clientOf(ctx));
   if (result.outcome !== 'exported') throw callerRefusal(result);
-  return { status: 200, body: result.document, headers: { 'Cache-Control': 'no-store' } };
+  return { status: 200, body: result.document };
 };

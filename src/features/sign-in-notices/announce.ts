@@ -22,8 +22,8 @@ export const noticesPerDay = 3;
  * Announces a sign-in to the owner when its network (an IPv4 /24, an IPv6 /64) and client family
  * (clientFamily) are a pair the account has not signed in from in 30 days: a mail saying when,
  * from where, with what, and what to do if it was not them. Not for the account's first sign-in
- * from the network it was registered from; not while the owner turned notices off, except for a
- * sign-in by mailed code, which is always announced. Runs after the session started, in its own
+ * from the network it was registered from, nor while the owner turned notices off; a sign-in by
+ * mailed code is announced always, new pair or not. At most `noticesPerDay` a day. Runs after the session started, in its own
  * transaction; a failure is logged and never undoes the sign-in.
  */
 export async function announceSignIn(deps: UseCaseDeps, accountId: string, client: Client, way: SignInWay) {
@@ -48,7 +48,8 @@ export async function announceSignIn(deps: UseCaseDeps, accountId: string, clien
       ON CONFLICT (account_id, network_hash, client) DO UPDATE SET last_seen_at = EXCLUDED.last_seen_at`;
     const registeredHere = seen.first === true && typeof seen.registeredFrom === 'string' &&
       noticeNetwork(seen.registeredFrom) === network;
-    if (seen.known === true || registeredHere || (seen.wanted !== true && way !== 'code')) return false;
+    // A sign-in by mailed code is always announced: so a mailbox thief cannot sign in unseen.
+    if (way !== 'code' && (seen.known === true || registeredHere || seen.wanted !== true)) return false;
     const quotaKey = accountQuotaKey(deps.keys, seen.publicId as string);
     if ((await reserveAddressRequest(tx, 'sign-in-notice', quotaKey, now, noticesPerDay)) !== null) return false;
     const owner = { email: seen.email as string, name: seen.name as string, locale: seen.locale as string | null };
