@@ -9,7 +9,7 @@ export type EventType =
   | 'passkey-added' | 'passkey-removed' | 'passkey-renamed' | 'identity-linked' | 'identity-removed'
   /** A passkey's sign counter did not grow: a clone signal; the sign-in was refused. */
   | 'passkey-counter-regressed'
-  /** The owner exported the account (features/export), or turned sign-in notices off or on (features/sign-in-notices). */
+  /** The owner exported the account (features/export), or turned sign-in notices off or on. */
   | 'account-exported' | 'notices-off' | 'notices-on'
   /** Operators' actions (features/operators/actions.ts, disable.ts): actor 'operator', with a reason. */
   | 'account-disabled' | 'account-enabled' | 'sessions-ended' | 'reset-forced' | 'throttle-cleared';

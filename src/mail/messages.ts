@@ -130,7 +130,7 @@ export function resetCodeMail(
   return { kind: 'reset-code', locale, values };
 }
 
-/** A sign-in code (features/email-code), asked for at `now` from `clientAddress`; addressed by the statement that issues it. */
+/** A sign-in code (features/email-code) asked for at `now` from `clientAddress`; the issuing statement addresses it. */
 export function signInCodeMail(
   code: string, expiresAt: Date, now: Date, clientAddress: string, locale: string | null,
 ): UnaddressedMail {

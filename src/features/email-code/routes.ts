@@ -30,7 +30,7 @@ async function grantWithEmailCode(ctx: RequestContext, deps: Deps, params: Recor
   const code = stringParameter(params, 'code', 32);
   const otp = params.otp === undefined ? undefined : stringParameter(params, 'otp', 32);
   if (!patterns.email.test(email)) throw new OAuthError('invalid_request', 'email must be an e-mail address.');
-  if (!patterns.code.test(code)) throw new OAuthError('invalid_request', 'code must be the mailed XXXX-XXXX-XXXX-XXXX.');
+  if (!patterns.code.test(code)) throw new OAuthError('invalid_request', 'code must be the code of the mail.');
   if (otp !== undefined && !patterns.otp.test(otp)) {
     throw new OAuthError('invalid_request', 'otp must be a 6-digit code or a recovery code.');
   }

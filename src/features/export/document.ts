@@ -119,9 +119,9 @@ export async function readExport(tx: Transaction, accountId: string, now: Date):
     security_events: events,
     passkeys: await readTable(tx, 'passkeys', accountId),
     identities: await readTable(tx, 'identities', accountId),
-    second_factor: factor === undefined
-      ? { state: 'off' }
-      : { state: factor.activated_at === null ? 'pending' : 'on', ...factor, recovery_codes_left: recoveryCodes.length },
+    second_factor: factor === undefined ? { state: 'off' } : {
+      state: factor.activated_at === null ? 'pending' : 'on', ...factor, recovery_codes_left: recoveryCodes.length,
+    },
     pending_codes: await readTable(tx, 'one_time_codes', accountId),
     sign_in_clients: await readTable(tx, 'sign_in_clients', accountId),
   };

@@ -23,8 +23,9 @@ export const noticesPerDay = 3;
  * (clientFamily) are a pair the account has not signed in from in 30 days: a mail saying when,
  * from where, with what, and what to do if it was not them. Not for the account's first sign-in
  * from the network it was registered from, nor while the owner turned notices off; a sign-in by
- * mailed code is announced always, new pair or not. At most `noticesPerDay` a day. Runs after the session started, in its own
- * transaction; a failure is logged and never undoes the sign-in.
+ * mailed code is announced always, new pair or not. At most one a minute and `noticesPerDay` a
+ * day. Runs after the session started, in its own transaction; a failure is logged and never
+ * undoes the sign-in.
  */
 export async function announceSignIn(deps: UseCaseDeps, accountId: string, client: Client, way: SignInWay) {
   const now = deps.clock();
