@@ -33,27 +33,35 @@ export async function announceSignIn(deps: UseCaseDeps, accountId: string, clien
   const networkHash = deps.keys.client(network);
   const family = clientFamily(client.userAgent);
   const monthAgo = new Date(now.getTime() - rememberedDays * 24 * 3600 * 1000);
-  const sent = await inTransaction(deps.sql, async (tx) => {
-    const [seen] = await tx`
+  // One statement in the common case (a known pair): the pair is remembered, and what it was
+  // before is read from the statement's snapshot, which the upsert does not change.
+  const seen = await deps.sql`
+    WITH before AS (
       SELECT a.public_id AS "publicId", a.name, a.email, a.locale, a.sign_in_notices AS wanted,
         EXISTS (SELECT 1 FROM sign_in_clients c WHERE c.account_id = a.id AND c.network_hash = ${networkHash}
           AND c.client = ${family} AND c.last_seen_at > ${monthAgo}) AS known,
         NOT EXISTS (SELECT 1 FROM sign_in_clients c WHERE c.account_id = a.id) AS first,
         (SELECT e.client_address FROM security_events e WHERE e.account_id = a.id AND e.type = 'activated'
           ORDER BY e.id LIMIT 1) AS "registeredFrom"
-      FROM accounts a WHERE a.id = ${accountId} AND a.activated_at IS NOT NULL`;
-    if (seen === undefined) return false;
-    await tx`
+      FROM accounts a WHERE a.id = ${accountId} AND a.activated_at IS NOT NULL
+    ), remembered AS (
       INSERT INTO sign_in_clients (account_id, network_hash, client, last_seen_at)
-      VALUES (${accountId}, ${networkHash}, ${family}, ${now})
-      ON CONFLICT (account_id, network_hash, client) DO UPDATE SET last_seen_at = EXCLUDED.last_seen_at`;
-    const registeredHere = seen.first === true && typeof seen.registeredFrom === 'string' &&
-      noticeNetwork(seen.registeredFrom) === network;
-    // A sign-in by mailed code is always announced: so a mailbox thief cannot sign in unseen.
-    if (way !== 'code' && (seen.known === true || registeredHere || seen.wanted !== true)) return false;
-    const quotaKey = accountQuotaKey(deps.keys, seen.publicId as string);
+      SELECT ${accountId}, ${networkHash}, ${family}, ${now} FROM before
+      ON CONFLICT (account_id, network_hash, client) DO UPDATE SET last_seen_at = EXCLUDED.last_seen_at
+    )
+    SELECT * FROM before`.then(([row]) => row, (error: unknown) => {
+    deps.log.error('a sign-in could not be remembered for its notice', { error: String(error) });
+    return undefined;
+  });
+  if (seen === undefined) return;
+  const registeredHere = seen.first === true && typeof seen.registeredFrom === 'string' &&
+    noticeNetwork(seen.registeredFrom) === network;
+  // A sign-in by mailed code is always announced: so a mailbox thief cannot sign in unseen.
+  if (way !== 'code' && (seen.known === true || registeredHere || seen.wanted !== true)) return;
+  const owner = { email: seen.email as string, name: seen.name as string, locale: seen.locale as string | null };
+  const quotaKey = accountQuotaKey(deps.keys, seen.publicId as string);
+  const sent = await inTransaction(deps.sql, async (tx) => {
     if ((await reserveAddressRequest(tx, 'sign-in-notice', quotaKey, now, noticesPerDay)) !== null) return false;
-    const owner = { email: seen.email as string, name: seen.name as string, locale: seen.locale as string | null };
     const values = { client: family, way: wayText[way] };
     await enqueueMail(tx, noticeMail('new-sign-in', owner, now, client.address, values), deps.mailer, now);
     return true;
