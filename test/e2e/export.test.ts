@@ -32,6 +32,17 @@ describe('the export table', () => {
       assert.deepEqual(placed.sort(), [...columns].sort(), `${table}: each column exported or withheld with why`);
     }
   });
+
+  it('is described field by field in docs/api.md', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const api = await readFile(new URL('../../docs/api.md', import.meta.url), 'utf8');
+    const section = api.slice(api.indexOf('### Export'));
+    for (const [table, { columns }] of Object.entries(exportedTables)) {
+      for (const field of Object.values(columns)) {
+        if (typeof field === 'string') assert.ok(section.includes(`\`${field}\``), `${table}: ${field}`);
+      }
+    }
+  });
 });
 
 describe('POST /acc/me/export', () => {
