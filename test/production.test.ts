@@ -21,7 +21,7 @@ describe('the production install (what the image runs)', () => {
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'account-service-production-'));
     execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', join(dir, 'dist')], { cwd: root });
-    for (const entry of ['package.json', 'package-lock.json', 'sql', 'api', 'templates']) await cp(join(root, entry), join(dir, entry), { recursive: true });
+    for (const entry of ['package.json', 'package-lock.json', 'sql', 'api', 'templates', 'data']) await cp(join(root, entry), join(dir, entry), { recursive: true });
     execFileSync('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: dir, stdio: 'ignore' });
     smtp = await startTestSmtp();
   });
