@@ -85,7 +85,7 @@ export const routes: readonly Route[] = [
     { method: 'GET', path: '/.well-known/webauthn', handler: getWebauthnOrigins },
   ]),
   ...of('sign-in-notices', [
-    { method: 'GET', path: '/acc/me/notices', handler: getNoticesRoute, act: 'read-notices' },
+    { method: 'GET', path: '/acc/me/notices', handler: getNoticesRoute, act: 'read-account' },
     { method: 'PUT', path: '/acc/me/notices', handler: setNoticesRoute, act: 'set-notices' },
   ]),
   ...of('email-code', [

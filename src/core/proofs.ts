@@ -47,7 +47,6 @@ export const proofs = {
   'unlink-identity': { password: true },
   // A copy cannot be taken back, but it holds only what a session reads and the owner is told of it.
   'export-account': { password: true, factor: true },
-  'read-notices': {},
   // Notices off hides later sign-ins from the owner; a reset turns them on again.
   'set-notices': { password: true },
 } as const satisfies Record<string, Proof>;

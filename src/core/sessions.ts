@@ -176,19 +176,3 @@ export async function deleteExpiredSessions(
   const spentTokens = await sql`DELETE FROM refresh_tokens WHERE spent_at < ${spentBefore}`;
   return { sessions: sessions.count, spentTokens: spentTokens.count };
 }
-
-/**
- * Live sessions of every account, for the metrics: counted by the minutely sweep (`refresh`),
- * and by the first scrape if it comes before, never at each scrape. The count reads the index
- * entry of every live session: 35 to 65 ms for a million, in parallel workers.
- */
-export function createLiveSessionCount(
-  sql: Sql, clock: () => Date,
-): { refresh(): Promise<number>; current(): Promise<number> } {
-  let counted: number | null = null;
-  const refresh = async () => {
-    const [row] = await sql`SELECT count(*)::int AS n FROM sessions WHERE expires_at > ${clock()}`;
-    return (counted = row!.n as number);
-  };
-  return { refresh, current: async () => counted ?? refresh() };
-}

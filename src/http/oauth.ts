@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { parseJsonObject, readBody } from './body.ts';
-import { OAuthError } from './errors.ts';
+import { accountRateLimited, OAuthError, throttled } from './errors.ts';
 import type { Deps, Reply, RequestContext } from './router.ts';
 import { isWellFormed, malformedReason } from './validate.ts';
 
@@ -33,6 +33,16 @@ export function stringParameter(params: Record<string, unknown>, name: string, m
   return value;
 }
 
+/** The optional `otp` of a sign-in, of the core's `pattern`; malformed is refused before anything is read. */
+export function otpParameter(params: Record<string, unknown>, pattern: RegExp): string | undefined {
+  if (params.otp === undefined) return undefined;
+  const otp = stringParameter(params, 'otp', 32);
+  if (!pattern.test(otp)) {
+    throw new OAuthError('invalid_request', 'otp must be a 6-digit code or a recovery code.');
+  }
+  return otp;
+}
+
 /** A grant of the token endpoint that a feature adds (its `grant_type`, and what answers it). */
 export type TokenGrant = {
   type: string;
@@ -47,4 +57,31 @@ export function tokenReply(deps: Deps, accountPublicId: string, sessionId: strin
     body: { access_token: token, token_type: 'Bearer', expires_in: expiresIn, refresh_token: refreshToken },
     headers: { Pragma: 'no-cache' },
   };
+}
+
+/** What a sign-in by any way in (password, passkey, provider, mailed code) ends in; the token endpoint answers it. */
+export type SignIn =
+  | { outcome: 'signed-in'; accountPublicId: string; sessionId: string; refreshToken: string }
+  /** Unknown name, wrong password or code, or the proof changed while it was checked: one answer for all. */
+  | { outcome: 'refused' }
+  /** The password (or code) is right, the account has a second factor, and no otp came with it. */
+  | { outcome: 'mfa-required' }
+  /** The proof (and factor) are right, and an operator disabled the account: only its owner learns this. */
+  | { outcome: 'disabled' }
+  | { outcome: 'throttled'; retryAfterSeconds: number }
+  /** The proof was right, but the account is past its rate limit: no session started. */
+  | { outcome: 'limited'; retryAfterSeconds: number };
+
+/** The token endpoint's answer to a sign-in: the tokens, or the error its outcome stands for; `refused` in words. */
+export function signInReply(deps: Deps, result: SignIn, refused: string): Reply {
+  if (result.outcome === 'throttled') throw throttled(result.retryAfterSeconds);
+  if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
+  if (result.outcome === 'mfa-required') {
+    const description = 'The account has a second factor: send the same request with otp, a code of the ' +
+      'authenticator app or a recovery code.';
+    throw new OAuthError('mfa_required', description);
+  }
+  if (result.outcome === 'disabled') throw new OAuthError('account_disabled', 'The account is disabled.');
+  if (result.outcome === 'refused') throw new OAuthError('invalid_grant', refused);
+  return tokenReply(deps, result.accountPublicId, result.sessionId, result.refreshToken);
 }

@@ -15,7 +15,7 @@ export type Deps = UseCaseDeps & {
   signingKeys: SigningKeyRing | null;
   /** Webhook events by state as last counted (by the worker or the sweep); null when off. */
   webhookCounts(): WebhookCounts | null;
-  /** Live sessions, as the sweep last counted them (core/sessions.ts createLiveSessionCount). */
+  /** Live sessions, as the sweep last counted them (telemetry/metrics.ts createLiveSessionCount). */
   liveSessions: { current(): Promise<number> };
   /** Whether the database holds every migration of this build (storage/migrations.ts isSchemaCurrent). */
   schemaCurrent(): Promise<boolean>;

@@ -1,8 +1,8 @@
 import { clientOf, signInAllowance, takeAccountAllowance } from '../../core/auth.ts';
 import { patterns } from '../../core/fields.ts';
 import { readValidBody } from '../../http/body.ts';
-import { accountRateLimited, OAuthError, quotaRefused, throttled } from '../../http/errors.ts';
-import { stringParameter, tokenReply, type TokenGrant } from '../../http/oauth.ts';
+import { OAuthError, quotaRefused } from '../../http/errors.ts';
+import { otpParameter, signInReply, stringParameter, type TokenGrant } from '../../http/oauth.ts';
 import type { Deps, Handler, Reply, RequestContext } from '../../http/router.ts';
 import { field } from '../../http/validate.ts';
 import { requestSignInCode, signInWithEmailCode } from './sign-in.ts';
@@ -28,25 +28,13 @@ export const requestSignInCodeRoute: Handler = async (ctx, deps) => {
 async function grantWithEmailCode(ctx: RequestContext, deps: Deps, params: Record<string, unknown>): Promise<Reply> {
   const email = stringParameter(params, 'email', 254);
   const code = stringParameter(params, 'code', 32);
-  const otp = params.otp === undefined ? undefined : stringParameter(params, 'otp', 32);
+  const otp = otpParameter(params, patterns.otp);
   if (!patterns.email.test(email)) throw new OAuthError('invalid_request', 'email must be an e-mail address.');
   if (!patterns.code.test(code)) throw new OAuthError('invalid_request', 'code must be the code of the mail.');
-  if (otp !== undefined && !patterns.otp.test(otp)) {
-    throw new OAuthError('invalid_request', 'otp must be a 6-digit code or a recovery code.');
-  }
   const takeAllowance = (accountId: string) =>
     takeAccountAllowance(deps, signInAllowance(accountId, ctx.clientAddress));
   const result = await signInWithEmailCode(deps, email, code, otp, clientOf(ctx), takeAllowance);
-  if (result.outcome === 'throttled') throw throttled(result.retryAfterSeconds);
-  if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
-  if (result.outcome === 'mfa-required') {
-    throw new OAuthError('mfa_required', 'The account has a second factor: send the same request with otp.');
-  }
-  if (result.outcome === 'disabled') throw new OAuthError('account_disabled', 'The account is disabled.');
-  if (result.outcome !== 'signed-in') {
-    throw new OAuthError('invalid_grant', 'The code is unknown, expired, used, or not for this address.');
-  }
-  return tokenReply(deps, result.accountPublicId, result.sessionId, result.refreshToken);
+  return signInReply(deps, result, 'The code is unknown, expired, used, or not for this address.');
 }
 
 /** The grant of POST /auth/token, handed to the endpoint at wiring time while email-code is on. */

@@ -4,7 +4,7 @@ import { consumeCodes, hashCode } from '../../core/one-time-codes.ts';
 import { recordWrongPassword, throttledAttempt } from '../../core/password-check.ts';
 import { startSession, type SessionTokens } from '../../core/sessions.ts';
 import { inTransaction, type Client, type UseCaseDeps } from '../../core/transaction.ts';
-import type { SignIn } from '../sessions/sign-in.ts';
+import type { SignIn } from '../../http/oauth.ts';
 import { findCodeAccount, recordSignInCodeRequest } from './store.ts';
 
 export type SignInCodeRequest = { outcome: 'requested' } | { outcome: 'refused'; refusal: QuotaRefusal };

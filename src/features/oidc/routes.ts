@@ -3,10 +3,8 @@ import type { IncomingMessage } from 'node:http';
 import { authenticate, callerRefusal, clientOf, signInAllowance, takeAccountAllowance } from '../../core/auth.ts';
 import { patterns } from '../../core/fields.ts';
 import { readValidBody } from '../../http/body.ts';
-import {
-  accountRateLimited, HttpError, invalidFields, OAuthError, problems, quotaRefused, throttled,
-} from '../../http/errors.ts';
-import { stringParameter, tokenReply, type TokenGrant } from '../../http/oauth.ts';
+import { HttpError, invalidFields, OAuthError, problems, quotaRefused } from '../../http/errors.ts';
+import { otpParameter, signInReply, stringParameter, type TokenGrant } from '../../http/oauth.ts';
 import type { Deps, Handler, Reply, RequestContext } from '../../http/router.ts';
 import { isUuid, validateFields } from '../../http/validate.ts';
 import {
@@ -161,29 +159,16 @@ async function grantWithCode(ctx: RequestContext, deps: Deps, params: Record<str
   const code = stringParameter(params, 'code', 64);
   const redirectUri = stringParameter(params, 'redirect_uri', 2048);
   const codeVerifier = stringParameter(params, 'code_verifier', 128);
-  const otp = params.otp === undefined ? undefined : stringParameter(params, 'otp', 32);
-  if (otp !== undefined && !patterns.otp.test(otp)) {
-    throw new OAuthError('invalid_request', 'otp must be a 6-digit code or a recovery code.');
-  }
+  const otp = otpParameter(params, patterns.otp);
   const takeAllowance = (accountId: string) =>
     takeAccountAllowance(deps, signInAllowance(accountId, ctx.clientAddress));
   const result = await signInWithCode(deps, code, redirectUri, codeVerifier, otp, clientOf(ctx), takeAllowance);
-  if (result.outcome === 'throttled') throw throttled(result.retryAfterSeconds);
-  if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
   if (result.outcome === 'unknown-identity') {
     const description = 'No account is linked to this identity: sign in another way and link it; from a provider ' +
       'trusted for addresses, POST /acc/reg/oidc makes an account of it with this code.';
     throw new OAuthError('unknown_identity', description);
   }
-  if (result.outcome === 'mfa-required') {
-    throw new OAuthError('mfa_required', 'The account has a second factor: send the same request with otp.');
-  }
-  if (result.outcome === 'disabled') throw new OAuthError('account_disabled', 'The account is disabled.');
-  if (result.outcome !== 'signed-in') {
-    const description = 'The code is unknown, expired, used, or not for this redirect_uri and code_verifier.';
-    throw new OAuthError('invalid_grant', description);
-  }
-  return tokenReply(deps, result.accountPublicId, result.sessionId, result.refreshToken);
+  return signInReply(deps, result, 'The code is unknown, expired, used, or not for this redirect_uri and code_verifier.');
 }
 
 export const authorizationCodeGrant: TokenGrant = { type: 'authorization_code', handle: grantWithCode };

@@ -6,7 +6,7 @@ import { startSession, type SessionTokens } from '../../core/sessions.ts';
 import { inTransaction, type Client, type UseCaseDeps } from '../../core/transaction.ts';
 import { identityUnknownMail } from '../../mail/messages.ts';
 import { enqueueMail } from '../../mail/outbox.ts';
-import type { SignIn } from '../sessions/sign-in.ts';
+import type { SignIn } from '../../http/oauth.ts';
 import { callbackUrl, exchangeCode, ProviderFailure, verifyIdToken, type Providers } from './provider.ts';
 import type { OidcProvider } from './settings.ts';
 import {

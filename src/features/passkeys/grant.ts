@@ -1,6 +1,6 @@
 import { clientOf, signInAllowance, takeAccountAllowance } from '../../core/auth.ts';
-import { accountRateLimited, OAuthError } from '../../http/errors.ts';
-import { stringParameter, tokenReply, type TokenGrant } from '../../http/oauth.ts';
+import { OAuthError } from '../../http/errors.ts';
+import { signInReply, stringParameter, type TokenGrant } from '../../http/oauth.ts';
 import type { Deps, Reply, RequestContext } from '../../http/router.ts';
 import { passkeyGrantType, requireRelyingParty } from './relying-party.ts';
 import { signInWithPasskey } from './sign-in.ts';
@@ -30,10 +30,7 @@ async function grantWithPasskey(ctx: RequestContext, deps: Deps, params: Record<
   const takeAllowance = (accountId: string) =>
     takeAccountAllowance(deps, signInAllowance(accountId, ctx.clientAddress));
   const result = await signInWithPasskey(deps, rp, challengeId, credential, clientOf(ctx), takeAllowance);
-  if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
-  if (result.outcome === 'disabled') throw new OAuthError('account_disabled', 'The account is disabled.');
-  if (result.outcome !== 'signed-in') throw new OAuthError('invalid_grant', 'The passkey was not accepted.');
-  return tokenReply(deps, result.accountPublicId, result.sessionId, result.refreshToken);
+  return signInReply(deps, result, 'The passkey was not accepted.');
 }
 
 /** The passkey grant of POST /auth/token, handed to the endpoint at wiring time while passkeys are on. */

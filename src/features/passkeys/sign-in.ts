@@ -6,7 +6,7 @@ import {
 } from './webauthn.ts';
 import { startSession } from '../../core/sessions.ts';
 import { challengeTtlSeconds, openChallenge, sealChallenge } from './manage.ts';
-import type { SignIn } from '../sessions/sign-in.ts';
+import type { SignIn } from '../../http/oauth.ts';
 import { inTransaction, type Client, type UseCaseDeps } from '../../core/transaction.ts';
 import { rememberClient } from '../../core/login-throttle.ts';
 import { resetIdentifier } from '../../core/password-check.ts';

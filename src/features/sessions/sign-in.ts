@@ -6,18 +6,7 @@ import type { Sql, Transaction } from '../../storage/db.ts';
 import { checkPassword, recordWrongPassword, resetIdentifier, signedInIdentifier } from '../../core/password-check.ts';
 import { checkSecondFactor, useSecondFactor } from '../../core/factor.ts';
 import { inTransaction, retryOnce, type Client, type UseCaseDeps } from '../../core/transaction.ts';
-
-export type SignIn =
-  | { outcome: 'signed-in'; accountPublicId: string; sessionId: string; refreshToken: string }
-  /** Unknown name, wrong password, or the password changed while it was checked: one answer for all. */
-  | { outcome: 'refused' }
-  /** The password is right, the account has a second factor, and no otp came with it. */
-  | { outcome: 'mfa-required' }
-  /** The password (and factor) are right, and an operator disabled the account: only its owner learns this. */
-  | { outcome: 'disabled' }
-  | { outcome: 'throttled'; retryAfterSeconds: number }
-  /** The password was right, but the account is past its rate limit (`takeAllowance`): no session started. */
-  | { outcome: 'limited'; retryAfterSeconds: number };
+import type { SignIn } from '../../http/oauth.ts';
 
 /**
  * Password sign-in: starts a session. An unknown name and a wrong password take the same

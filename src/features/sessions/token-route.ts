@@ -1,15 +1,14 @@
-import { accountRateLimited, OAuthError, throttled } from '../../http/errors.ts';
+import { accountRateLimited, OAuthError } from '../../http/errors.ts';
 import { clientOf, sessionAllowance, signInAllowance, takeAccountAllowance } from '../../core/auth.ts';
-import { readOAuthParameters, stringParameter, tokenReply } from '../../http/oauth.ts';
+import { otpParameter, readOAuthParameters, signInReply, stringParameter, tokenReply } from '../../http/oauth.ts';
 import type { Deps, Handler, Reply, RequestContext } from '../../http/router.ts';
+import { patterns } from '../../core/fields.ts';
 import { refreshSession } from './refresh.ts';
 import { signIn } from './sign-in.ts';
-import { patterns } from '../../core/fields.ts';
 
 const maxUsernameLength = 254;
 const maxPasswordLength = 256;
 const maxRefreshTokenLength = 256;
-const maxOtpLength = 32;
 /** No space: the account's own throttle identifiers hold one, so no username reaches them (password-check.ts). */
 const printableAscii = /^[\x21-\x7e]+$/;
 
@@ -41,21 +40,11 @@ async function passwordGrant(ctx: RequestContext, deps: Deps, params: Record<str
     throw new OAuthError('invalid_request', 'username must be printable ASCII without spaces.');
   }
   const password = stringParameter(params, 'password', maxPasswordLength);
-  const otp = otpParameter(params);
+  const otp = otpParameter(params, patterns.otp);
   const takeAllowance = (accountId: string) =>
     takeAccountAllowance(deps, signInAllowance(accountId, ctx.clientAddress));
   const result = await signIn(deps, username, password, otp, clientOf(ctx), takeAllowance);
-  if (result.outcome === 'throttled') throw throttled(result.retryAfterSeconds);
-  if (result.outcome === 'limited') throw accountRateLimited(result.retryAfterSeconds);
-  if (result.outcome === 'mfa-required') {
-    throw new OAuthError(
-      'mfa_required', 'The account has a second factor: send otp, a code of the authenticator app or a recovery ' +
-        'code.',
-    );
-  }
-  if (result.outcome === 'refused') throw new OAuthError('invalid_grant', 'The username or password is incorrect.');
-  if (result.outcome === 'disabled') throw new OAuthError('account_disabled', 'The account is disabled.');
-  return tokenReply(deps, result.accountPublicId, result.sessionId, result.refreshToken);
+  return signInReply(deps, result, 'The username or password is incorrect.');
 }
 
 async function refreshGrant(ctx: RequestContext, deps: Deps, params: Record<string, unknown>): Promise<Reply> {
@@ -69,14 +58,4 @@ async function refreshGrant(ctx: RequestContext, deps: Deps, params: Record<stri
     throw new OAuthError('invalid_grant', 'The refresh token is invalid, expired, revoked or already used.');
   }
   return tokenReply(deps, result.accountPublicId, result.sessionId, result.refreshToken);
-}
-
-/** The optional `otp`: a 6-digit TOTP code or a recovery code; malformed is refused before anything is read. */
-function otpParameter(params: Record<string, unknown>): string | undefined {
-  if (params.otp === undefined) return undefined;
-  const otp = stringParameter(params, 'otp', maxOtpLength);
-  if (!patterns.otp.test(otp)) {
-    throw new OAuthError('invalid_request', 'otp must be a 6-digit code or a recovery code.');
-  }
-  return otp;
 }
