@@ -26,16 +26,18 @@ export type Account = {
 /** An account with the password hash that sign-in checks; the hash is read only where a password is checked. */
 export type LoginAccount = Account & { passwordHash: string };
 
+/** The columns of a LoginAccount, of the accounts row named `a`: what every way in reads of its account. */
+export const loginAccountColumns = (sql: Sql) => sql`
+  a.id, a.public_id AS "publicId", a.name, a.email, a.phone, a.locale, a.password_hash AS "passwordHash",
+  a.activated_at AS "activatedAt", a.disabled_at IS NOT NULL AS disabled,
+  EXISTS (SELECT 1 FROM second_factors AS f WHERE f.account_id = a.id AND f.activated_at IS NOT NULL)
+    AS "factorActive"`;
+
 /** Finds an account by name or e-mail address; the two cannot collide, as only addresses hold an `@`. */
 export async function findAccountByLogin(sql: Sql, username: string): Promise<LoginAccount | null> {
   const [row] = await sql<LoginAccount[]>`
-    SELECT id, public_id AS "publicId", name, email, phone, locale, password_hash AS "passwordHash",
-      activated_at AS "activatedAt",
-      EXISTS (SELECT 1 FROM second_factors AS f WHERE f.account_id = accounts.id AND f.activated_at IS NOT NULL)
-        AS "factorActive",
-      disabled_at IS NOT NULL AS disabled
-    FROM accounts
-    WHERE (name = ${username} OR lower(email) = lower(${username})) AND activated_at IS NOT NULL`;
+    SELECT ${loginAccountColumns(sql)} FROM accounts a
+    WHERE (a.name = ${username} OR lower(a.email) = lower(${username})) AND a.activated_at IS NOT NULL`;
   return row ?? null;
 }
 
@@ -70,17 +72,7 @@ export async function findOutdatedHashes(
 }
 
 
-/** The public id of an account (it never changes), or null if the account is gone. */
-export async function findPublicId(sql: Sql, id: string): Promise<string | null> {
-  const [row] = await sql`SELECT public_id FROM accounts WHERE id = ${id}`;
-  return (row?.public_id as string | undefined) ?? null;
-}
 
-/** Sets the locale of mail to the account (null: MAIL_DEFAULT_LOCALE); false if the account is gone. */
-export async function setLocale(sql: Sql, id: string, locale: string | null): Promise<boolean> {
-  const rows = await sql`UPDATE accounts SET locale = ${locale} WHERE id = ${id} AND activated_at IS NOT NULL`;
-  return rows.count === 1;
-}
 
 /**
  * At most one "someone tried to register" or "someone tried to use your address" notice per
@@ -88,3 +80,24 @@ export async function setLocale(sql: Sql, id: string, locale: string | null): Pr
  * nobody can flood its mailbox.
  */
 export const attemptNoticeIntervalMs = 60 * 60 * 1000;
+
+/**
+ * Records that the holder of an address is told that someone tried to use it, unless it was
+ * told within the notice interval (registration attempts and e-mail changes alike) or no longer holds the
+ * address; returns where to write and whom to greet, or null. With `holderId` null the same
+ * statement runs and writes nothing.
+ */
+export async function claimAttemptNotice(
+  tx: Transaction, holderId: string | null, email: string, now: Date,
+): Promise<{ email: string; name: string; locale: string | null; pending: boolean } | null> {
+  const [row] = await tx`
+    UPDATE accounts SET attempt_notified_at = ${now}
+    WHERE id = ${holderId} AND lower(email) = lower(${email})
+      AND (attempt_notified_at IS NULL OR attempt_notified_at <= ${new Date(now.getTime() - attemptNoticeIntervalMs)})
+    RETURNING email, name, locale, activated_at IS NULL AS pending`;
+  if (row === undefined) return null;
+  return {
+    email: row.email as string, name: row.name as string, locale: row.locale as string | null,
+    pending: row.pending as boolean,
+  };
+}

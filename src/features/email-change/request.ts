@@ -1,6 +1,7 @@
 import type { Account } from '../../core/accounts.ts';
 import { accountQuotaKey, reserveAddressRequest, type QuotaRefusal } from '../../core/address-quotas.ts';
-import { claimAttemptNotice, findOtherHolder, lockAccountsForChange } from './store.ts';
+import { findOtherHolder, lockAccountsForChange } from './store.ts';
+import { claimAttemptNotice } from '../../core/accounts.ts';
 import { generateCode, hashCode, storeCode } from '../../core/one-time-codes.ts';
 import { recordEvent } from '../../core/security-events.ts';
 import { emailChangeAttemptMail, emailChangeCodeMail, emailChangeRequestedMail } from '../../mail/messages.ts';

@@ -1,6 +1,5 @@
 import { isSessionLive } from '../../core/sessions.ts';
 import type { Transaction } from '../../storage/db.ts';
-import { attemptNoticeIntervalMs } from '../../core/accounts.ts';
 
 /** The caller's account as its e-mail change request reads it, locked. */
 export type LockedAccount = { id: string; name: string; email: string; locale: string | null };
@@ -41,26 +40,6 @@ export async function lockAccountsForChange(
   return { id: accountId, name: own.name as string, email: own.email as string, locale: own.locale as string | null };
 }
 
-/**
- * Records that the holder of an address is told that someone tried to use it, unless it was
- * told within the notice interval (registration attempts count too) or no longer holds the
- * address; returns where to write and whom to greet, or null. With `holderId` null the same
- * statement runs and writes nothing.
- */
-export async function claimAttemptNotice(
-  tx: Transaction, holderId: string | null, email: string, now: Date,
-): Promise<{ email: string; name: string; locale: string | null; pending: boolean } | null> {
-  const [row] = await tx`
-    UPDATE accounts SET attempt_notified_at = ${now}
-    WHERE id = ${holderId} AND lower(email) = lower(${email})
-      AND (attempt_notified_at IS NULL OR attempt_notified_at <= ${new Date(now.getTime() - attemptNoticeIntervalMs)})
-    RETURNING email, name, locale, activated_at IS NULL AS pending`;
-  if (row === undefined) return null;
-  return {
-    email: row.email as string, name: row.name as string, locale: row.locale as string | null,
-    pending: row.pending as boolean,
-  };
-}
 
 /**
  * Gives the locked account its new address, as typed. Another row that holds the address

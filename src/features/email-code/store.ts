@@ -1,4 +1,4 @@
-import type { LoginAccount } from '../../core/accounts.ts';
+import { loginAccountColumns, type LoginAccount } from '../../core/accounts.ts';
 import { hashCode, generateCode } from '../../core/one-time-codes.ts';
 import { signInCodeMail } from '../../mail/messages.ts';
 import { insertMail, sealMail } from '../../mail/outbox.ts';
@@ -57,12 +57,7 @@ export async function findCodeAccount(
   sql: Sql, email: string, codeHash: Buffer, now: Date,
 ): Promise<LoginAccount | null> {
   const [row] = await sql<LoginAccount[]>`
-    SELECT a.id, a.public_id AS "publicId", a.name, a.email, a.phone, a.locale, a.password_hash AS "passwordHash",
-      a.activated_at AS "activatedAt",
-      EXISTS (SELECT 1 FROM second_factors AS f WHERE f.account_id = a.id AND f.activated_at IS NOT NULL)
-        AS "factorActive",
-      a.disabled_at IS NOT NULL AS disabled
-    FROM one_time_codes c JOIN accounts a ON a.id = c.account_id
+    SELECT ${loginAccountColumns(sql)} FROM one_time_codes c JOIN accounts a ON a.id = c.account_id
     WHERE c.purpose = 'sign-in' AND c.code_hash = ${codeHash} AND c.expires_at > ${now}
       AND lower(a.email) = lower(${email}) AND a.activated_at IS NOT NULL`;
   return row ?? null;

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { attemptNoticeIntervalMs } from '../../core/accounts.ts';
+import { claimAttemptNotice } from '../../core/accounts.ts';
 import { patterns } from '../../core/fields.ts';
 import { recordEvent } from '../../core/security-events.ts';
 import { inTransaction, wakeWorkers, type Client, type UseCaseDeps } from '../../core/transaction.ts';
@@ -42,17 +42,12 @@ export async function registerWithIdentity(
     if (!(await spendGrant(tx, codeHash))) return { outcome: 'invalid' };
     // The provider proved the mailbox: a registration of the address that nobody activated yields.
     await tx`DELETE FROM accounts WHERE lower(email) = lower(${email}) AND activated_at IS NULL`;
-    const [holder] = await tx`
-      UPDATE accounts SET attempt_notified_at = ${now}
-      WHERE lower(email) = lower(${email}) AND activated_at IS NOT NULL
-        AND (attempt_notified_at IS NULL OR attempt_notified_at <= ${new Date(now.getTime() - attemptNoticeIntervalMs)})
-      RETURNING email, name, locale`;
+    const [holder] = await tx`SELECT id FROM accounts WHERE lower(email) = lower(${email})`;
     if (holder !== undefined) {
-      const to = { email: holder.email as string, name: holder.name as string, locale: holder.locale as string | null };
-      await enqueueMail(tx, registrationAttemptMail(to), deps.mailer, now);
+      const notice = await claimAttemptNotice(tx, holder.id as string, email, now);
+      if (notice !== null) await enqueueMail(tx, registrationAttemptMail(notice), deps.mailer, now);
+      return { outcome: 'accepted' };
     }
-    const taken = await tx`SELECT 1 FROM accounts WHERE lower(email) = lower(${email})`;
-    if (taken.count > 0) return { outcome: 'accepted' };
     const account = await insertProviderAccount(tx, request.name, email, addressKey, passwordHash, now);
     if (account === null) return rollBack({ outcome: 'name-taken' });
     // Another account took the identity meanwhile (two sign-ins at once, the address changed between).

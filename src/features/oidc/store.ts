@@ -1,4 +1,4 @@
-import type { LoginAccount } from '../../core/accounts.ts';
+import { loginAccountColumns, type LoginAccount } from '../../core/accounts.ts';
 import type { Sql, Transaction } from '../../storage/db.ts';
 
 /** One trip to a provider (sql/028): what the callback checks, kept until used once or expired. */
@@ -65,17 +65,12 @@ export async function spendGrant(sql: Sql | Transaction, codeHash: Buffer): Prom
   return rows.count === 1;
 }
 
-/** The account an identity is linked to, as sign-in reads it (core/accounts.ts findAccountByLogin). */
+/** The account an identity is linked to, as every way in reads it (core/accounts.ts loginAccountColumns). */
 export async function findLinkedAccount(
   sql: Sql, issuer: string, subject: string,
 ): Promise<(LoginAccount & { identityId: string }) | null> {
   const rows = await sql`
-    SELECT a.id, a.public_id AS "publicId", a.name, a.email, a.phone, a.locale, a.password_hash AS "passwordHash",
-      a.activated_at AS "activatedAt", i.id AS "identityId",
-      EXISTS (SELECT 1 FROM second_factors AS f WHERE f.account_id = a.id AND f.activated_at IS NOT NULL)
-        AS "factorActive",
-      a.disabled_at IS NOT NULL AS disabled
-    FROM identities i JOIN accounts a ON a.id = i.account_id
+    SELECT ${loginAccountColumns(sql)}, i.id AS "identityId" FROM identities i JOIN accounts a ON a.id = i.account_id
     WHERE i.issuer = ${issuer} AND i.subject = ${subject} AND a.activated_at IS NOT NULL`;
   return (rows[0] as (LoginAccount & { identityId: string }) | undefined) ?? null;
 }

@@ -1,4 +1,3 @@
-import { findPublicId } from '../../core/accounts.ts';
 import { findSessionOwner, rotateRefreshToken } from '../../core/sessions.ts';
 import { endSessions } from '../../core/end-sessions.ts';
 import { retryOnce, type Client, type UseCaseDeps } from '../../core/transaction.ts';
@@ -38,7 +37,8 @@ export async function refreshSession(
   if (rotation.outcome === 'reused') {
     const { accountId, sessionId } = rotation;
     // The rotation does not name the account's public id on reuse; it never changes, so it is read apart.
-    const publicId = await findPublicId(deps.sql, accountId);
+    const [owner] = await deps.sql`SELECT public_id FROM accounts WHERE id = ${accountId}`;
+    const publicId = (owner?.public_id as string | undefined) ?? null;
     const data = { reason: 'refresh_token_reused', session_id: sessionId };
     const webhook = publicId === null ? null : deps.webhooks.event('sessions.revoked', publicId, now, data);
     const event = { type: 'refresh-token-reused', clientAddress: client.address, sessionId } as const;
