@@ -32,7 +32,8 @@ describe('examples/account.html in Chromium, flow by flow', { skip }, () => {
     pageOrigin = `http://localhost:${port}`;
     pageServer = createServer((_req, res) => res.writeHead(200, { 'Content-Type': 'text/html' }).end(page));
     await new Promise<void>((resolve) => pageServer.listen(port, '127.0.0.1', resolve));
-    app = await startTestService({ env: { CORS_ORIGINS: pageOrigin } });
+    const every = 'second-factor,passkeys,email-change,common-passwords,sign-in-notices,export,email-code';
+    app = await startTestService({ env: { CORS_ORIGINS: pageOrigin, FEATURES: every } });
     plain = await startTestService({ env: { CORS_ORIGINS: pageOrigin, FEATURES: '' } });
     const { chromium: launcher } = await import('playwright-core');
     browser = await launcher.launch({
@@ -160,6 +161,37 @@ describe('examples/account.html in Chromium, flow by flow', { skip }, () => {
     await tab.close();
   });
 
+  it('signs in with a mailed code, turns the sign-in notices off and on, and downloads the account\'s data', async () => {
+    const tab = await open(app);
+    const user = uniqueUser('more');
+    await tab.fill('#reg-name', user.name);
+    await tab.fill('#reg-email', user.email);
+    await tab.fill('#reg-pwd', user.pwd);
+    await act(tab, '#register button');
+    await tab.fill('#reg-code', codeIn(await mailTo(user.email, 'Your registration code')));
+    await act(tab, '#activate button');
+    await tab.fill('#code-email', user.email);
+    assert.match(await act(tab, '#code-request button'), /a sign-in code is on its way/);
+    await tab.fill('#code-input', codeIn(await mailTo(user.email, 'Your sign-in code')));
+    assert.equal(await act(tab, '#code-sign-in button', '8-code-sign-in'), 'You are signed in.');
+    await mailTo(user.email, 'A new sign-in to your account');
+
+    await tab.waitForFunction("document.getElementById('notices-state').textContent !== ''");
+    assert.match((await tab.textContent('#notices-state'))!, /is mailed to you/);
+    await tab.fill('#notices-pwd', user.pwd);
+    assert.match(await act(tab, '#notices button'), /Sign-in notices are off/);
+    assert.equal(await tab.textContent('#notices-toggle'), 'Turn them on');
+    await tab.fill('#notices-pwd', user.pwd);
+    assert.equal(await act(tab, '#notices button'), 'Sign-in notices are on.');
+
+    await tab.fill('#export-pwd', user.pwd);
+    const download = tab.waitForEvent('download');
+    assert.match(await act(tab, '#export button', '9-export'), /Your data is downloaded as account-export\.json: 1 sessions/);
+    assert.equal((await download).suggestedFilename(), 'account-export.json');
+    await mailTo(user.email, 'A copy of your account\'s data was taken');
+    await tab.close();
+  });
+
   it('says a CORS refusal in words, and hides what the operator turned off', async () => {
     const tab = await browser.newPage();
     // Another origin than the one the service allows: the browser refuses the answer.
@@ -169,7 +201,7 @@ describe('examples/account.html in Chromium, flow by flow', { skip }, () => {
     await tab.close();
     const off = await open(plain);
     for (const id of ['#delete-otp', '#email-otp']) assert.equal(await off.isVisible(id), false, `${id}: no second factor to ask for`);
-    for (const path of ['/acc/me/totp', '/acc/me/passkeys', '/acc/me/email']) {
+    for (const path of ['/acc/me/totp', '/acc/me/passkeys', '/acc/me/email', '/acc/me/notices', '/acc/me/export', '/auth/code']) {
       await off.waitForFunction(`document.querySelector('[data-path="${path}"]').hidden`);
     }
     const on = await open(app);
