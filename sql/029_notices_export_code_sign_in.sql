@@ -21,7 +21,7 @@ ALTER TABLE one_time_codes ADD CONSTRAINT one_time_codes_purpose_check
   CHECK (purpose = ANY ('{deletion,email-change,email-change-current,identity,passkey,registration,reset,sign-in,totp}'::text[]));
 ALTER TABLE address_quotas DROP CONSTRAINT address_quotas_purpose_check;
 ALTER TABLE address_quotas ADD CONSTRAINT address_quotas_purpose_check
-  CHECK (purpose = ANY ('{account-email-change,deletion,email-change,identity,identity-notice,passkey,registration,reset,reset-known,sign-in,sign-in-notice,totp}'::text[]));
+  CHECK (purpose = ANY ('{account-email-change,deletion,email-change,identity,identity-notice,passkey,registration,reset,export,reset-known,sign-in,sign-in-notice,totp}'::text[]));
 ALTER TABLE security_events DROP CONSTRAINT security_events_type_check;
 ALTER TABLE security_events ADD CONSTRAINT security_events_type_check CHECK (type = ANY ('{account-disabled,account-enabled,account-exported,activated,email-change-requested,email-changed,identity-linked,identity-removed,notices-off,notices-on,passkey-added,passkey-counter-regressed,passkey-removed,passkey-renamed,password-changed,password-reset,recovery-code-used,refresh-retried,refresh-token-reused,reset-forced,reset-requested,session-evicted,session-revoked,sessions-ended,sign-in-failed,signed-in,signed-out-everywhere,throttle-cleared,totp-disabled,totp-enabled}'::text[]));
 

@@ -167,7 +167,7 @@ CREATE TABLE public.address_quotas (
     requested_at timestamp with time zone[] NOT NULL,
     last_at timestamp with time zone NOT NULL,
     CONSTRAINT address_quotas_address_key_check CHECK ((octet_length(address_key) = 32)),
-    CONSTRAINT address_quotas_purpose_check CHECK ((purpose = ANY ('{account-email-change,deletion,email-change,identity,identity-notice,passkey,registration,reset,reset-known,sign-in,sign-in-notice,totp}'::text[])))
+    CONSTRAINT address_quotas_purpose_check CHECK ((purpose = ANY ('{account-email-change,deletion,email-change,identity,identity-notice,passkey,registration,reset,export,reset-known,sign-in,sign-in-notice,totp}'::text[])))
 );
 
 --

@@ -90,14 +90,10 @@ export const attemptNoticeIntervalMs = 60 * 60 * 1000;
 export async function claimAttemptNotice(
   tx: Transaction, holderId: string | null, email: string, now: Date,
 ): Promise<{ email: string; name: string; locale: string | null; pending: boolean } | null> {
-  const [row] = await tx`
+  const [row] = await tx<Array<{ email: string; name: string; locale: string | null; pending: boolean }>>`
     UPDATE accounts SET attempt_notified_at = ${now}
     WHERE id = ${holderId} AND lower(email) = lower(${email})
       AND (attempt_notified_at IS NULL OR attempt_notified_at <= ${new Date(now.getTime() - attemptNoticeIntervalMs)})
     RETURNING email, name, locale, activated_at IS NULL AS pending`;
-  if (row === undefined) return null;
-  return {
-    email: row.email as string, name: row.name as string, locale: row.locale as string | null,
-    pending: row.pending as boolean,
-  };
+  return row ?? null;
 }

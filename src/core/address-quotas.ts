@@ -15,11 +15,12 @@ export type QuotaRefusal = { reason: 'cooldown' | 'daily-cap'; retryAfterSeconds
  * requests, counted per account (accountQuotaKey); or 'reset-known', reset requests from a
  * network known to the address, counted per address and network (knownNetworkQuotaKey).
  */
-export type QuotaPurpose = CodePurpose | 'account-email-change' | 'reset-known' | 'identity-notice' | 'sign-in-notice';
+export type QuotaPurpose =
+  CodePurpose | 'account-email-change' | 'reset-known' | 'identity-notice' | 'sign-in-notice' | 'export';
 
 /** The purposes counted per account, not per address: the account's own requests that mail it. */
 const accountPurposes: QuotaPurpose[] = [
-  'totp', 'passkey', 'deletion', 'account-email-change', 'identity', 'identity-notice', 'sign-in-notice',
+  'totp', 'passkey', 'deletion', 'account-email-change', 'identity', 'identity-notice', 'sign-in-notice', 'export',
 ];
 
 /**

@@ -67,6 +67,9 @@ describe('POST /acc/me/export', () => {
     }
     assert.ok((await eventsOf(app, tokens.access_token)).some((event) => event.type === 'account-exported'));
     await app.smtp.waitFor((mail) => mail.to === user.email && mail.subject === 'A copy of your account\'s data was taken');
+    const again = await app.call('POST', '/acc/me/export', { token: tokens.access_token, json: { pwd: user.pwd } });
+    assert.equal(again.status, 429, 'once a minute, ten a day: the mail and the reads it costs stay bounded');
+    assert.match(again.json.type as string, /too-soon$/);
   });
 
   it('needs the password, and the factor when one is on', async () => {

@@ -82,6 +82,15 @@ describe('sign-in notices', () => {
     assert.equal((await noticesTo(user.email)).length, 3);
   });
 
+  it('remember at most 50 network and client pairs per account', async () => {
+    const { user } = await registerAndSignIn(app);
+    for (let index = 0; index < 60; index += 1) await signInAs(user.name, user.pwd, `client-${index}/1`);
+    const [row] = await app.service.sql`
+      SELECT count(*)::int AS n FROM sign_in_clients c JOIN accounts a ON a.id = c.account_id WHERE a.name = ${user.name}`;
+    assert.ok(row!.n <= 51, `${row!.n} pairs kept`);
+    assert.ok(row!.n >= 50);
+  });
+
   it('are turned off with the password, recorded, and on again by a reset', async () => {
     const { user, token } = await registerAndSignIn(app);
     const wrong = await app.call('PUT', '/acc/me/notices', { token, json: { sign_in: 'off', pwd: 'not-the-password' } });

@@ -1,6 +1,7 @@
 import { authenticate, callerRefusal, clientOf } from '../../core/auth.ts';
 import { patterns } from '../../core/fields.ts';
 import { readValidBody } from '../../http/body.ts';
+import { quotaRefused } from '../../http/errors.ts';
 import type { Handler } from '../../http/router.ts';
 import { field } from '../../http/validate.ts';
 import { exportAccount } from './export.ts';
@@ -13,6 +14,7 @@ export const exportAccountRoute: Handler = async (ctx, deps) => {
   const value = await readValidBody(ctx.req, exportSchema);
   const otp = (value.otp as string | null) ?? undefined;
   const result = await exportAccount(deps, caller, { password: value.pwd, otp }, clientOf(ctx));
+  if (result.outcome === 'refused') throw quotaRefused(result.refusal);
   if (result.outcome !== 'exported') throw callerRefusal(result);
   return { status: 200, body: result.document };
 };

@@ -15,6 +15,11 @@ const wayText: Record<SignInWay, string> = {
 
 /** A network and client pair not seen in this time is new. */
 const rememberedDays = 30;
+/**
+ * The pairs an account keeps at most, the least recently seen forgotten first: a password holder
+ * who signs in with ever new user agents and networks cannot grow the table without bound.
+ */
+const rememberedPairs = 50;
 /** Notices an account gets a day at most (and one a minute), so that sign-ins cannot flood its mailbox. */
 export const noticesPerDay = 3;
 
@@ -48,6 +53,10 @@ export async function announceSignIn(deps: UseCaseDeps, accountId: string, clien
       INSERT INTO sign_in_clients (account_id, network_hash, client, last_seen_at)
       SELECT ${accountId}, ${networkHash}, ${family}, ${now} FROM before
       ON CONFLICT (account_id, network_hash, client) DO UPDATE SET last_seen_at = EXCLUDED.last_seen_at
+    ), forgotten AS (
+      DELETE FROM sign_in_clients WHERE account_id = ${accountId} AND (network_hash, client) IN (
+        SELECT network_hash, client FROM sign_in_clients WHERE account_id = ${accountId}
+        ORDER BY last_seen_at DESC OFFSET ${rememberedPairs - 1})
     )
     SELECT * FROM before`.then(([row]) => row, (error: unknown) => {
     deps.log.error('a sign-in could not be remembered for its notice', { error: String(error) });
