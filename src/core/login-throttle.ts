@@ -74,10 +74,10 @@ async function reserveDelay(sql: Sql, { identifier, client }: ThrottleKeys, now:
 /**
  * Takes a token of the identifier's budget. An empty budget refuses, except to a client network
  * that proved this identifier's password in the last 30 days: strangers who spend the budget
- * from anywhere must not lock the owner out (an outside tester did, knowing the name and the
- * address). Such a check takes no token (the budget stays empty for everyone else, and nothing
- * is given back for it), and level 1 still bounds it: someone on the owner's network guesses
- * at its pace. One statement either way.
+ * from anywhere, knowing the name and the address, must not lock the owner out. Such a check
+ * takes no token (the budget stays empty for everyone else, and nothing is given back for it),
+ * and level 1 still bounds it: someone on the owner's network guesses at its pace. One
+ * statement either way.
  *
  * Instances share the budget but each reads its own clock. `updated_at` only moves forward, so
  * refills count time once: an instance whose clock is behind refills nothing until it catches
@@ -109,9 +109,8 @@ async function reserveBudget(
 /**
  * Reserves one second-factor guess (a TOTP or recovery code) from `identifier`'s budget, or
  * answers the seconds to wait. No network is exempt: known networks let the owner's *password*
- * through a spent budget, never unlimited factor guesses (an outside tester checked 301 codes on
- * one account in two minutes from 40 networks that had signed in before). A right code gives
- * its token back (refundBudget).
+ * through a spent budget, never unlimited factor guesses (otherwise 40 networks that once signed
+ * in check hundreds of codes a minute). A right code gives its token back (refundBudget).
  */
 export async function reserveFactorGuess(sql: Sql, identifier: Buffer, perHour: number, now: Date): Promise<number> {
   return (await reserveBudget(sql, { identifier, client: identifier }, perHour, now, false)).wait;
@@ -184,8 +183,8 @@ export async function clearFailures(tx: Transaction, identifiers: Buffer[]): Pro
 
 /**
  * Forgets the networks known to these identifiers: an address the account leaves (an e-mail
- * change) must not vouch for whoever holds it next (found by an outside tester, who seeded ten
- * networks on an address, moved off it, and guessed past the next holder's spent budget).
+ * change) must not vouch for whoever holds it next: networks seeded on an address would
+ * otherwise guess past its next holder's spent budget.
  */
 export async function forgetKnownClients(tx: Transaction, identifiers: Buffer[]): Promise<void> {
   await tx`DELETE FROM login_known_clients WHERE identifier_key IN ${tx(identifiers)}`;

@@ -181,8 +181,8 @@ type Outcome = { ok: true; status: number } | { ok: false; reason: string };
  * One POST. Only the status is read: once it is known the answer is destroyed, its body unread
  * and its socket closed, so that the body never reaches a log or the database, and a receiver
  * that answers 200 MiB, or trickles a byte a second, costs no CPU, memory or socket past the
- * attempt's bound (found by an outside tester: 3 × 200 MiB read cost 2.8 s of CPU). Redirects are
- * not followed (a 3xx is retried like any other non-2xx).
+ * attempt's bound (three answers of 200 MiB, read, would cost 2.8 s of CPU). Redirects are not
+ * followed (a 3xx is retried like any other non-2xx).
  */
 function post(
   url: string, body: string, headers: Record<string, string>, timeoutMs: number, signal: AbortSignal,

@@ -66,7 +66,7 @@ export async function requestEmailChange(
     if (refusal !== null) return rollBack({ outcome: 'refused', refusal });
     const holderId = await findOtherHolder(tx, account.id, newEmail, now);
     const locked = await lockAccountsForChange(tx, account.id, holderId, sessionId);
-    // A request that lost a race to a sign-out spends neither quota (found by a code review).
+    // A request that lost a race to a sign-out spends neither quota.
     if (locked === null) return rollBack({ outcome: 'session-ended' });
     const used = await useSecondFactor(tx, deps, account, check.proof, client.address, sessionId, now);
     if (!used) return rollBack({ outcome: 'wrong-otp' });

@@ -130,7 +130,7 @@ export async function addPasskey(
     if (!(await lockAccountIfSessionLives(tx, caller))) return { outcome: 'session-ended' };
     const spent = challenge !== null && (await spendChallenge(tx, challenge.challenge, challenge.expiresAt));
     // Without a live challenge of this session the code is left alone, so that a request with a
-    // made-up challenge cannot spend the owner's (found by an outside tester); with one, the
+    // made-up challenge cannot spend the owner's; with one, the
     // code is used up whatever follows: one guess a challenge.
     if (challenge === null || !spent) return { outcome: 'unknown-challenge' };
     const codeUsed = await useMailbox(tx, 'add-passkey', account.id, request.emailCode, now);

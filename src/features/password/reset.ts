@@ -54,7 +54,7 @@ export async function resetPassword(
   });
   if (reset !== null) {
     wakeWorkers(deps);
-    // The account's own request quotas start afresh (found by an outside tester): a thief's ten
+    // The account's own request quotas start afresh: a thief's ten
     // enrollment or passkey requests a day must not keep the owner who took the account back
     // from adding a factor. After the commit, apart: quota rows come before the account row in
     // the lock order, and a reset holds the account row.
