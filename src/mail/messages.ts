@@ -61,6 +61,7 @@ export const mailKinds = {
   'identity-unknown': spec('name provider time'),
   'data-exported': spec('name time client_address'),
   'new-sign-in': spec('name time client_address client way'),
+  'notices-off': spec('name time client_address'),
   'sign-in-code': spec('code! code_link expires_at valid_minutes time client_address'),
 } satisfies Record<string, KindSpec>;
 export type MailKind = keyof typeof mailKinds;
@@ -93,7 +94,7 @@ export function accountActiveMail(to: Recipient, provider = ''): OutgoingMail {
 /** A notice of something done to the account at `at` from `clientAddress`; `extra`: the kind's own values. */
 export function noticeMail(
   kind: 'password-changed' | 'password-reset' | 'totp-enabled' | 'totp-disabled' | 'passkey-added' | 'passkey-removed'
-    | 'identity-linked' | 'identity-removed' | 'data-exported' | 'new-sign-in',
+    | 'identity-linked' | 'identity-removed' | 'data-exported' | 'new-sign-in' | 'notices-off',
   to: Recipient, at: Date, clientAddress: string, extra: Record<string, string> = {},
 ): OutgoingMail {
   return mail(kind, to, { ...extra, time: isoUtc(at), client_address: clientAddress });

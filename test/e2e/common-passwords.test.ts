@@ -63,7 +63,7 @@ describe('the shipped list', () => {
 
 describe('common passwords', () => {
   it('are refused at registration, whatever their case, with the reason in words, and nothing is kept or mailed', async () => {
-    for (const pwd of ['password1', 'PassWord1', 'iloveyou']) {
+    for (const pwd of ['password1', 'PassWord1', 'iloveyou', ' password ', 'pass word1', '\uff50\uff41\uff53\uff53\uff57\uff4f\uff52\uff44', 'pass\u200bword']) {
       const user = { ...uniqueUser('common'), pwd };
       const before = app.smtp.messages.length;
       const response = await app.call('POST', '/acc/reg/code', { json: user });

@@ -71,6 +71,15 @@ describe('sign-in by e-mailed code', () => {
     assert.match(soon.json.type as string, /too-soon$/);
   });
 
+  it('loses a code asked for before the owner\'s password reset', async () => {
+    const { user } = await registerAndSignIn(app);
+    const code = await mailedCode(user.email);
+    assert.equal((await app.call('POST', '/acc/pwd/code', { json: { email: user.email } })).status, 204);
+    const mail = await app.smtp.waitFor((message) => message.to === user.email && message.subject === 'Your password reset code');
+    assert.equal((await app.call('POST', '/acc/pwd', { json: { code: codeIn(mail), new_pwd: 'the-owner-is-back-3' } })).status, 204);
+    assert.equal((await codeGrant(user.email, code)).json.error, 'invalid_grant', 'the reset voids every pending code');
+  });
+
   it('still asks for the second factor, and the code stays usable for the request with one', async () => {
     const { user, token } = await registerAndSignIn(app);
     const { secret, step } = await enableTotp(app, token, user);

@@ -252,7 +252,7 @@ describe('sign-in with an OpenID provider', () => {
     const tokens = await app.call('POST', '/auth/token', { ...fields, headers: { ...fields.headers, 'user-agent': 'provider-client/3' } });
     assert.equal(tokens.status, 200, tokens.text);
     const notice = await app.smtp.waitFor((m) => m.to === owner.email && m.subject === 'A new sign-in to your account');
-    assert.match(notice.text, /through a sign-in provider, from the address 127\.0\.0\.1 with provider-client/);
+    assert.match(notice.text, /through a sign-in provider, from the address 127\.0\.0\.1 with another program/);
   });
 
   it('links an identity to one account only, to the session that asked, and removes it with the password', async () => {

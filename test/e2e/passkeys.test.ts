@@ -64,7 +64,7 @@ describe('passkeys over HTTP', () => {
     const answer = await app.call('POST', '/auth/token', { json, headers: { 'user-agent': 'passkey-client/2.0' } });
     assert.equal(answer.status, 200, answer.text);
     const notice = await app.smtp.waitFor((m) => m.to === user.email && m.subject === 'A new sign-in to your account');
-    assert.match(notice.text, /with a passkey, from the address 127\.0\.0\.1 with passkey-client/);
+    assert.match(notice.text, /with a passkey, from the address 127\.0\.0\.1 with another program/);
   });
 
   it('adds a passkey with the mailed code, lists, renames, signs in usernameless twice, and removes it', async () => {

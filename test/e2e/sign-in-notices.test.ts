@@ -41,6 +41,7 @@ describe('the client family and the network of a notice', () => {
     assert.equal(clientFamily('Mozilla/5.0 (iPhone) AppleWebKit/605.1.15 Version/17.0 Mobile/15E148 Safari/604.1'), 'Safari');
     assert.equal(clientFamily('curl/8.5.0'), 'curl');
     assert.equal(clientFamily(''), 'an unnamed client');
+    assert.equal(clientFamily('Your-account-is-locked.Call-+1-555-0100/1.0'), 'another program', 'never the caller\'s text');
     assert.equal(noticeNetwork('203.0.113.77'), noticeNetwork('203.0.113.5'));
     assert.notEqual(noticeNetwork('203.0.113.77'), noticeNetwork('203.0.114.77'));
     assert.equal(noticeNetwork('2001:db8:1:2:3::1'), noticeNetwork('2001:db8:1:2:ffff::9'));
@@ -75,8 +76,8 @@ describe('sign-in notices', () => {
 
   it('are at most one a minute and three a day per account', async () => {
     const { user } = await registerAndSignIn(app);
-    for (const agent of ['alpha/1', 'beta/1', 'gamma/1', 'delta/1', 'epsilon/1']) {
-      await signInAs(user.name, user.pwd, agent);
+    for (let network = 1; network <= 5; network += 1) {
+      await signInAs(user.name, user.pwd, 'curl/8.5.0', `127.1.${network}.1`);
       app.clock.advance(61);
     }
     assert.equal((await noticesTo(user.email)).length, 3);
@@ -84,7 +85,7 @@ describe('sign-in notices', () => {
 
   it('remember at most 50 network and client pairs per account', async () => {
     const { user } = await registerAndSignIn(app);
-    for (let index = 0; index < 60; index += 1) await signInAs(user.name, user.pwd, `client-${index}/1`);
+    for (let index = 0; index < 60; index += 1) await signInAs(user.name, user.pwd, 'curl/8.5.0', `127.2.${index}.1`);
     const [row] = await app.service.sql`
       SELECT count(*)::int AS n FROM sign_in_clients c JOIN accounts a ON a.id = c.account_id WHERE a.name = ${user.name}`;
     assert.ok(row!.n <= 51, `${row!.n} pairs kept`);
@@ -100,6 +101,8 @@ describe('sign-in notices', () => {
     assert.deepEqual(off.json, { sign_in: 'off' });
     assert.deepEqual((await app.call('GET', '/acc/me/notices', { token })).json, { sign_in: 'off' });
     assert.ok((await eventsOf(app, token)).some((event) => event.type === 'notices-off'));
+    const told = await app.smtp.waitFor((mail) => mail.to === user.email && mail.subject === 'Sign-in notices were turned off');
+    assert.match(told.text, /from the address 127\.0\.0\.1, with your password/);
     await signInAs(user.name, user.pwd, firefox);
     assert.equal((await noticesTo(user.email)).length, 0, 'off: no notice');
 

@@ -17,13 +17,20 @@ const maxRangeBytes = 1024 * 1024;
 const rangeTimeoutMs = 2_000;
 
 /**
- * The common passwords of `file` (one a line), lower-cased, that the spec's pattern could accept
- * (6 to 32 characters): a password matches whatever its case, so `Password1` is refused as
- * `password1` is.
+ * The common passwords of `file` (one a line) that the spec's pattern could accept (6 to 32
+ * characters), in their comparable form: `Password1` is refused as `password1` is.
  */
 export function readCommonPasswords(file: URL | string = commonPasswordsFile): Set<string> {
-  const entries = readFileSync(file, 'utf8').split('\n').map((line) => line.replace(/\r$/, '').toLowerCase());
-  return new Set(entries.filter((entry) => [...entry].length >= 6 && [...entry].length <= 32));
+  const lines = readFileSync(file, 'utf8').split('\n').map((line) => line.replace(/\r$/, ''));
+  return new Set(lines.filter((line) => [...line].length >= 6 && [...line].length <= 32).map(comparable));
+}
+
+/**
+ * A password as the list is compared with it: compatibility forms folded (full-width letters),
+ * lower case, and without spaces or invisible characters, so that `Pass Word` is `password`.
+ */
+export function comparable(password: string): string {
+  return password.normalize('NFKC').toLowerCase().replace(/[\s\u00ad\u200b-\u200f\u2060\ufeff]/gu, '');
 }
 
 /**
@@ -35,7 +42,7 @@ export function readCommonPasswords(file: URL | string = commonPasswordsFile): S
 export function createPasswordScreen(common: Set<string>, breachedUrl: string | null, log: Logger): PasswordScreen {
   return async (password) => {
     const normalized = password.normalize('NFC');
-    if (common.has(normalized.toLowerCase())) {
+    if (common.has(comparable(password))) {
       return 'is one of the most common passwords, which are tried first: choose a less common one';
     }
     if (breachedUrl === null) return null;

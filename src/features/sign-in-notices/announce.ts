@@ -87,19 +87,23 @@ export function noticeNetwork(address: string): string {
   return isIP(network) === 4 ? `${network.split('.').slice(0, 3).join('.')}.0/24` : network;
 }
 
+/** Browsers and common programs by their user agent; anything else is 'another program'. */
+const families: Array<[RegExp, string]> = [
+  [/\bEdg(?:e|A|iOS)?\//, 'Edge'], [/\bOPR\//, 'Opera'], [/\bFirefox\/|\bFxiOS\//, 'Firefox'],
+  [/\bChrom(?:e|ium)\/|\bCriOS\//, 'Chrome'], [/\bVersion\/[\d.]+.*Safari\//, 'Safari'],
+  [/^curl\//, 'curl'], [/^Wget\//, 'Wget'], [/^okhttp\//, 'OkHttp'], [/^(?:python-requests|Python-urllib)\//, 'Python'],
+  [/^Go-http-client\//, 'Go'], [/^(?:node|undici)\b/, 'Node.js'], [/^Dart\//, 'Dart'], [/^Java\//, 'Java'],
+  [/^PostmanRuntime\//, 'Postman'],
+];
+
 /**
- * The client's family from its user agent: a browser's name, else the first product token
- * (`curl`, `okhttp`), at most 40 characters; 'an unnamed client' without one.
+ * The client's family from its user agent: one of a fixed list (a browser's name, a common
+ * program), 'another program', or 'an unnamed client' without one. Never the caller's own text:
+ * it goes into the owner's mail, and one row per family is kept.
  */
 export function clientFamily(userAgent: string): string {
-  const browsers: Array<[RegExp, string]> = [
-    [/\bEdg(?:e|A|iOS)?\//, 'Edge'], [/\bOPR\//, 'Opera'], [/\bFirefox\/|\bFxiOS\//, 'Firefox'],
-    [/\bChrom(?:e|ium)\/|\bCriOS\//, 'Chrome'], [/\bVersion\/[\d.]+.*Safari\//, 'Safari'],
-  ];
-  const browser = browsers.find(([pattern]) => pattern.test(userAgent));
-  if (browser !== undefined) return browser[1];
-  const token = /^[\x21-\x7e]+/.exec(userAgent.trim())?.[0].split('/')[0] ?? '';
-  return token === '' ? 'an unnamed client' : token.slice(0, 40);
+  if (userAgent.trim() === '') return 'an unnamed client';
+  return families.find(([pattern]) => pattern.test(userAgent))?.[1] ?? 'another program';
 }
 
 /** Forgets the pairs not seen in 30 days: a sign-in from them is new again. */
