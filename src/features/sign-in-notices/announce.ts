@@ -38,8 +38,18 @@ export async function announceSignIn(deps: UseCaseDeps, accountId: string, clien
   const networkHash = deps.keys.client(network);
   const family = clientFamily(client.userAgent);
   const monthAgo = new Date(now.getTime() - rememberedDays * 24 * 3600 * 1000);
-  // One statement in the common case (a known pair): the pair is remembered, and what it was
-  // before is read from the statement's snapshot, which the upsert does not change.
+  const failed = (error: unknown) => {
+    deps.log.error('a sign-in could not be remembered for its notice', { error: String(error) });
+    return undefined;
+  };
+  // The common case, a known pair, is one update by primary key and nothing more.
+  const touched = await deps.sql`
+    UPDATE sign_in_clients SET last_seen_at = ${now}
+    WHERE account_id = ${accountId} AND network_hash = ${networkHash} AND client = ${family}
+      AND last_seen_at > ${monthAgo}`.catch(failed);
+  if (touched === undefined || (touched.count === 1 && way !== 'code')) return;
+  // A new pair: remembered, and what the account had before read from the statement's snapshot,
+  // which the upsert does not change; past `rememberedPairs`, the least recently seen go.
   const seen = await deps.sql`
     WITH before AS (
       SELECT a.public_id AS "publicId", a.name, a.email, a.locale, a.sign_in_notices AS wanted,
@@ -58,10 +68,7 @@ export async function announceSignIn(deps: UseCaseDeps, accountId: string, clien
         SELECT network_hash, client FROM sign_in_clients WHERE account_id = ${accountId}
         ORDER BY last_seen_at DESC OFFSET ${rememberedPairs - 1})
     )
-    SELECT * FROM before`.then(([row]) => row, (error: unknown) => {
-    deps.log.error('a sign-in could not be remembered for its notice', { error: String(error) });
-    return undefined;
-  });
+    SELECT * FROM before`.then(([row]) => row, failed);
   if (seen === undefined) return;
   const registeredHere = seen.first === true && typeof seen.registeredFrom === 'string' &&
     noticeNetwork(seen.registeredFrom) === network;
