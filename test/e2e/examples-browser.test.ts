@@ -66,6 +66,17 @@ describe('examples/account.html in Chromium, flow by flow', { skip }, () => {
   }
   const mailTo = (address: string, subject: string, after = 0): Promise<ReceivedMail> =>
     app.smtp.waitFor((mail) => mail.to === address && mail.subject === subject && app.smtp.messages.indexOf(mail) >= after);
+  /** Registers and activates an account through the page's forms. */
+  async function registerInPage(tab: Tab, prefix: string) {
+    const user = uniqueUser(prefix);
+    await tab.fill('#reg-name', user.name);
+    await tab.fill('#reg-email', user.email);
+    await tab.fill('#reg-pwd', user.pwd);
+    await act(tab, '#register button');
+    await tab.fill('#reg-code', codeIn(await mailTo(user.email, 'Your registration code')));
+    await act(tab, '#activate button');
+    return user;
+  }
   const otpNow = (secret: string) => {
     app.clock.advance(30);
     return referenceTotp(secret, totpStepOf(app) * 30);
@@ -111,13 +122,7 @@ describe('examples/account.html in Chromium, flow by flow', { skip }, () => {
 
   it('changes the password, the address, resets, signs out everywhere and deletes, saying each in words', async () => {
     const tab = await open(app);
-    const user = uniqueUser('flows');
-    await tab.fill('#reg-name', user.name);
-    await tab.fill('#reg-email', user.email);
-    await tab.fill('#reg-pwd', user.pwd);
-    await act(tab, '#register button');
-    await tab.fill('#reg-code', codeIn(await mailTo(user.email, 'Your registration code')));
-    await act(tab, '#activate button');
+    const user = await registerInPage(tab, 'flows');
     await tab.fill('#pwd', user.pwd);
     assert.equal(await act(tab, '#sign-in button'), 'You are signed in.');
 
@@ -163,13 +168,7 @@ describe('examples/account.html in Chromium, flow by flow', { skip }, () => {
 
   it('signs in with a mailed code, turns the sign-in notices off and on, and downloads the account\'s data', async () => {
     const tab = await open(app);
-    const user = uniqueUser('more');
-    await tab.fill('#reg-name', user.name);
-    await tab.fill('#reg-email', user.email);
-    await tab.fill('#reg-pwd', user.pwd);
-    await act(tab, '#register button');
-    await tab.fill('#reg-code', codeIn(await mailTo(user.email, 'Your registration code')));
-    await act(tab, '#activate button');
+    const user = await registerInPage(tab, 'more');
     await tab.fill('#code-email', user.email);
     assert.match(await act(tab, '#code-request button'), /a sign-in code is on its way/);
     await tab.fill('#code-input', codeIn(await mailTo(user.email, 'Your sign-in code')));
