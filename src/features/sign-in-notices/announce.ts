@@ -57,7 +57,7 @@ export async function announceSignIn(deps: UseCaseDeps, accountId: string, clien
           AND c.client = ${family} AND c.last_seen_at > ${monthAgo}) AS known,
         NOT EXISTS (SELECT 1 FROM sign_in_clients c WHERE c.account_id = a.id) AS first,
         (SELECT e.client_address FROM security_events e WHERE e.account_id = a.id AND e.type = 'activated'
-          ORDER BY e.id LIMIT 1) AS "registeredFrom"
+          ORDER BY e.occurred_at, e.id LIMIT 1) AS "registeredFrom"
       FROM accounts a WHERE a.id = ${accountId} AND a.activated_at IS NOT NULL
     ), remembered AS (
       INSERT INTO sign_in_clients (account_id, network_hash, client, last_seen_at)
