@@ -53,8 +53,15 @@ describe('behind PgBouncer in transaction mode without prepare=false', { skip: b
       return { answers: [...requests, ...activations], registered: registered.length, activated: activations.filter((answer) => answer.status === 204).length };
     };
     // The first requests find out that statements may not be prepared: those in flight then answer
-    // 503 at once (a message that one of them queued may be sent late, once its lease ends).
-    const first = await Promise.all(Array.from({ length: 80 }, () => timed(() => app.call('POST', '/acc/reg/code', { json: uniqueUser('pooled') }))));
+    // 503 at once (a message that one of them queued may be sent late, once its lease ends). When
+    // a statement first lands on a server connection that did not prepare it is the pooler's
+    // choice: bursts go on (five at most) until the service has said so, the barrier for the next.
+    const switched = () => app.logs.some((line) => line.includes('statements are no longer prepared'));
+    const first: Array<{ status: number; ms: number }> = [];
+    for (let round = 0; round < 5 && !switched(); round += 1) {
+      first.push(...await Promise.all(Array.from({ length: 80 }, () => timed(() => app.call('POST', '/acc/reg/code', { json: uniqueUser('pooled') })))));
+    }
+    assert.ok(switched(), 'the operator is told what to change');
     const second = await burst(80);
     for (const [name, answers] of Object.entries({ first, second: second.answers })) {
       const slowest = Math.max(...answers.map((answer) => answer.ms));
@@ -64,6 +71,5 @@ describe('behind PgBouncer in transaction mode without prepare=false', { skip: b
     }
     assert.equal(second.registered, 80, 'once statements are no longer prepared, every registration passes');
     assert.equal(second.activated, 80, 'and every activation');
-    assert.ok(app.logs.some((line) => line.includes('statements are no longer prepared')), 'the operator is told what to change');
   });
 });

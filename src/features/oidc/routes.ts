@@ -168,7 +168,8 @@ async function grantWithCode(ctx: RequestContext, deps: Deps, params: Record<str
       'trusted for addresses, POST /acc/reg/oidc makes an account of it with this code.';
     throw new OAuthError('unknown_identity', description);
   }
-  return signInReply(deps, result, 'The code is unknown, expired, used, or not for this redirect_uri and code_verifier.');
+  const refused = 'The code is unknown, expired, used, or not for this redirect_uri and code_verifier.';
+  return signInReply(deps, result, refused);
 }
 
 export const authorizationCodeGrant: TokenGrant = { type: 'authorization_code', handle: grantWithCode };
