@@ -37,15 +37,16 @@ export async function issueResetCode(
 
 /**
  * Sets a new password on an active account, voids every code it has pending (a sign-in code
- * asked for by whoever read the mailbox included) and turns its sign-in notices on again: the
- * owner takes the account back, and nothing a thief set in motion outlives it. Null if the
- * account is gone. Its reset codes are the caller's to use up (one-time-codes.ts consumeCodes).
+ * asked for by whoever read the mailbox included), forgets the networks and clients its sign-ins
+ * came from, and turns its sign-in notices on again: the owner takes the account back, and
+ * nothing a thief set in motion or made known outlives it. Null if the account is gone. Its reset codes are the caller's to use up (one-time-codes.ts consumeCodes).
  */
 export async function resetPasswordHash(
   tx: Transaction, id: string, passwordHash: string,
 ): Promise<ResetAccount | null> {
   const [row] = await tx<ResetAccount[]>`
-    WITH voided AS (DELETE FROM one_time_codes WHERE account_id = ${id} AND purpose <> 'reset')
+    WITH voided AS (DELETE FROM one_time_codes WHERE account_id = ${id} AND purpose <> 'reset'),
+      forgotten AS (DELETE FROM sign_in_clients WHERE account_id = ${id})
     UPDATE accounts SET password_hash = ${passwordHash}, sign_in_notices = true
     WHERE id = ${id} AND activated_at IS NOT NULL
     RETURNING id, public_id AS "publicId", name, email, locale`;

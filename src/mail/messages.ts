@@ -60,7 +60,7 @@ export const mailKinds = {
   'identity-removed': spec('name provider time client_address'),
   'identity-unknown': spec('name provider time'),
   'data-exported': spec('name time client_address'),
-  'new-sign-in': spec('name time client_address client way'),
+  'new-sign-in': spec('name time client_address client way new_pair'),
   'notices-off': spec('name time client_address'),
   'sign-in-code': spec('code! code_link expires_at valid_minutes time client_address'),
 } satisfies Record<string, KindSpec>;

@@ -71,6 +71,25 @@ describe('sign-in by e-mailed code', () => {
     assert.match(soon.json.type as string, /too-soon$/);
   });
 
+  it('announces a code sign-in past the notices\' daily cap, saying when the network and client are known', async () => {
+    const { user } = await registerAndSignIn(app);
+    for (let network = 1; network <= 4; network += 1) {
+      const json = { grant_type: 'password', username: user.name, password: user.pwd };
+      assert.equal((await app.call('POST', '/auth/token', { json, localAddress: `127.3.${network}.1` })).status, 200);
+      app.clock.advance(61);
+    }
+    await untilQueuesDrained(app.service.sql);
+    const subject = 'A new sign-in to your account';
+    const count = () => app.smtp.messages.filter((mail) => mail.to === user.email && mail.subject === subject).length;
+    assert.equal(count(), 3, 'the cap: three a day');
+    const signedIn = await codeGrant(user.email, await mailedCode(user.email));
+    assert.equal(signedIn.status, 200, signedIn.text);
+    await untilQueuesDrained(app.service.sql);
+    assert.equal(count(), 4, 'a code sign-in is announced past the cap');
+    const notice = app.smtp.messages.filter((mail) => mail.to === user.email && mail.subject === subject).at(-1)!;
+    assert.doesNotMatch(notice.text, /not been used from/, 'from the network and client it registered with: known');
+  });
+
   it('loses a code asked for before the owner\'s password reset', async () => {
     const { user } = await registerAndSignIn(app);
     const code = await mailedCode(user.email);

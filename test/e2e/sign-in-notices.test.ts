@@ -83,6 +83,18 @@ describe('sign-in notices', () => {
     assert.equal((await noticesTo(user.email)).length, 3);
   });
 
+  it('forget the account\'s networks and clients at a password reset, so a thief\'s place is new again', async () => {
+    const { user } = await registerAndSignIn(app);
+    await signInAs(user.name, user.pwd, firefox, '127.0.7.1');
+    assert.equal((await noticesTo(user.email)).length, 1);
+    assert.equal((await app.call('POST', '/acc/pwd/code', { json: { email: user.email } })).status, 204);
+    const mail = await app.smtp.waitFor((message) => message.to === user.email && message.subject === 'Your password reset code');
+    assert.equal((await app.call('POST', '/acc/pwd', { json: { code: codeIn(mail), new_pwd: 'taken-back-again-4' } })).status, 204);
+    app.clock.advance(61);
+    await signInAs(user.name, 'taken-back-again-4', firefox, '127.0.7.1');
+    assert.equal((await noticesTo(user.email)).length, 2, 'the pair seen before the reset is announced again');
+  });
+
   it('remember at most 50 network and client pairs per account', async () => {
     const { user } = await registerAndSignIn(app);
     for (let index = 0; index < 60; index += 1) await signInAs(user.name, user.pwd, 'curl/8.5.0', `127.2.${index}.1`);

@@ -17,12 +17,24 @@ const maxRangeBytes = 1024 * 1024;
 const rangeTimeoutMs = 2_000;
 
 /**
- * The common passwords of `file` (one a line) that the spec's pattern could accept (6 to 32
- * characters), in their comparable form: `Password1` is refused as `password1` is.
+ * The common passwords of `file` (one a line) of 4 to 32 characters, in their comparable form:
+ * `Password1` is refused as `password1` is. The shorter ones are words that a disguise hides.
  */
 export function readCommonPasswords(file: URL | string = commonPasswordsFile): Set<string> {
   const lines = readFileSync(file, 'utf8').split('\n').map((line) => line.replace(/\r$/, ''));
-  return new Set(lines.filter((line) => [...line].length >= 6 && [...line].length <= 32).map(comparable));
+  return new Set(lines.filter((line) => [...line].length >= 4 && [...line].length <= 32).map(comparable));
+}
+
+/**
+ * The word under the commonest disguises, in three readings: digits and symbols at the end
+ * dropped (`Summer2024!`), then digits and symbols read as the letters they stand for
+ * (`P@ssw0rd`), `1` as an i or an l. Only a word of four letters or more is looked up.
+ */
+function disguisedWords(password: string): string[] {
+  const base = password.replace(/[\d\W_]+$/u, '');
+  const read = (one: string) => base.replace(/[@4]/g, 'a').replace(/3/g, 'e').replace(/0/g, 'o')
+    .replace(/[$5]/g, 's').replace(/7/g, 't').replace(/[1!|]/g, one);
+  return [base, read('i'), read('l')].filter((word) => word.length >= 4);
 }
 
 /**
@@ -42,7 +54,8 @@ export function comparable(password: string): string {
 export function createPasswordScreen(common: Set<string>, breachedUrl: string | null, log: Logger): PasswordScreen {
   return async (password) => {
     const normalized = password.normalize('NFC');
-    if (common.has(comparable(password))) {
+    const folded = comparable(password);
+    if (common.has(folded) || disguisedWords(folded).some((word) => common.has(word))) {
       return 'is one of the most common passwords, which are tried first: choose a less common one';
     }
     if (breachedUrl === null) return null;

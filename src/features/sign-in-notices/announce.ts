@@ -27,10 +27,10 @@ export const noticesPerDay = 3;
  * Announces a sign-in to the owner when its network (an IPv4 /24, an IPv6 /64) and client family
  * (clientFamily) are a pair the account has not signed in from in 30 days: a mail saying when,
  * from where, with what, and what to do if it was not them. Not for the account's first sign-in
- * from the network it was registered from, nor while the owner turned notices off; a sign-in by
- * mailed code is announced always, new pair or not. At most one a minute and `noticesPerDay` a
- * day. Runs after the session started, in its own transaction; a failure is logged and never
- * undoes the sign-in.
+ * ever, from the network it was registered from, nor while the owner turned notices off; at most
+ * one a minute and `noticesPerDay` a day. A sign-in by mailed code is announced always, new pair
+ * or not, past the cap too. Runs after the session started, in its own transaction; a failure is
+ * logged and never undoes the sign-in.
  */
 export async function announceSignIn(deps: UseCaseDeps, accountId: string, client: Client, way: SignInWay) {
   const now = deps.clock();
@@ -55,7 +55,8 @@ export async function announceSignIn(deps: UseCaseDeps, accountId: string, clien
       SELECT a.public_id AS "publicId", a.name, a.email, a.locale, a.sign_in_notices AS wanted,
         EXISTS (SELECT 1 FROM sign_in_clients c WHERE c.account_id = a.id AND c.network_hash = ${networkHash}
           AND c.client = ${family} AND c.last_seen_at > ${monthAgo}) AS known,
-        NOT EXISTS (SELECT 1 FROM sign_in_clients c WHERE c.account_id = a.id) AS first,
+        (SELECT count(*) FROM (SELECT FROM security_events e WHERE e.account_id = a.id AND e.type = 'signed-in'
+          LIMIT 2) AS sign_ins) < 2 AS first,
         (SELECT e.client_address FROM security_events e WHERE e.account_id = a.id AND e.type = 'activated'
           ORDER BY e.occurred_at, e.id LIMIT 1) AS "registeredFrom"
       FROM accounts a WHERE a.id = ${accountId} AND a.activated_at IS NOT NULL
@@ -77,8 +78,10 @@ export async function announceSignIn(deps: UseCaseDeps, accountId: string, clien
   const owner = { email: seen.email as string, name: seen.name as string, locale: seen.locale as string | null };
   const quotaKey = accountQuotaKey(deps.keys, seen.publicId as string);
   const sent = await inTransaction(deps.sql, async (tx) => {
-    if ((await reserveAddressRequest(tx, 'sign-in-notice', quotaKey, now, noticesPerDay)) !== null) return false;
-    const values = { client: family, way: wayText[way] };
+    // A code sign-in is bounded by the codes its address may ask for (ten a day), and is never held back.
+    const capped = way !== 'code' && (await reserveAddressRequest(tx, 'sign-in-notice', quotaKey, now, noticesPerDay));
+    if (capped) return false;
+    const values = { client: family, way: wayText[way], new_pair: seen.known === true ? '' : 'yes' };
     await enqueueMail(tx, noticeMail('new-sign-in', owner, now, client.address, values), deps.mailer, now);
     return true;
   }).catch((error: unknown) => {
