@@ -34,3 +34,10 @@ CREATE TABLE sign_in_code_requests (
   requested_at   timestamptz NOT NULL
 );
 CREATE INDEX sign_in_code_requests_requested ON sign_in_code_requests (requested_at);
+
+-- Every kind that someone other than the owner can cause as often as they like (core/security-events.ts
+-- strangerKinds) is swept after a week, as docs/operations.md says: the sweep took only the first two.
+DROP INDEX security_events_strangers;
+CREATE INDEX security_events_strangers ON security_events (occurred_at)
+  WHERE type IN ('sign-in-failed', 'reset-requested', 'passkey-renamed', 'refresh-retried', 'session-evicted');
+COMMENT ON TABLE security_events IS 'Each account''s security activity (GET /acc/me/events); kept EVENT_RETENTION_DAYS, the kinds strangers can cause (failed sign-ins, reset requests, passkey renames, refresh retries, evicted sessions) 7 days.';

@@ -632,7 +632,7 @@ CREATE TABLE public.security_events (
 -- Name: TABLE security_events; Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON TABLE public.security_events IS 'Each account''s security activity (GET /acc/me/events); kept EVENT_RETENTION_DAYS, strangers'' failed sign-ins and reset requests 7 days.';
+COMMENT ON TABLE public.security_events IS 'Each account''s security activity (GET /acc/me/events); kept EVENT_RETENTION_DAYS, the kinds strangers can cause (failed sign-ins, reset requests, passkey renames, refresh retries, evicted sessions) 7 days.';
 
 --
 -- Name: COLUMN security_events.actor; Type: COMMENT; Schema: public; Owner: -
@@ -1190,7 +1190,7 @@ CREATE INDEX security_events_account ON public.security_events USING btree (acco
 -- Name: security_events_strangers; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX security_events_strangers ON public.security_events USING btree (occurred_at) WHERE (type = ANY (ARRAY['sign-in-failed'::text, 'reset-requested'::text]));
+CREATE INDEX security_events_strangers ON public.security_events USING btree (occurred_at) WHERE (type = ANY (ARRAY['sign-in-failed'::text, 'reset-requested'::text, 'passkey-renamed'::text, 'refresh-retried'::text, 'session-evicted'::text]));
 
 --
 -- Name: security_events_time; Type: INDEX; Schema: public; Owner: -

@@ -308,9 +308,10 @@ const isOn = (config: ServiceConfig, feature: string) =>
   feature === 'oidc' ? config.oidc !== null : (config.features as string[]).includes(feature);
 
 /**
- * Refuses to start with a feature off that accounts still rely on: turning the second factor off
- * would let its accounts in with the password alone, and turning passkeys off would strand what
- * their owners registered. Says how many, which, and which admin command clears them.
+ * Refuses to start with a feature off that accounts still rely on: with the second factor off,
+ * its accounts would still be asked for a factor (the core checks it) that their owners could no
+ * longer manage, and with passkeys off what their owners registered would be stranded. Says how
+ * many, which, and which admin command clears them.
  */
 async function refuseFeaturesInUse(sql: Sql, features: OptionalFeature[]): Promise<void> {
   const guarded = [

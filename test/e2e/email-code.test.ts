@@ -110,6 +110,18 @@ describe('sign-in by e-mailed code', () => {
     const otp = referenceTotp(secret, Math.max(step + 1, totpStepOf(app)) * 30);
     const signedIn = await codeGrant(user.email, code, otp);
     assert.equal(signedIn.status, 200, signedIn.text);
+
+    app.clock.advance(61);
+    const another = await mailedCode(user.email);
+    const wrong = await codeGrant(user.email, another, otp === '000000' ? '111111' : '000000');
+    assert.equal(wrong.json.error, 'invalid_grant');
+    app.clock.advance(30);
+    const right = referenceTotp(secret, totpStepOf(app) * 30);
+    assert.equal((await codeGrant(user.email, another, right)).json.error, 'invalid_grant', 'a wrong otp used the code up');
+    const [row] = await app.service.sql`
+      SELECT count(*)::int AS n FROM security_events e JOIN accounts a ON a.id = e.account_id
+      WHERE a.name = ${user.name} AND e.type = 'sign-in-failed'`;
+    assert.ok(row!.n >= 1, 'the wrong otp is the owner\'s failed sign-in');
   });
 
   it('is off by default: the route is unknown and the grant unsupported', async () => {

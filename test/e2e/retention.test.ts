@@ -1,3 +1,4 @@
+import { strangerKinds } from '../../src/core/security-events.ts';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
@@ -172,5 +173,20 @@ describe('retention: every table a stranger or a client can grow', () => {
     assert.equal(await ofType('signed-in')(), 1, "the owner's own events stay");
     assert.equal(await afterSweep(83 * day - 20, ofType('signed-in')), 1);
     assert.equal(await afterSweep(20, ofType('signed-in')), 0);
+  });
+
+  it("security events: every kind of strangerKinds goes after a week, not only failed sign-ins and reset requests", async () => {
+    const { user } = await registerAndSignIn(app);
+    const [account] = await app.service.sql`SELECT id FROM accounts WHERE name = ${user.name}`;
+    for (const type of strangerKinds) {
+      await app.service.sql`
+        INSERT INTO security_events (account_id, type, occurred_at, client_address)
+        VALUES (${account!.id as string}, ${type}, ${app.clock.now()}, '127.0.0.1')`;
+    }
+    const strangers = () => countOf(app.service.sql`
+      SELECT count(*)::int AS n FROM security_events WHERE account_id = ${account!.id as string}
+        AND type = ANY(${strangerKinds as string[]})`);
+    assert.equal(await afterSweep(7 * day - 10, strangers), strangerKinds.length);
+    assert.equal(await afterSweep(20, strangers), 0);
   });
 });

@@ -5,7 +5,7 @@ import { recordWrongPassword, throttledAttempt } from '../../core/password-check
 import { startSession, type SessionTokens } from '../../core/sessions.ts';
 import { inTransaction, type Client, type UseCaseDeps } from '../../core/transaction.ts';
 import type { SignIn } from '../../http/oauth.ts';
-import { findCodeAccount, recordSignInCodeRequest } from './store.ts';
+import { findCodeAccount, recordSignInCodeRequest, spendSignInCode } from './store.ts';
 
 export type SignInCodeRequest = { outcome: 'requested' } | { outcome: 'refused'; refusal: QuotaRefusal };
 
@@ -30,29 +30,34 @@ export async function requestSignInCode(deps: UseCaseDeps, email: string, client
 
 /**
  * The e-mailed code grant: `email` and its live sign-in code start a session. The code is a
- * guess under the sign-in throttle of the address as typed, as a password is; the mailbox
- * stands in for the password, not for the second factor: with a factor on and no otp,
- * 'mfa-required', and the code stays usable for the same request with one. The code is used
- * up in the transaction that starts the session; every such sign-in is announced to the owner
- * (features/sign-in-notices), whatever the account's setting.
+ * guess under the sign-in throttle of the address as typed, as a password is, and passes it
+ * only with the second factor where one is on: the mailbox stands in for the password, not
+ * for the factor. With a factor on and no otp, 'mfa-required', and the code stays usable for
+ * the same request with one; a wrong otp uses the code up (one factor guess a mailed code) and
+ * is recorded as the account's failed sign-in. The code is used up in the transaction that
+ * starts the session; every such sign-in is announced to the owner (features/sign-in-notices),
+ * whatever the account's setting.
  */
 export async function signInWithEmailCode(
   deps: UseCaseDeps, email: string, code: string, otp: string | undefined, client: Client,
   takeAllowance: (accountId: string) => number,
 ): Promise<SignIn> {
   const codeHash = hashCode(code);
-  const found = await throttledAttempt(deps, email, client.address,
-    () => findCodeAccount(deps.sql, email, codeHash, deps.clock()), (account) => account !== null);
-  if (found !== null && 'outcome' in found) return found;
-  if (found === null) {
-    await recordWrongPassword(deps.sql, null, client.address, null, deps.clock());
+  // As a password check counts it (password-check.ts): a success only with the factor, so that
+  // no network becomes known, nor is the budget given back, on the mailbox alone.
+  const checked = await throttledAttempt(deps, email, client.address, async () => {
+    const account = await findCodeAccount(deps.sql, email, codeHash, deps.clock());
+    return account === null ? null : { account, factor: await checkSecondFactor(deps, account, otp) };
+  }, (result) => result !== null && ['none', 'passed'].includes(result.factor.outcome));
+  if (checked !== null && 'outcome' in checked) return checked;
+  if (checked === null || checked.factor.outcome === 'wrong') {
+    await recordWrongPassword(deps.sql, checked?.account.id ?? null, client.address, null, deps.clock());
+    if (checked !== null) await spendSignInCode(deps.sql, codeHash);
     return { outcome: 'refused' };
   }
-  const account = found;
-  const factor = await checkSecondFactor(deps, account, otp);
+  const { account, factor } = checked;
   if (factor.outcome === 'missing') return { outcome: 'mfa-required' };
   if (factor.outcome === 'throttled') return factor;
-  if (factor.outcome === 'wrong') return { outcome: 'refused' };
   if (account.disabled === true) return { outcome: 'disabled' };
   const wait = takeAllowance(account.id);
   if (wait > 0) return { outcome: 'limited', retryAfterSeconds: wait };

@@ -63,6 +63,11 @@ export async function findCodeAccount(
   return row ?? null;
 }
 
+/** Uses a sign-in code up without a session: a wrong otp came with it. */
+export async function spendSignInCode(sql: Sql, codeHash: Buffer): Promise<void> {
+  await sql`DELETE FROM one_time_codes WHERE code_hash = ${codeHash} AND purpose = 'sign-in'`;
+}
+
 /** Requests recorded before `before` that no worker resolved: a code issued that late would expire at once. */
 export async function deleteStaleSignInCodeRequests(sql: Sql, before: Date): Promise<number> {
   return (await sql`DELETE FROM sign_in_code_requests WHERE requested_at < ${before}`).count;
