@@ -160,7 +160,7 @@ describe('main', () => {
       const { url } = (await running.waitFor(/"msg":"listening"/)) as { url: string };
       assert.equal((await call(url, 'GET', '/readyz')).status, 200);
       const email = `${prefix}-${process.pid}@example.com`;
-      assert.equal((await call(url, 'POST', '/acc/reg/code', { json: { name: `${prefix}-${process.pid}`, email, pwd: 'secret-1' } })).status, 204);
+      assert.equal((await call(url, 'POST', '/acc/reg/code', { json: { name: `${prefix}-${process.pid}`, email, pwd: 'quiet-harbor-1' } })).status, 204);
       const mail = await smtp.waitFor((message) => message.to === email);
       assert.equal((await call(url, 'POST', '/acc/reg', { json: { code: codeIn(mail) } })).status, 204);
       running.kill('SIGTERM');
@@ -243,7 +243,7 @@ describe('main', () => {
       const env = { DATA_DIR: dataDir, PORT: '0', SCRYPT_PARAMS: 'ln=4,r=8,p=1' };
       const service = runMain(env);
       const { url } = (await service.waitFor(/"msg":"listening"/)) as { url: string };
-      assert.equal((await call(url, 'POST', '/acc/reg/code', { json: { name: 'beside', email: 'beside@example.com', pwd: 'secret-1' } })).status, 204);
+      assert.equal((await call(url, 'POST', '/acc/reg/code', { json: { name: 'beside', email: 'beside@example.com', pwd: 'quiet-harbor-1' } })).status, 204);
       const { path } = (await service.waitFor(/"msg":"mail written"/)) as { path: string };
       const code = codeIn({ text: (await readFile(path, 'utf8')).replace(/=\n/g, '') } as never);
       assert.equal((await call(url, 'POST', '/acc/reg', { json: { code } })).status, 204);
@@ -299,7 +299,7 @@ describe('main', () => {
       const first = runMain({ DATA_DIR: dataDir, PORT: '0', SCRYPT_PARAMS: 'ln=4,r=8,p=1' });
       const { url } = (await first.waitFor(/"msg":"listening"/)) as { url: string };
       assert.match(first.lines.join('\n'), /"database":"embedded","mail":"files"/);
-      assert.equal((await call(url, 'POST', '/acc/reg/code', { json: { name: 'embedded', email: 'embedded@example.com', pwd: 'secret-1' } })).status, 204);
+      assert.equal((await call(url, 'POST', '/acc/reg/code', { json: { name: 'embedded', email: 'embedded@example.com', pwd: 'quiet-harbor-1' } })).status, 204);
       const { path } = (await first.waitFor(/"msg":"mail written"/)) as { path: string };
       assert.ok(path.startsWith(join(dataDir, 'mail')));
       const code = codeIn({ text: (await readFile(path, 'utf8')).replace(/=\n/g, '') } as never);
@@ -316,7 +316,7 @@ describe('main', () => {
       assert.equal(metadata.status, 200, metadata.text);
       assert.equal(metadata.json.issuer, `http://127.0.0.1:${port}`);
       assert.equal((await call(again, 'POST', '/acc/reg', { json: { code } })).status, 204, 'the pending registration survived the restart');
-      const token = await call(again, 'POST', '/auth/token', { json: { grant_type: 'password', username: 'embedded', password: 'secret-1' } });
+      const token = await call(again, 'POST', '/auth/token', { json: { grant_type: 'password', username: 'embedded', password: 'quiet-harbor-1' } });
       assert.equal(token.status, 200);
       await writeFile(join(clone, 'verify-token.mjs'), await docsRecipe('docs/design.md', 'createRemoteJWKSet'));
       await symlink(join(root, 'node_modules'), join(clone, 'node_modules'));
@@ -325,7 +325,7 @@ describe('main', () => {
       assert.match(verified.stdout, /^[0-9a-f-]{36} [0-9a-f-]{36}\n$/, 'the account id and the session id');
       second.kill('SIGTERM');
       assert.equal(await second.exit, 0);
-      assert.equal(second.lines.join('\n').includes('secret-1'), false);
+      assert.equal(second.lines.join('\n').includes('quiet-harbor-1'), false);
     } finally {
       await rm(clone, { recursive: true, force: true });
     }

@@ -42,7 +42,7 @@ describe('the production install (what the image runs)', () => {
       const local = url.replace('0.0.0.0', '127.0.0.1');
       assert.equal((await call(local, 'GET', '/readyz')).status, 200);
       const email = `production-${process.pid}@example.com`;
-      assert.equal((await call(local, 'POST', '/acc/reg/code', { json: { name: `production-${process.pid}`, email, pwd: 'secret-1' } })).status, 204);
+      assert.equal((await call(local, 'POST', '/acc/reg/code', { json: { name: `production-${process.pid}`, email, pwd: 'quiet-harbor-1' } })).status, 204);
       const code = codeIn(await smtp.waitFor((message) => message.to === email));
       assert.equal((await call(local, 'POST', '/acc/reg', { json: { code } })).status, 204);
       running.kill('SIGTERM');
@@ -79,7 +79,7 @@ describe('the production install (what the image runs)', () => {
       const running = runMain({ DATABASE_URL: database.url, TOKEN_SECRET: testSecret, ENCRYPTION_KEYS: testEncryptionKeys, SMTP_URL: smtp.url, PORT: '0', RATE_LIMIT: '0' }, [], imageCommand(), dir);
       const { url } = (await running.waitFor(/"msg":"listening"/)) as { url: string };
       const flood = Array.from({ length: 300 }, (_, index) =>
-        call(url, 'POST', '/acc/reg/code', { json: { name: `flood-${index}`, email: `flood-${index}@example.com`, pwd: 'secret-1' } }).then((response) => response.status),
+        call(url, 'POST', '/acc/reg/code', { json: { name: `flood-${index}`, email: `flood-${index}@example.com`, pwd: 'quiet-harbor-1' } }).then((response) => response.status),
       );
       await delay(200);
       assert.equal((await call(url, 'GET', '/healthz')).status, 200, 'answered while the flood is in flight');
@@ -113,7 +113,7 @@ describe('the production install (what the image runs)', () => {
       const flood: Array<Promise<number>> = [];
       const offering = setInterval(() => {
         const index = flood.length;
-        flood.push(call(url, 'POST', '/acc/reg/code', { json: { name: `flood-${index}`, email: `flood-${index}@example.com`, pwd: 'secret-1' } }).then((response) => response.status, () => 0));
+        flood.push(call(url, 'POST', '/acc/reg/code', { json: { name: `flood-${index}`, email: `flood-${index}@example.com`, pwd: 'quiet-harbor-1' } }).then((response) => response.status, () => 0));
       }, 1000 / perSecond);
       await delay(500);
       const signIns: number[] = [];
@@ -169,7 +169,7 @@ describe('the production install (what the image runs)', () => {
       const running = runMainAs(nobody, env, imageCommand(), dir);
       const { url } = (await running.waitFor(/"msg":"listening"/)) as { url: string };
       const email = `container-${process.pid}@example.com`;
-      assert.equal((await call(url, 'POST', '/acc/reg/code', { json: { name: `container-${process.pid}`, email, pwd: 'secret-1' } })).status, 204);
+      assert.equal((await call(url, 'POST', '/acc/reg/code', { json: { name: `container-${process.pid}`, email, pwd: 'quiet-harbor-1' } })).status, 204);
       const { path } = (await running.waitFor(/"msg":"mail written"/)) as { path: string };
       assert.ok(path.startsWith(join(dir, '.data', 'mail')), path);
       running.kill('SIGTERM');

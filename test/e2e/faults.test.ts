@@ -95,10 +95,10 @@ describe('database faults, in the service process as deployed', () => {
 
   async function register(name: string): Promise<string> {
     const email = `${name}@example.com`;
-    assert.equal((await call(url, 'POST', '/acc/reg/code', { json: { name, email, pwd: 'secret-1' } })).status, 204);
+    assert.equal((await call(url, 'POST', '/acc/reg/code', { json: { name, email, pwd: 'quiet-harbor-1' } })).status, 204);
     const code = codeIn(await smtp.waitFor((message) => message.to === email));
     assert.equal((await call(url, 'POST', '/acc/reg', { json: { code } })).status, 204);
-    const token = await call(url, 'POST', '/auth/token', { json: { grant_type: 'password', username: name, password: 'secret-1' } });
+    const token = await call(url, 'POST', '/auth/token', { json: { grant_type: 'password', username: name, password: 'quiet-harbor-1' } });
     return token.json.access_token as string;
   }
 
@@ -110,14 +110,14 @@ describe('database faults, in the service process as deployed', () => {
     try {
       await untilQueuesDrained(probe);
       smtp.delayNext(1_000);
-      assert.equal((await call(url, 'POST', '/acc/reg/code', { json: { name: 'mid-send', email: 'mid-send@example.com', pwd: 'secret-1' } })).status, 204);
+      assert.equal((await call(url, 'POST', '/acc/reg/code', { json: { name: 'mid-send', email: 'mid-send@example.com', pwd: 'quiet-harbor-1' } })).status, 204);
       await waitUntil(async () => (await probe`SELECT count(*)::int AS n FROM outbox WHERE recipient = 'mid-send@example.com' AND lease IS NOT NULL`)[0]!.n === 1);
     } finally {
       await probe.end();
     }
     await database.stop();
 
-    const registration = await call(url, 'POST', '/acc/reg/code', { json: { name: 'during-outage', email: 'during@example.com', pwd: 'secret-1' } });
+    const registration = await call(url, 'POST', '/acc/reg/code', { json: { name: 'during-outage', email: 'during@example.com', pwd: 'quiet-harbor-1' } });
     assert.equal(registration.status, 503);
     assert.equal(registration.json.type, 'urn:account-service:problem:unavailable');
     assert.equal(registration.headers['retry-after'], '5');

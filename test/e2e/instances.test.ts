@@ -38,7 +38,7 @@ describe('several instances on one database', () => {
     assert.equal(applied.length, 1, 'one instance applied the migrations; the others found them done');
 
     // Twelve addresses race for four names, spread over the three instances.
-    const attempts = Array.from({ length: 12 }, (_, index) => ({ url: urls[index % 3]!, json: { name: `multi-${index % 4}`, email: `multi-${index}@example.com`, pwd: 'secret-1' } }));
+    const attempts = Array.from({ length: 12 }, (_, index) => ({ url: urls[index % 3]!, json: { name: `multi-${index % 4}`, email: `multi-${index}@example.com`, pwd: 'quiet-harbor-1' } }));
     const statuses = await Promise.all(attempts.map(({ url, json }) => call(url, 'POST', '/acc/reg/code', { json }).then((response) => response.status)));
     assert.equal(statuses.filter((status) => status === 204).length, 4, `statuses: ${statuses}`);
     assert.equal(statuses.filter((status) => status === 409).length, 8, `statuses: ${statuses}`);
@@ -68,7 +68,7 @@ describe('several instances on one database', () => {
   it('loses nothing answered 204 when an instance is killed mid-burst, and its outbox resumes', async () => {
     const { instance, url } = await start();
     smtp.delayNext(2_000);
-    const burst = Array.from({ length: 60 }, (_, index) => ({ name: `crash-${index}`, email: `crash-${index}@example.com`, pwd: 'secret-1' }));
+    const burst = Array.from({ length: 60 }, (_, index) => ({ name: `crash-${index}`, email: `crash-${index}@example.com`, pwd: 'quiet-harbor-1' }));
     let done = 0;
     let tenDone: () => void = () => {};
     const someDone = new Promise<void>((resolve) => (tenDone = resolve));

@@ -207,7 +207,7 @@ describe('the owner always gets back in, round two (issue 44)', () => {
   it("5. a session that spends the account's own password budget does not keep the owner out after a reset", async () => {
     const { user, token } = await registerAndSignIn(app);
     const wrongFrom = (index: number) =>
-      app.call('PUT', '/acc/me/pwd', { token, json: { old_pwd: 'not-the-password', new_pwd: 'whatever-123' }, localAddress: `127.48.${index}.9` });
+      app.call('PUT', '/acc/me/pwd', { token, json: { old_pwd: 'not-the-password', new_pwd: 'another-harbor-123' }, localAddress: `127.48.${index}.9` });
     // 100 wrong passwords an hour per account (LOGIN_FAILURES_PER_HOUR), five from each network before it waits.
     let last = 0;
     for (let index = 0; index < 24 && last !== 429; index += 1) {
@@ -292,7 +292,7 @@ describe('the owner always gets back in, round two (issue 44)', () => {
     let last = 0;
     for (let index = 0; index < 24 && last !== 429; index += 1) {
       for (let attempt = 0; attempt < 5; attempt += 1) {
-        const json = { old_pwd: 'not-the-password', new_pwd: 'whatever-123' };
+        const json = { old_pwd: 'not-the-password', new_pwd: 'another-harbor-123' };
         last = (await app.call('PUT', '/acc/me/pwd', { token, json, localAddress: `127.42.${index + 10}.9` })).status;
       }
     }
