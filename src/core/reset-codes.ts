@@ -39,8 +39,9 @@ export async function issueResetCode(
  * Sets a new password on an active account, voids every code it has pending (a sign-in code
  * asked for by whoever read the mailbox included), forgets the networks and clients its sign-ins
  * came from, and turns its sign-in notices on again: the owner takes the account back, and
- * nothing a thief set in motion or made known outlives it. Null if the account is gone. (The
- * codes go before the caller ends the sessions: every writer of either holds the account row.) Its reset codes are the caller's to use up (one-time-codes.ts consumeCodes).
+ * nothing a thief set in motion or made known outlives it. Null if the account is gone. Its
+ * reset codes are the caller's to use up (one-time-codes.ts consumeCodes). The codes go before
+ * the caller ends the sessions: every writer of either holds the account row.
  */
 export async function resetPasswordHash(
   tx: Transaction, id: string, passwordHash: string,
