@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { readAtMost } from '../../support/bounded-body.ts';
 import type { Logger } from '../../telemetry/log.ts';
 
 /**
@@ -74,15 +75,10 @@ async function isBreached(breachedUrl: string, password: string): Promise<boolea
     headers: { 'Add-Padding': 'true' }, redirect: 'error', signal: AbortSignal.timeout(rangeTimeoutMs),
   });
   if (!response.ok) throw new Error(`the range service answered ${response.status}`);
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of response.body ?? []) {
-    size += chunk.length;
-    if (size > maxRangeBytes) throw new Error(`the range service answered more than ${maxRangeBytes} bytes`);
-    chunks.push(chunk);
-  }
+  const body = await readAtMost(response, maxRangeBytes);
+  if (body === null) throw new Error(`the range service answered more than ${maxRangeBytes} bytes`);
   const suffix = hash.slice(5);
-  return Buffer.concat(chunks).toString('utf8').split('\n').some((line) => {
+  return body.toString('utf8').split('\n').some((line) => {
     const [listed = '', count = '0'] = line.trim().split(':');
     return listed.toUpperCase() === suffix && Number(count) > 0;
   });

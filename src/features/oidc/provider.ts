@@ -1,6 +1,7 @@
 import { createPublicKey, verify, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { equalSecrets } from '../../core/constant-time.ts';
 import { HttpError, problems } from '../../http/errors.ts';
+import { readAtMost } from '../../support/bounded-body.ts';
 import type { Logger } from '../../telemetry/log.ts';
 import type { OidcProvider, OidcSettings } from './settings.ts';
 
@@ -114,20 +115,11 @@ async function fetchJson(
   const response = await fetch(url, { ...init, redirect: 'error', signal }).catch((error: unknown) => {
     throw fail(`did not answer (${String(error)})`);
   });
-  // Read as it comes, and given up past the bound: a provider's answer never fills the memory.
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of response.body ?? []) {
-      size += chunk.length;
-      if (size > maxDocumentBytes) throw fail(`answered more than ${maxDocumentBytes / 1024} KiB`);
-      chunks.push(chunk);
-    }
-  } catch (error) {
-    await response.body?.cancel().catch(() => {});
-    throw error instanceof ProviderFailure ? error : fail(`did not finish its answer (${String(error)})`);
-  }
-  const document = parseObject(Buffer.concat(chunks).toString('utf8'));
+  const body = await readAtMost(response, maxDocumentBytes).catch((error: unknown) => {
+    throw fail(`did not finish its answer (${String(error)})`);
+  });
+  if (body === null) throw fail(`answered more than ${maxDocumentBytes / 1024} KiB`);
+  const document = parseObject(body.toString('utf8'));
   if (document === null) throw fail(`answered ${response.status}, not a JSON object`);
   return document;
 }
