@@ -54,13 +54,12 @@ export function comparable(password: string): string {
  */
 export function createPasswordScreen(common: Set<string>, breachedUrl: string | null, log: Logger): PasswordScreen {
   return async (password) => {
-    const normalized = password.normalize('NFC');
     const folded = comparable(password);
     if (common.has(folded) || disguisedWords(folded).some((word) => common.has(word))) {
       return 'is one of the most common passwords, which are tried first: choose a less common one';
     }
     if (breachedUrl === null) return null;
-    const breached = await isBreached(breachedUrl, normalized).catch((error: unknown) => {
+    const breached = await isBreached(breachedUrl, password.normalize('NFC')).catch((error: unknown) => {
       log.warn('the breached-password check was skipped: the range service failed', { reason: String(error) });
       return false;
     });
