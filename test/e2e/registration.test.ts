@@ -235,7 +235,7 @@ describe('POST /acc/reg/code and POST /acc/reg', () => {
       const response = await counted.call('POST', '/acc/reg/code', { json });
       // Only the request's own statements: the outbox worker's polling shares the pool, and the
       // request's resolution (request-resolver.ts) follows its last statement.
-      const polling = statements.filter((text) => !/^(begin|commit)$/i.test(text) && !/FROM outbox|UPDATE outbox|DELETE FROM (reset|registration)_requests/.test(text));
+      const polling = statements.filter((text) => !/^(begin|commit)$/i.test(text) && !/FROM outbox|UPDATE outbox|DELETE FROM (reset|registration|sign_in_code)_requests/.test(text));
       const own = polling.slice(0, polling.findIndex((text) => text.startsWith('INSERT INTO registration_requests')) + 1);
       return { response, hashes, kinds: own.map((text) => text.split(' ').slice(0, 3).join(' ')) };
     };
