@@ -38,12 +38,18 @@ function disguisedWords(password: string): string[] {
   return [base, read('i'), read('l')].filter((word) => word.length >= 4);
 }
 
+/** Cyrillic and Greek letters drawn like Latin ones, each to the Latin letter it passes for. */
+const lookalikes = new Map([...'АВЕКМНОРСТХУІЈЅаеорсухіјѕһӏԁԛԝΑΒΕΖΗΙΚΜΝΟΡΤΥΧαιοκνρυχ']
+  .map((char, index) => [char, 'ABEKMHOPCTXYIJSaeopcyxijshldqwABEZHIKMNOPTYXaiokvpux'[index]!]));
+
 /**
  * A password as the list is compared with it: compatibility forms folded (full-width letters),
- * lower case, and without spaces or invisible characters, so that `Pass Word` is `password`.
+ * letters of other scripts that pass for Latin ones read as those, lower case, and without
+ * spaces or invisible characters, so that `Pass Word` and a Cyrillic `раssword` are `password`.
  */
 export function comparable(password: string): string {
-  return password.normalize('NFKC').toLowerCase().replace(/[\s\u00ad\u200b-\u200f\u2060\ufeff]/gu, '');
+  return password.normalize('NFKC').replace(/[\u0370-\u03ff\u0400-\u052f]/gu, (char) => lookalikes.get(char) ?? char)
+    .toLowerCase().replace(/[\s\u00ad\u200b-\u200f\u2060\ufeff]/gu, '');
 }
 
 /**
