@@ -105,9 +105,9 @@ async function main(argv: string[]): Promise<void> {
     const fail = (line: string) => process.stderr.write(`account-service: ${line}\n`);
     exit(runMailCommand(mail, createMailRenderer(templates, config), print, fail));
   }
-  // A command prints its result on stdout, and logs on stderr.
+  // A command prints its result on stdout, and logs on stderr in words, for the operator who runs it.
   output = createBufferedWriter((chunk) => (command === null ? process.stdout : process.stderr).write(chunk));
-  const log = createLogger(config.logLevel, output.write);
+  const log = createLogger(config.logLevel, output.write, command !== null);
   for (const warning of config.warnings) log.warn(warning);
 
   let embedded: EmbeddedDatabase | null = null;

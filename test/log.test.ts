@@ -16,6 +16,20 @@ describe('createLogger', () => {
     assert.ok(lines.every((line) => line.endsWith('\n')));
   });
 
+  it('writes an operator\'s command one sentence a line: the level unless info, the fields but a stack, escaped', () => {
+    const lines: string[] = [];
+    const log = createLogger('info', (line) => lines.push(line), true);
+    log.debug('no');
+    log.info('embedded postgres started', { port: 5432, dir: '/data' });
+    log.error('no account nobody');
+    log.warn('failed', { error: 'bad\u2028line', stack: 'Error: at x', code: undefined, counts: { a: 1 } });
+    assert.deepEqual(lines, [
+      'account-service: embedded postgres started (port: 5432, dir: /data)\n',
+      'account-service: error: no account nobody\n',
+      'account-service: warn: failed (error: bad\\u2028line, counts: {"a":1})\n',
+    ]);
+  });
+
   it('writes the request line as JSON.stringify writes it, escaping the path', () => {
     const lines: string[] = [];
     const log = createLogger('info', (line) => lines.push(line));

@@ -30,15 +30,25 @@ export function escapeUnsafeCharacters(line: string): string {
 }
 
 /**
- * One JSON object per line. Callers pass only fields that are safe to log: this module
- * cannot know what is secret, so handlers never hand it bodies, headers or credentials.
+ * One JSON object per line, or with `words` (an operator's command at a terminal) one sentence
+ * a line: `account-service: error: no account nobody`, the fields after it but a stack. Callers
+ * pass only fields that are safe to log: this module cannot know what is secret, so handlers
+ * never hand it bodies, headers or credentials.
  */
 export function createLogger(
-  level: LogLevel, write: (line: string) => void = (line) => process.stdout.write(line),
+  level: LogLevel, write: (line: string) => void = (line) => process.stdout.write(line), words = false,
 ): Logger {
+  const sentence = (at: LogLevel, message: string, fields: LogFields = {}) => {
+    const details = Object.entries(fields).filter(([name, value]) => name !== 'stack' && value !== undefined)
+      .map(([name, value]) => `${name}: ${typeof value === 'string' ? value : JSON.stringify(value)}`);
+    const said = `${at === 'info' ? '' : `${at}: `}${message}`;
+    return `account-service: ${said}${details.length > 0 ? ` (${details.join(', ')})` : ''}`;
+  };
   const emit = (at: LogLevel) => (message: string, fields?: LogFields) => {
     if (rank[at] < rank[level]) return;
-    const line = JSON.stringify(Object.assign({ time: new Date().toISOString(), level: at, msg: message }, fields));
+    const line = words
+      ? sentence(at, message, fields)
+      : JSON.stringify(Object.assign({ time: new Date().toISOString(), level: at, msg: message }, fields));
     write(`${escapeUnsafeCharacters(line)}\n`);
   };
   return {
