@@ -49,3 +49,16 @@ describe('docs/clients.md', () => {
     });
   }
 });
+
+describe('examples/account.html', () => {
+  it('says every event type of the activity in words', async () => {
+    const source = await readFile(new URL('../src/core/security-events.ts', import.meta.url), 'utf8');
+    const union = /export type EventType =([\s\S]+?)\n\n/.exec(source)![1]!.replace(/\/\*\*.*\*\//g, '');
+    const types = [...union.matchAll(/'([a-z-]+)'/g)].map((match) => match[1]!);
+    const page = await readFile(new URL('../examples/account.html', import.meta.url), 'utf8');
+    const words = /const eventWords = \{([^}]+)\};/.exec(page)![1]!;
+    const named = [...words.matchAll(/'([a-z-]+)': '/g)].map((match) => match[1]!);
+    assert.ok(types.length > 20, 'the union is read');
+    assert.deepEqual([...named].sort(), [...types].sort());
+  });
+});
