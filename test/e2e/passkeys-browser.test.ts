@@ -56,12 +56,12 @@ describe('passkeys in a real browser (examples/passkeys.html, DevTools virtual a
       const mail = await app.smtp.waitFor((m) => m.to === user.email && m.subject === 'Your code to add a passkey');
       await tab.fill('#code', codeIn(mail));
       await tab.click('#add');
-      await tab.waitForFunction("/added|error/.test(document.getElementById('out').textContent)");
-      assert.match(await tab.textContent('#out') ?? '', /^added: /, 'the passkey was added');
+      await tab.waitForFunction("/Added|went wrong/.test(document.getElementById('out').textContent)");
+      assert.match(await tab.textContent('#out') ?? '', /^Added the passkey "Example page"/, 'the passkey was added, in words');
       for (const round of [1, 2]) {
         await tab.click('#signin');
-        await tab.waitForFunction(`(document.getElementById('out').textContent.match(/signed in|error/g) ?? []).length >= ${round}`);
-        assert.match(await tab.textContent('#out') ?? '', /^signed in: \{"token_type":"Bearer"/, `sign-in ${round}`);
+        await tab.waitForFunction(`(document.getElementById('out').textContent.match(/Signed in with a passkey|went wrong/g) ?? []).length >= ${round}`);
+        assert.match(await tab.textContent('#out') ?? '', /^Signed in with a passkey: a Bearer token/, `sign-in ${round}`);
       }
     } finally {
       await browser.close();
