@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { deleteAccount, deletionCode, eventsOf, passwordGrant } from '../helpers/accounts.ts';
 import { codeIn } from '../helpers/smtp.ts';
-import { waitUntil } from '../helpers/wait.ts';
+import { untilFailedSignIns, waitUntil } from '../helpers/wait.ts';
 import { registerAndSignIn, requestCode, keyedHashesOf, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
 
 let app: TestService;
@@ -186,6 +186,7 @@ describe('GET /acc/me/events', () => {
     const { user, token } = await registerAndSignIn(app);
     const [helperSession] = (await app.call('GET', '/acc/me/sessions', { token })).json.sessions.map((session: { id: string }) => session.id);
     await passwordGrant(app, user.name, 'wrong-password', { address: '203.0.113.1' });
+    await untilFailedSignIns(app.service.sql, user.name, 1);
     const second = (await passwordGrant(app, user.name, user.pwd, { address: '203.0.113.2' })).json;
     const secondId = (await app.call('GET', '/acc/me/sessions', { token: second.access_token })).json.sessions.find((session: { current: boolean }) => session.current).id;
     assert.equal((await app.call('DELETE', `/acc/me/sessions/${secondId}`, { token, headers: from('203.0.113.3') })).status, 204);
@@ -245,10 +246,14 @@ describe('GET /acc/me/events', () => {
     const mine = await registerAndSignIn(app);
     const theirs = await registerAndSignIn(app);
     await passwordGrant(app, theirs.user.name, 'wrong-password', { address: '203.0.113.30' });
+    await untilFailedSignIns(app.service.sql, theirs.user.name, 1);
     const count = async () => (await app.service.sql`SELECT count(*)::int AS n FROM security_events`)[0]!.n as number;
     const before = await count();
     await passwordGrant(app, `nobody-${mine.user.name}`, 'wrong-password', { address: '203.0.113.31' });
-    assert.equal(await count(), before, 'a failed sign-in on an unknown name writes nothing');
+    // Events are written after the answer: a known name's failure after it is the barrier.
+    await passwordGrant(app, theirs.user.name, 'wrong-password', { address: '203.0.113.32' });
+    await untilFailedSignIns(app.service.sql, theirs.user.name, 2);
+    assert.equal(await count(), before + 1, 'a failed sign-in on an unknown name writes nothing');
     const events = await eventsOf(app, mine.token);
     assert.deepEqual(events.map((event) => event.type), ['signed-in', 'activated']);
     assert.equal(events.some((event) => event.client_address?.startsWith('203.0.113.3')), false);
@@ -258,6 +263,7 @@ describe('GET /acc/me/events', () => {
     const { user, token } = await registerAndSignIn(app);
     await passwordGrant(app, user.name, user.pwd, { address: '203.0.113.66' });
     for (let i = 0; i < 60; i += 1) await passwordGrant(app, i % 2 === 0 ? user.name : user.email, 'wrong-password', { address: `10.3.0.${i}` });
+    await untilFailedSignIns(app.service.sql, user.name, 60);
     const events = await eventsOf(app, token);
     assert.equal(events.filter((event) => event.type === 'sign-in-failed').length, 10);
     assert.deepEqual(events.filter((event) => event.type !== 'sign-in-failed').map((event) => [event.type, event.client_address]), [

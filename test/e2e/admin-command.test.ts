@@ -9,7 +9,7 @@ import { createTestDatabase } from '../helpers/database.ts';
 import { runMain } from '../helpers/process.ts';
 import { createAuthenticator } from '../helpers/authenticator.ts';
 import { codeIn } from '../helpers/smtp.ts';
-import { untilQueuesDrained } from '../helpers/wait.ts';
+import { untilFailedSignIns, untilQueuesDrained } from '../helpers/wait.ts';
 import { registerAndSignIn, startTestService, testEncryptionKeys, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
 import { acceptedEvents, startReceiver, type Receiver } from '../helpers/webhook-receiver.ts';
 
@@ -64,6 +64,7 @@ describe('admin disable and enable', () => {
     assert.deepEqual([owner.status, owner.json.error], [400, 'account_disabled']);
     const stranger = await passwordGrant(app, user.name, 'not-the-password');
     assert.deepEqual([stranger.status, stranger.json.error], [400, 'invalid_grant'], 'a wrong password gets the usual answer');
+    await untilFailedSignIns(app.service.sql, user.name, 1);
     const again = await admin('disable', user.email, '--reason', 'twice', '--json');
     assert.deepEqual(again.json, { account: user.email, changed: false, ended: 0 });
 

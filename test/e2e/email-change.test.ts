@@ -8,7 +8,7 @@ import { seen, type HttpResult } from '../helpers/http.ts';
 import { codeIn, type ReceivedMail } from '../helpers/smtp.ts';
 import { registerAndSignIn, requestCode, signIn, keyedHashesOf, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
 import { acceptedEvents, startReceiver } from '../helpers/webhook-receiver.ts';
-import { untilQueuesDrained } from '../helpers/wait.ts';
+import { untilFailedSignIns, untilQueuesDrained } from '../helpers/wait.ts';
 
 let app: TestService;
 before(async () => {
@@ -204,6 +204,7 @@ describe('POST /acc/me/email and POST /acc/email', () => {
     assert.ok(Number(blocked.headers['retry-after']) >= 1);
     await settled();
     assert.deepEqual(app.smtp.messages.slice(from).map((mail) => mail.subject), []);
+    await untilFailedSignIns(app.service.sql, user.name, 5);
     const events = (await eventsOf(app, token)).map((event) => event.type);
     assert.equal(events.filter((type: string) => type === 'sign-in-failed').length, 5);
     app.clock.advance(2);

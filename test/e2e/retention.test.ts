@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { KeyedHashes } from '../../src/core/keyed-hashes.ts';
 import { registerAndSignIn, requestCode, keyedHashesOf, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
-import { waitUntil } from '../helpers/wait.ts';
+import { untilFailedSignIns, waitUntil } from '../helpers/wait.ts';
 
 // One test for each row of the retention table in docs/operations.md ("Retention"): each kind
 // of row is still there just before its rule says it goes, and gone after the next sweep.
@@ -166,6 +166,7 @@ describe('retention: every table a stranger or a client can grow', () => {
     const { user } = await registerAndSignIn(app);
     const failed = await app.call('POST', '/auth/token', { json: { grant_type: 'password', username: user.name, password: 'wrong-password' } });
     assert.equal(failed.status, 400);
+    await untilFailedSignIns(app.service.sql, user.name, 1);
     const ofType = (type: string) => () => countOf(app.service.sql`
       SELECT count(*)::int AS n FROM security_events WHERE type = ${type} AND account_id = (SELECT id FROM accounts WHERE name = ${user.name})`);
     assert.equal(await afterSweep(7 * day - 10, ofType('sign-in-failed')), 1);

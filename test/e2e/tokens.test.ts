@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { createPasswordHasher } from '../../src/core/passwords.ts';
 import { createTokenService, hmacTokenKeys } from '../../src/core/tokens.ts';
 import { registerAndSignIn, startTestService, testSecret, uniqueUser, type TestService } from '../helpers/service.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 let app: TestService;
 let account: { user: ReturnType<typeof uniqueUser>; token: string };
@@ -53,6 +54,8 @@ describe('POST /auth/token', () => {
       calls.length = 0;
       statements.length = 0;
       const response = await counted.call('POST', '/auth/token', { json: { grant_type: 'password', username, password: 'whatever1' } });
+      // The failed sign-in's event is written after the answer, on both paths (writing nothing for an unknown name).
+      await waitUntil(async () => statements.some((text) => text.startsWith('INSERT INTO security_events')));
       // The outbox worker polls the same pool; its statements are not the request's.
       return { response, calls: [...calls], statements: statements.filter((text) => !/outbox|_requests|^(begin|commit)$/i.test(text)) };
     };

@@ -30,3 +30,16 @@ export async function untilQueuesDrained(sql: postgres.Sql, timeoutMs = 10_000):
     return Number(row!.waiting) === 0;
   }, timeoutMs);
 }
+
+/**
+ * The barrier after failed sign-ins, whose events are written after the answer (core/password-check.ts
+ * recordWrongPassword): waits until the account named `name` has at least `count` 'sign-in-failed' events.
+ */
+export async function untilFailedSignIns(sql: postgres.Sql, name: string, count: number): Promise<void> {
+  await waitUntil(async () => {
+    const [row] = await sql`
+      SELECT count(*)::int AS n FROM security_events e JOIN accounts a ON a.id = e.account_id
+      WHERE a.name = ${name} AND e.type = 'sign-in-failed'`;
+    return row!.n >= count;
+  });
+}

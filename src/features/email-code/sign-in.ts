@@ -51,7 +51,7 @@ export async function signInWithEmailCode(
   }, (result) => result !== null && ['none', 'passed'].includes(result.factor.outcome));
   if (checked !== null && 'outcome' in checked) return checked;
   if (checked === null || checked.factor.outcome === 'wrong') {
-    await recordWrongPassword(deps.sql, checked?.account.id ?? null, client.address, null, deps.clock());
+    recordWrongPassword(deps, checked?.account.id ?? null, client.address, null, deps.clock());
     if (checked !== null) await spendSignInCode(deps.sql, codeHash);
     return { outcome: 'refused' };
   }

@@ -27,7 +27,7 @@ export async function signIn(
   if (check.outcome === 'throttled') return check;
   if (check.outcome === 'wrong' && check.factor === 'missing') return { outcome: 'mfa-required' };
   if (account === null || check.outcome === 'wrong') {
-    await recordWrongPassword(deps.sql, account?.id ?? null, client.address, null, deps.clock());
+    recordWrongPassword(deps, account?.id ?? null, client.address, null, deps.clock());
     return { outcome: 'refused' };
   }
   // Said only once the password and the factor are proven, so that a stranger learns nothing from it.
