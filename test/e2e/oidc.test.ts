@@ -50,6 +50,7 @@ async function startSignIn(name: string, state = 'app-state', challenge = pkce()
   const query = new URLSearchParams({ redirect_uri: appReturn, state, code_challenge: challenge, code_challenge_method: 'S256' });
   const started = await app.call('GET', `/auth/oidc/${name}?${query}`);
   assert.equal(started.status, 302, started.text);
+  assert.equal(new URL(started.headers.location!).searchParams.get('prompt'), null, 'a sign-in leaves the prompt to the provider');
   const cookie = String(started.headers['set-cookie']).split(';')[0]!;
   return { location: started.headers.location!, cookie };
 }
@@ -96,6 +97,7 @@ async function startLink(name: string, provider: FakeProvider, token: string, ow
     token, json: { provider: name, pwd: owner.pwd, redirect_uri: appReturn, state: 'link-state', code_challenge: challenge },
   });
   assert.equal(options.status, 200, options.text);
+  assert.equal(new URL(options.json.authorization_url).searchParams.get('prompt'), 'consent', 'a link is never one silent redirect');
   const mail = await app.smtp.waitFor((m) => m.to === owner.email && m.subject === 'Your code to link a sign-in provider' && app.smtp.messages.indexOf(m) >= before);
   const back = returned(await callback(provider.authorize(options.json.authorization_url, user)));
   return { back, verifier, emailCode: codeIn(mail) };

@@ -34,7 +34,8 @@ async function grantWithEmailCode(ctx: RequestContext, deps: Deps, params: Recor
   const takeAllowance = (accountId: string) =>
     takeAccountAllowance(deps, signInAllowance(accountId, ctx.clientAddress));
   const result = await signInWithEmailCode(deps, email, code, otp, clientOf(ctx), takeAllowance);
-  return signInReply(deps, result, 'The code is unknown, expired, used, or not for this address.');
+  const refused = 'The code is unknown, expired, used, or not for this address; or the otp is wrong, which uses it up.';
+  return signInReply(deps, result, refused);
 }
 
 /** The grant of POST /auth/token, handed to the endpoint at wiring time while email-code is on. */

@@ -168,7 +168,8 @@ async function grantWithCode(ctx: RequestContext, deps: Deps, params: Record<str
       'trusted for addresses, POST /acc/reg/oidc makes an account of it with this code.';
     throw new OAuthError('unknown_identity', description);
   }
-  const refused = 'The code is unknown, expired, used, or not for this redirect_uri and code_verifier.';
+  const refused = 'The code is unknown, expired, used, or not for this redirect_uri and code_verifier; or the otp is ' +
+    'wrong, which uses the code up.';
   return signInReply(deps, result, refused);
 }
 

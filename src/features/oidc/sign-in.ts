@@ -51,10 +51,12 @@ export async function beginAttempt(
   const now = deps.clock();
   await insertAttempt(deps.sql, stateHash, attempt, new Date(now.getTime() + attemptTtlSeconds * 1000));
   const url = new URL(authorizationEndpoint);
+  // A link asks the provider to show its consent page even when the user consented before, so
+  // that a link started by someone else is never completed by one silent redirect (OIDC Core §3.1.2.1).
   const query = {
     response_type: 'code', client_id: provider.clientId, redirect_uri: callbackUrl(providers, provider),
-    scope: 'openid email', state, nonce, code_challenge: s256(verifier),
-    code_challenge_method: 'S256',
+    scope: 'openid email', state, nonce, code_challenge: s256(verifier), code_challenge_method: 'S256',
+    ...('browser' in binding ? {} : { prompt: 'consent' }),
   };
   for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
   return url.toString();
