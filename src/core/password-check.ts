@@ -165,9 +165,9 @@ export function throttleKeys(
 /**
  * Records a wrong password (at sign-in, password change or deletion) as the account's
  * 'sign-in-failed' event; with `accountId` null (a name that has none) the same statements run
- * and write nothing. The answer does not wait for it: writing the row costs a fraction of a
- * millisecond that writing nothing does not (an outside tester told names apart by it), and its
- * commit does not wait for the disk. A crash or a database error may lose the event; an error is logged.
+ * and write nothing. The answer does not wait for it, so that nothing before the answer tells
+ * the two apart: writing a row costs a fraction of a millisecond that writing nothing does not.
+ * Its commit does not wait for the disk. A crash or a database error may lose the event; an error is logged.
  */
 export function recordWrongPassword(
   deps: UseCaseDeps, accountId: string | null, clientAddress: string, sessionId: string | null, now: Date,
