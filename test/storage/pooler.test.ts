@@ -1,9 +1,16 @@
 import assert from 'node:assert/strict';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../src/storage/embedded-db.ts';
+import { createLogger } from '../../src/telemetry/log.ts';
 import { createTestDatabase } from '../helpers/database.ts';
+import { handleDriverDefects } from '../helpers/driver-defect.ts';
 import { findPgBouncer, startPgBouncer, type PgBouncer } from '../helpers/pgbouncer.ts';
 import { codeIn } from '../helpers/smtp.ts';
-import { startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
+import { registerAndSignIn, startTestService, uniqueUser, type TestService } from '../helpers/service.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 // Not under test/e2e: the PgBouncer run of .ci/run points DATABASE_URL at a pooler already.
 const binary = findPgBouncer();
@@ -71,5 +78,53 @@ describe('behind PgBouncer in transaction mode without prepare=false', { skip: b
     }
     assert.equal(second.registered, 80, 'once statements are no longer prepared, every registration passes');
     assert.equal(second.activated, 80, 'and every activation');
+  });
+});
+
+describe('behind PgBouncer while PostgreSQL stops and returns', { skip: binary === null }, () => {
+  let dataDir: string;
+  let database: EmbeddedDatabase;
+  let bouncer: PgBouncer;
+  let app: TestService;
+  const log = createLogger('error', () => {});
+  before(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'account-service-pooled-outage-'));
+    await chmod(dataDir, 0o755);
+    database = await startEmbeddedDatabase(dataDir, log);
+    bouncer = await startPgBouncer(binary!, database.url);
+    app = await startTestService({ databaseUrl: `${bouncer.url('postgres')}?prepare=false` });
+  });
+  after(async () => {
+    await app?.stop();
+    await bouncer?.stop();
+    await database?.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  // The pooler keeps accepting while its server is gone, and answers each query with an error
+  // of its own (08P01, "server login has been failing"); the driver's own types query gets it
+  // too, where no caller can catch it (docs/operations.md, "Driver defects").
+  it('answers 503 at once, never 500, and serves again once PostgreSQL is back', async (t) => {
+    const { token } = await registerAndSignIn(app);
+    const port = Number(new URL(database.url).port);
+    const restoreHandlers = handleDriverDefects((error) => app.service.noteDatabaseFailure(error));
+    t.after(restoreHandlers);
+    await database.stop();
+    const answers: Array<{ status: number; ms: number }> = [];
+    for (let round = 0; round < 10; round += 1) {
+      const started = performance.now();
+      const reads = app.call('GET', '/acc/me', { token });
+      const activation = app.call('POST', '/acc/reg', { json: { code: 'ZZZZ-ZZZZ-ZZZZ-ZZZZ' } });
+      for (const { status } of await Promise.all([reads, activation])) answers.push({ status, ms: performance.now() - started });
+    }
+    assert.deepEqual([...new Set(answers.map((answer) => answer.status))], [503], 'the outage is answered 503, never 500');
+    const slowest = Math.max(...answers.map((answer) => answer.ms));
+    assert.ok(slowest < 2_000, `every answer within 2 s; the slowest took ${Math.round(slowest)} ms`);
+    assert.equal((await app.call('GET', '/readyz')).status, 503);
+    assert.equal(app.logs.some((line) => line.includes('"msg":"unexpected error"')), false, app.logs.join('\n'));
+
+    database = await startEmbeddedDatabase(dataDir, log, port);
+    await waitUntil(async () => (await app.call('GET', '/readyz')).status === 200, 30_000);
+    await waitUntil(async () => (await app.call('GET', '/acc/me', { token })).status === 200, 30_000);
   });
 });
